@@ -1,0 +1,435 @@
+"""The one seam between envkit and a container engine (after repo2docker's engine.py).
+
+Contract: everything envkit does with Docker goes through :class:`Engine`. Callers pass
+plain data (paths, dicts of docker-py keyword arguments) and get plain data back; every
+engine failure surfaces as :class:`~envkit.errors.EngineError` (or :class:`BuildFailed`)
+with a message and a ``hint``, never a raw docker-py traceback. ``import docker`` happens
+only inside :meth:`DockerEngine.connect`, so commands that never talk to an engine
+(``envkit generate``) never import it. Everything envkit creates carries ``LABEL=1``.
+
+Example:
+    >>> eng = DockerEngine.connect()                                 # doctest: +SKIP
+    >>> eng.build(Path("ctx"), "envkit/demo:dev", labels={})           # doctest: +SKIP
+    >>> eng.run("envkit/demo:dev", ["python3", "-V"],
+    ...         settings={"shm_size": "256m"}, labels={}, timeout=60)  # doctest: +SKIP
+    RunResult(exit_code=0, stdout='Python 3.11.2\\n', stderr='', timed_out=False)
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+import re
+import resource
+from collections import deque
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from envkit.errors import EngineError
+
+LABEL = "io.envkit.managed"
+
+BASE_IMAGE_HINT = ("build it first with `envkit build`, or for the local base image run "
+                   "`sudo bash docker/base-image.sh` (no registry is needed)")
+START_HINT = (
+    "Start a Docker engine: on Windows/macOS start Docker Desktop (on WSL2 enable "
+    "Settings > Resources > WSL integration for this distro); on Linux run "
+    "`sudo systemctl start docker` (or `sudo dockerd &`, or `sudo bash docker/engine-up.sh`) "
+    "and make sure your user may use the socket (group `docker`). For a remote or "
+    "non-default engine set DOCKER_HOST, e.g. DOCKER_HOST=unix:///run/docker.sock.")
+GPU_HINT = (
+    "The Docker daemon has no GPU runtime. Install the NVIDIA Container Toolkit "
+    "(package nvidia-container-toolkit), run `sudo nvidia-ctk runtime configure "
+    "--runtime=docker` and restart Docker; on Docker Desktop/WSL2 update the Windows "
+    "NVIDIA driver. Or drop the GPU request from the profile to run on CPU.")
+
+# Docker ulimit name -> (Linux RLIMIT_* number, /proc/<pid>/limits row). runc names the
+# failing limit only by number ("error setting rlimit type 8"), so we need the table.
+_ROWS = ("cpu time|file size|data size|stack size|core file size|resident set|processes|"
+         "open files|locked memory|address space|file locks|pending signals|msgqueue size|"
+         "nice priority|realtime priority|realtime timeout").split("|")
+_RLIMITS = {n: (i, "Max " + _ROWS[i]) for i, n in enumerate(
+    "cpu fsize data stack core rss nproc nofile memlock as locks sigpending msgqueue nice "
+    "rtprio rttime".split())}
+_BYTE_LIMITS = {"fsize", "data", "stack", "core", "rss", "memlock", "as", "msgqueue"}
+_STEP_RE = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
+
+
+@dataclass(frozen=True)
+class BuildEvent:
+    """One line of build progress: ``kind`` is "step" (a new ``Step N/M``) or "log"."""
+    kind: str
+    step: int
+    total: int
+    text: str
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Outcome of :meth:`Engine.run`; ``timed_out`` means envkit killed the container."""
+    exit_code: int
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+
+
+class BuildFailed(EngineError):
+    """``docker build`` failed: ``step`` is the failing ``Step N/M : ...`` line, ``log`` the tail."""
+
+    def __init__(self, message: str, *, step: str | None = None,
+                 log: list[str] | None = None, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.step, self.log = step, list(log or [])
+
+
+class Engine(abc.ABC):
+    """What envkit needs from a container engine. Tests use a fake (tests/fakes.py)."""
+
+    @abc.abstractmethod
+    def ping(self) -> dict[str, Any]:
+        """Server facts: version, os, cgroup_version, runtimes, nvidia_runtime, host_ulimits."""
+
+    @abc.abstractmethod
+    def build(self, context_dir: Path, tag: str, *, labels: dict[str, str] | None = None,
+              nocache: bool = False,
+              on_event: Callable[[BuildEvent], None] | None = None) -> str:
+        """Build ``context_dir``/Dockerfile as ``tag``; return the image id or raise BuildFailed."""
+
+    @abc.abstractmethod
+    def run(self, image: str, command: list[str], *, settings: dict[str, Any],
+            labels: dict[str, str] | None = None, timeout: float = 600) -> RunResult:
+        """Run ``command`` in a fresh container (always removed) with docker-py ``settings``."""
+
+    @abc.abstractmethod
+    def remove_labeled(self, label_key: str = LABEL) -> int:
+        """Force-remove every container carrying ``label_key``; return how many."""
+
+
+# ---------------------------------------------------------------- pure helpers
+class BuildStreamParser:
+    """Turns classic-builder JSON chunks into BuildEvents; remembers step, log tail, error, id.
+
+    >>> p = BuildStreamParser(); [e.kind for e in p.feed({"stream": "Step 1/2 : FROM x\\n"})]
+    ['step']
+    """
+    def __init__(self, tail: int = 30) -> None:
+        self.step, self.total, self.step_text = 0, 0, None
+        self.tail: deque[str] = deque(maxlen=tail)
+        self.error: str | None = None
+        self.image_id: str | None = None  # from {"aux": {"ID"}} or "Successfully built"
+        self._partial = ""  # a stream chunk may end mid-line
+
+    def feed(self, chunk: dict[str, Any]) -> list[BuildEvent]:
+        if "aux" in chunk and isinstance(chunk["aux"], dict) and "ID" in chunk["aux"]:
+            self.image_id = chunk["aux"]["ID"]
+        if "error" in chunk or "errorDetail" in chunk:
+            detail = chunk.get("errorDetail") or {}
+            self.error = str(chunk.get("error") or detail.get("message") or "build failed").strip()
+            return self._lines(self.error + "\n")
+        text = chunk.get("stream")
+        if text is None and chunk.get("status"):  # pulls report {"status": ..., "id": ...}
+            text = " ".join(str(chunk[k]) for k in ("id", "status") if chunk.get(k)) + "\n"
+        return self._lines(text) if text else []
+
+    def close(self) -> list[BuildEvent]:
+        rest, self._partial = self._partial, ""
+        return self._lines(rest + "\n") if rest else []
+
+    def _lines(self, text: str) -> list[BuildEvent]:
+        *lines, self._partial = (self._partial + text).split("\n")
+        events = []
+        for raw in lines:
+            line = raw.rstrip("\r")
+            if not line.strip():
+                continue
+            m = _STEP_RE.match(line)
+            if m:
+                self.step, self.total, self.step_text = int(m[1]), int(m[2]), line
+                events.append(BuildEvent("step", self.step, self.total, m[3]))
+            else:
+                m = re.match(r"^Successfully built ([0-9a-f]+)$", line)
+                if m and not self.image_id:
+                    self.image_id = m[1]
+                events.append(BuildEvent("log", self.step, self.total, line))
+            self.tail.append(line)
+        return events
+
+
+def _parse_volume(spec: str) -> tuple[str, dict[str, str]]:
+    """``"src:dst[:mode]"`` -> ``(src, {"bind": dst, "mode": mode})``; tolerates ``C:\\x``."""
+    mode = "rw"
+    head, _, last = spec.rpartition(":")
+    if head and last and not last.startswith("/") and "/" not in last and "\\" not in last \
+            and ":" in head:
+        spec, mode = head, last  # trailing "ro" / "rw" / "z" / "ro,Z"
+    src, _, dst = spec.rpartition(":")
+    if not src or not dst.startswith("/"):
+        raise EngineError(f"bad volume {spec!r}: expected 'SRC:/container/path[:ro|rw]'")
+    return src, {"bind": dst, "mode": mode}
+
+
+def to_create_kwargs(settings: dict[str, Any]) -> dict[str, Any]:
+    """Map envkit's plain run settings to docker-py ``containers.create`` kwargs.
+
+    ulimits ``[{"name","soft","hard"}]`` -> ``docker.types.Ulimit`` (``"unlimited"`` -> -1);
+    device_requests ``[{"count","device_ids","capabilities"}]`` -> ``docker.types.DeviceRequest``;
+    volumes ``["src:dst[:mode]"]`` -> binds dict. Everything else passes through unchanged.
+    """
+    from docker.types import DeviceRequest, Ulimit
+    kw = dict(settings)
+    if kw.get("ulimits"):
+        kw["ulimits"] = [u if isinstance(u, Ulimit) else Ulimit(
+            name=u["name"], soft=_as_limit(u.get("soft")), hard=_as_limit(u.get("hard", u.get("soft"))))
+            for u in kw["ulimits"]]
+    if kw.get("device_requests"):
+        reqs = []
+        for d in kw["device_requests"]:
+            if isinstance(d, DeviceRequest):
+                reqs.append(d)
+                continue
+            caps = d.get("capabilities") or [["gpu"]]
+            if caps and all(isinstance(c, str) for c in caps):
+                caps = [list(caps)]  # ["gpu"] is one AND-set, i.e. [["gpu"]]
+            ids = d.get("device_ids")
+            count = d.get("count", 0 if ids else -1)
+            reqs.append(DeviceRequest(driver=d.get("driver", ""), count=_as_limit(count),
+                                      device_ids=ids, capabilities=caps))
+        kw["device_requests"] = reqs
+    if isinstance(kw.get("volumes"), (list, tuple)):
+        kw["volumes"] = dict(_parse_volume(v) for v in kw["volumes"])
+    return kw
+
+
+def parse_proc_limits(text: str) -> dict[str, tuple[int, int]]:
+    """Parse /proc/<pid>/limits into ``{docker_name: (soft, hard)}`` (-1 = unlimited)."""
+    by_row = {row: name for name, (_, row) in _RLIMITS.items()}
+    out = {}
+    for line in text.splitlines():
+        for row, name in by_row.items():
+            if line.startswith(row):
+                vals = line[len(row):].split()[:2]
+                out[name] = tuple(-1 if v == "unlimited" else int(v) for v in vals)
+    return out
+
+
+def fmt_limit(name: str, value: int) -> str:
+    """Human form of a limit value: bytes for byte limits, ``unlimited`` for -1."""
+    if value < 0 or value >= 2**63 - 1:  # RLIM_INFINITY as read by resource.getrlimit
+        return "unlimited"
+    if name in _BYTE_LIMITS:
+        for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+            if value >= size and value % size == 0:
+                return f"{value // size} {unit} ({value} bytes)"
+        return f"{value} bytes"
+    return str(value)
+
+
+def explain_start_error(message: str, settings: dict[str, Any],
+                        host_limit: Callable[[str], tuple[int, int, str] | None]) -> EngineError:
+    """Turn a daemon create/start error into an EngineError a user can act on.
+
+    ``host_limit(name)`` returns ``(soft, hard, where_read)`` or None. Real memlock text:
+    "... error setting rlimits for ready process: error setting rlimit type 8: operation
+    not permitted: unknown" (type 8 = RLIMIT_MEMLOCK).
+    """
+    low = message.lower()
+    if "could not select device driver" in low or "nvidia-container-cli" in low:
+        return EngineError(f"GPUs were requested but the engine cannot provide them: {message}",
+                           hint=GPU_HINT)
+    ulimits = [u if isinstance(u, dict) else {"name": u.name, "soft": u.soft, "hard": u.hard}
+               for u in settings.get("ulimits") or []]
+    if ulimits and any(k in low for k in ("rlimit", "ulimit", "operation not permitted")):
+        m = re.search(r"rlimit type (\d+)", low)
+        named = [u for u in ulimits if m and _RLIMITS.get(u["name"], (-1,))[0] == int(m[1])]
+        parts = []
+        for u in named or ulimits:
+            name = u["name"]
+            soft, hard = (_as_limit(u.get("soft")), _as_limit(u.get("hard", u.get("soft"))))
+            text = f"{name} soft={fmt_limit(name, soft)} hard={fmt_limit(name, hard)}"
+            have = host_limit(name)
+            if have:
+                text += f"; the host's hard limit is {fmt_limit(name, have[1])} (read from {have[2]})"
+            parts.append(text)
+        first = (named or ulimits)[0]["name"]
+        return EngineError(
+            f"the engine could not apply ulimit {' / '.join(parts)}. Daemon said: {message}",
+            hint=("A container cannot get a ulimit above the Docker daemon's own hard limit. Fix: "
+                  f"raise it for docker.service (`sudo systemctl edit docker` -> [Service] "
+                  f"Limit{first.upper()}=infinity, restart docker) and/or set /etc/docker/daemon.json "
+                  f'"default-ulimits": {{"{first}": {{"Name": "{first}", "Hard": -1, "Soft": -1}}}}'
+                  f"; or request a value within the host limit for {first} in the profile's "
+                  "run.ulimits."))
+    if "no such image" in low or ("image" in low and "not found" in low):
+        return EngineError(f"image not found: {message}", hint=BASE_IMAGE_HINT)
+    return EngineError(f"the engine could not start the container: {message}")
+
+
+def _as_limit(v: Any) -> int:
+    return -1 if v in (None, "unlimited", "infinity") else int(v)
+
+
+# ---------------------------------------------------------------- docker implementation
+class DockerEngine(Engine):
+    """:class:`Engine` over the Docker SDK. Create it with :meth:`connect`."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        import docker.errors
+        import requests.exceptions
+        self._errors, self._requests_exc = docker.errors, requests.exceptions
+
+    @classmethod
+    def connect(cls) -> "DockerEngine":
+        """Connect via DOCKER_HOST / the default socket; EngineError (with hint) if no engine."""
+        try:
+            import docker
+        except ImportError as exc:  # pragma: no cover - docker is a hard dependency
+            raise EngineError("the Docker SDK for Python is not installed",
+                              hint="pip install 'docker>=7'") from exc
+        try:
+            client = docker.from_env()
+            client.ping()
+        except Exception as exc:  # DockerException, requests errors, FileNotFoundError ...
+            where = os.environ.get("DOCKER_HOST") or "the default socket (/var/run/docker.sock)"
+            raise EngineError(f"cannot reach a Docker engine at {where}: {exc}",
+                              hint=START_HINT) from None
+        return cls(client)
+
+    # -- facts
+    def ping(self) -> dict[str, Any]:
+        try:
+            info, ver = self.client.info(), self.client.version()
+        except self._errors.DockerException as exc:
+            raise EngineError(f"the Docker engine stopped answering: {exc}", hint=START_HINT) from None
+        runtimes = sorted((info.get("Runtimes") or {}).keys())
+        host = {n: self._host_limit(n) for n in ("memlock", "nofile", "stack")}
+        return {
+            "server_version": ver.get("Version"), "api_version": ver.get("ApiVersion"),
+            "os": info.get("OperatingSystem"), "os_type": info.get("OSType"),
+            "arch": info.get("Architecture"), "kernel": info.get("KernelVersion"),
+            "cgroup_version": info.get("CgroupVersion"), "cgroup_driver": info.get("CgroupDriver"),
+            "runtimes": runtimes, "default_runtime": info.get("DefaultRuntime"),
+            "nvidia_runtime": "nvidia" in runtimes,
+            "ncpu": info.get("NCPU"), "mem_total": info.get("MemTotal"),
+            # The API does not expose daemon.json default-ulimits; the daemon's own hard
+            # limits are the ceiling containers inherit, so report those where readable.
+            "host_ulimits": {n: {"soft": v[0], "hard": v[1], "source": v[2]}
+                             for n, v in host.items() if v},
+        }
+
+    def _daemon_pid(self) -> int | None:
+        host = os.environ.get("DOCKER_HOST", "")
+        if host and not host.startswith("unix://"):
+            return None  # remote daemon: its /proc is not ours
+        for comm in Path("/proc").glob("[0-9]*/comm"):
+            try:
+                if comm.read_text().strip() == "dockerd":
+                    return int(comm.parent.name)
+            except OSError:  # the process exited while we looked
+                continue
+        return None
+
+    def _host_limit(self, name: str) -> tuple[int, int, str] | None:
+        """(soft, hard, where) for the daemon's limit, else this process's (and say so)."""
+        pid = self._daemon_pid()
+        if pid:
+            try:
+                lim = parse_proc_limits(Path(f"/proc/{pid}/limits").read_text())
+                if name in lim:
+                    return (*lim[name], f"/proc/{pid}/limits of dockerd")
+            except OSError:
+                pass
+        if name not in _RLIMITS:
+            return None
+        soft, hard = resource.getrlimit(_RLIMITS[name][0])
+        return (soft, hard, "this process's limit (`ulimit -H`), as the daemon's was not readable")
+
+    # -- build
+    def build(self, context_dir: Path, tag: str, *, labels: dict[str, str] | None = None,
+              nocache: bool = False,
+              on_event: Callable[[BuildEvent], None] | None = None) -> str:
+        parser = BuildStreamParser()
+        emit = on_event or (lambda _e: None)
+        all_labels = {**(labels or {}), LABEL: "1"}
+        try:
+            # Low-level API: images.build() only reports after the build ends; we stream.
+            # rm/forcerm: intermediate containers must not outlive a failed step.
+            stream = self.client.api.build(path=str(context_dir), tag=tag, labels=all_labels,
+                                           nocache=nocache, rm=True, forcerm=True, decode=True)
+            for chunk in stream:
+                for ev in parser.feed(chunk):
+                    emit(ev)
+        except self._errors.APIError as exc:
+            raise BuildFailed(f"docker build of {tag} was refused: {exc.explanation or exc}",
+                              step=parser.step_text, log=list(parser.tail)) from None
+        except (self._errors.DockerException, OSError, TypeError) as exc:
+            raise BuildFailed(f"docker build of {tag} failed: {exc}", step=parser.step_text,
+                              log=list(parser.tail)) from None
+        for ev in parser.close():
+            emit(ev)
+        if parser.error or not parser.image_id:
+            step, hint = parser.step_text, None
+            if step and re.match(r"Step \d+/\d+ : FROM", step, re.I):
+                hint = f"The base image is not available locally; {BASE_IMAGE_HINT}."
+            raise BuildFailed(f"docker build of {tag} failed at {step or 'start'}: "
+                              f"{parser.error or 'no image id reported'}",
+                              step=step, log=list(parser.tail), hint=hint)
+        return parser.image_id
+
+    # -- run
+    def run(self, image: str, command: list[str], *, settings: dict[str, Any],
+            labels: dict[str, str] | None = None, timeout: float = 600) -> RunResult:
+        errors, rexc = self._errors, self._requests_exc
+        kwargs = to_create_kwargs(settings)
+        # A known name lets the finally remove the container even when we were interrupted
+        # between the daemon creating it and create() returning.
+        name = kwargs.setdefault("name", f"envkit-run-{uuid.uuid4().hex[:12]}")
+        try:
+            try:
+                # create + start, not run(remove=True): that leaves a "Created" container
+                # behind when start fails.
+                c = self.client.containers.create(
+                    image, command, labels={**(labels or {}), LABEL: "1"}, detach=True, **kwargs)
+                c.start()
+            except errors.ImageNotFound as exc:
+                raise EngineError(f"image {image!r} not found: {exc.explanation}",
+                                  hint=BASE_IMAGE_HINT) from None
+            except TypeError as exc:  # docker-py rejects unknown keyword arguments
+                raise EngineError(f"unsupported container setting: {exc}") from None
+            except errors.APIError as exc:
+                raise explain_start_error(str(exc.explanation or exc), settings,
+                                          self._host_limit) from None
+            timed_out = False
+            try:
+                code = int(c.wait(timeout=timeout).get("StatusCode", -1))
+            except (rexc.ReadTimeout, rexc.ConnectionError):  # docker-py's wait timeout
+                timed_out = True
+                try:
+                    c.kill()
+                    code = int(c.wait(timeout=30).get("StatusCode", -1))
+                except (errors.APIError, rexc.RequestException):
+                    code = -1  # already gone or engine slow; removed below either way
+            out = c.logs(stdout=True, stderr=False).decode("utf-8", "replace")
+            err = c.logs(stdout=False, stderr=True).decode("utf-8", "replace")
+            return RunResult(code, out, err, timed_out)
+        except errors.APIError as exc:
+            raise EngineError(f"the engine failed while running {image}: "
+                              f"{exc.explanation or exc}") from None
+        finally:
+            # Always, also after start failures, timeouts and KeyboardInterrupt.
+            try:
+                self.client.api.remove_container(name, force=True)
+            except errors.APIError:
+                pass  # never created (NotFound) or removal already in progress
+
+    def remove_labeled(self, label_key: str = LABEL) -> int:
+        n = 0
+        for c in self.client.containers.list(all=True, filters={"label": label_key}):
+            try:
+                c.remove(force=True)
+                n += 1
+            except self._errors.NotFound:
+                pass
+        return n

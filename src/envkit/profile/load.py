@@ -1,0 +1,201 @@
+"""Load a profile: bytes → YAML with positions → typed, frozen ``Profile``.
+
+Validation happens here and only here. Every failure becomes one
+``ProfileError`` whose lines read ``file:line:col: key.path: problem``, with
+the allowed values and a did-you-mean, sorted by position.
+
+Example:
+    >>> lp = load_profile_bytes(b"envkit: 1\\nname: demo\\nimage: {base: debian:bookworm}\\n", "demo.yaml")
+    >>> lp.profile.name, len(lp.sha256)
+    ('demo', 64)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import typing
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from pydantic import BaseModel, ValidationError
+
+from envkit import __version__
+from envkit.errors import ProfileError
+from envkit.profile.model import Profile
+from envkit.profile.yamlsrc import _dotted, read_yaml
+from envkit.units import did_you_mean
+
+SUPPORTED_VERSIONS = (1,)
+DEFAULT_NAME = "<default profile>"
+MAX_ERRORS = 12
+
+# What a user should write, for fields whose pydantic message would be a union soup.
+_EXPECTED = {
+    ("run", "gpus"): "'all', 'none', a GPU count >= 1, or a list of device ids such as [0, 1]",
+    ("loader", "num_workers"): "'auto' or a whole number from 0 to 256",
+}
+
+
+@dataclass(frozen=True)
+class LoadedProfile:
+    """A validated profile and where it came from (``base_dir`` resolves relative paths)."""
+
+    profile: Profile
+    source: str
+    base_dir: Path
+    sha256: str
+
+    def resolve(self, rel: str) -> Path:
+        return (self.base_dir / rel).resolve()
+
+
+def default_profile_text() -> str:
+    """The embedded default profile, comments included (what ``envkit init`` writes)."""
+    return resources.files("envkit.profile").joinpath("default.yaml").read_text(encoding="utf-8")
+
+
+def load_profile(path: Path | None) -> LoadedProfile:
+    """Load ``path``, or the embedded default profile when ``path`` is None."""
+    if path is None:
+        return load_profile_bytes(default_profile_text().encode(), DEFAULT_NAME, Path.cwd())
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ProfileError(f"{path}: no such file", hint="run `envkit init` to write a starting profile") from None
+    except IsADirectoryError:
+        raise ProfileError(f"{path}: is a directory, expected a profile file (envkit.yaml)") from None
+    except OSError as e:
+        raise ProfileError(f"{path}: cannot read: {e.strerror}") from None
+    return load_profile_bytes(raw, str(path), path.resolve().parent)
+
+
+def load_profile_bytes(raw: bytes, source: str, base_dir: Path) -> LoadedProfile:
+    """Validate raw profile bytes; ``source`` names the file in messages."""
+    data, pos = read_yaml(raw, source)
+    _check_version(data, pos, source)
+    try:
+        profile = Profile.model_validate(data)
+    except ValidationError as e:
+        raise ProfileError(_format_errors(e, data, pos, source)) from None
+    _check_files(profile, pos, source, base_dir)
+    canonical = json.dumps(profile.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return LoadedProfile(profile, source, base_dir, hashlib.sha256(canonical.encode()).hexdigest())
+
+
+def _check_version(data: dict, pos: dict, source: str) -> None:
+    if "envkit" not in data:
+        raise ProfileError(f"{source}:1:1: envkit: required key missing; the first line of a profile is 'envkit: 1'")
+    v = data["envkit"]
+    if v not in SUPPORTED_VERSIONS or isinstance(v, bool):
+        line, col = pos[("envkit",)]
+        raise ProfileError(
+            f"{source}:{line}:{col}: envkit: profile version {v!r} is not supported by envkit {__version__}; "
+            f"supported: {', '.join(map(str, SUPPORTED_VERSIONS))}"
+        )
+
+
+def _check_files(profile: Profile, pos: dict, source: str, base_dir: Path) -> None:
+    problems = []
+    checks = [(("image", "ca_certificates"), profile.image.ca_certificates, "is_file", "a PEM certificate file")]
+    if profile.image.torch:
+        checks.append((("image", "torch", "find_links"), profile.image.torch.find_links, "is_dir", "a directory of wheels"))
+    for key, items, test, what in checks:
+        for i, rel in enumerate(items):
+            p = (base_dir / rel)
+            if not getattr(p, test)():
+                line, col = pos.get(key + (i,), (0, 0))
+                problems.append(f"{source}:{line}:{col}: {_dotted(key + (i,))}: {rel!r} is not {what} "
+                                f"(paths are relative to the profile's folder, {base_dir})")
+            elif test == "is_file" and b"-----BEGIN CERTIFICATE-----" not in p.read_bytes()[:1 << 20]:
+                line, col = pos.get(key + (i,), (0, 0))
+                problems.append(f"{source}:{line}:{col}: {_dotted(key + (i,))}: {rel!r} holds no PEM certificate "
+                                "(expected '-----BEGIN CERTIFICATE-----')")
+    if problems:
+        raise ProfileError("\n".join(problems))
+
+
+def _format_errors(exc: ValidationError, data: dict, pos: dict, source: str) -> str:
+    found: dict[tuple, str] = {}
+    for err in exc.errors():
+        path, extra = _data_path(err["loc"], data)
+        message = _describe(err, path, extra)
+        # One line per key path: a union failure yields one error per member.
+        if path not in found or err["type"] in ("extra_forbidden", "missing"):
+            found[path] = message
+    lines = []
+    for path, message in found.items():
+        line, col = _position(path, pos)
+        lines.append(((line, col), f"{source}:{line}:{col}: {_dotted(path)}: {message}"))
+    lines.sort()
+    out = [text for _, text in lines[:MAX_ERRORS]]
+    if len(lines) > MAX_ERRORS:
+        out.append(f"... and {len(lines) - MAX_ERRORS} more")
+    return "\n".join(out)
+
+
+def _data_path(loc: tuple, data) -> tuple[tuple, list]:
+    """Split pydantic's loc into the path that exists in the data and leftover tags (union members)."""
+    path: list = []
+    node = data
+    rest: list = []
+    for seg in loc:
+        if isinstance(node, dict) and seg in node:
+            path.append(seg)
+            node = node[seg]
+        elif isinstance(node, list) and isinstance(seg, int) and seg < len(node):
+            path.append(seg)
+            node = node[seg]
+        else:
+            rest.append(seg)
+    return tuple(path), rest
+
+
+def _position(path: tuple, pos: dict) -> tuple[int, int]:
+    for i in range(len(path), 0, -1):
+        if path[:i] in pos:
+            return pos[path[:i]]
+    return (1, 1)
+
+
+def _describe(err: dict, path: tuple, extra: list) -> str:
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        key = path[-1] if path else "?"
+        allowed = _allowed_keys(path[:-1])
+        return f"unknown key{did_you_mean(key, allowed)}; allowed keys here: {', '.join(allowed)}"
+    if kind == "missing":
+        missing = extra[0] if extra else "?"
+        return f"required key {missing!r} missing"
+    if path[-2:] in _EXPECTED or path in _EXPECTED:
+        key = path if path in _EXPECTED else path[-2:]
+        return f"expected {_EXPECTED[key]}, got {err.get('input')!r}"
+    msg = err["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    if kind == "literal_error":
+        choices = re.findall(r"'([^']*)'", err["ctx"].get("expected", ""))
+        return f"expected one of {', '.join(map(repr, choices))}, got {err.get('input')!r}{did_you_mean(err.get('input'), choices)}"
+    if kind == "string_pattern_mismatch":
+        return f"{err.get('input')!r} is not valid here (expected text matching {err['ctx']['pattern']})"
+    return f"{msg} (got {err.get('input')!r})" if kind not in ("value_error",) else msg
+
+
+def _allowed_keys(path: tuple) -> list[str]:
+    model: type[BaseModel] | None = Profile
+    for seg in path:
+        if model is None or isinstance(seg, int):
+            continue
+        field = model.model_fields.get(seg)
+        model = _model_in(field.annotation) if field else None
+    return sorted(model.model_fields) if model else []
+
+
+def _model_in(annotation) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _model_in(arg)
+        if found:
+            return found
+    return None

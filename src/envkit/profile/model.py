@@ -1,0 +1,178 @@
+"""The profile, version 1: typed, frozen models validated once at load time.
+
+Templates and targets only ever see these objects, never raw dicts. Every model
+forbids unknown keys, so a typo is an error with a did-you-mean, not a silently
+ignored setting (hpccm's and compose's failure mode).
+
+Example:
+    >>> p = Profile.model_validate({"envkit": 1, "name": "demo", "image": {"base": "debian:bookworm"}})
+    >>> p.run.ipc, p.image.user.name
+    ('private', 'dev')
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from envkit.harness.sizing import DTYPE_ITEMSIZE
+from envkit.profile.types import (
+    AbsPath, Cpuset, DebPackage, EnvName, Name, PipRequirement, PositiveInt, Size,
+)
+from envkit.profile.wsl import Wsl
+from envkit.units import ULIMIT_NAMES, did_you_mean, parse_cpuset
+
+Dtype = Literal[tuple(sorted(DTYPE_ITEMSIZE))]  # type: ignore[valid-type]
+
+
+class Model(BaseModel):
+    """Base for every profile section: frozen, unknown keys refused."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class User(Model):
+    """The container user. Non-root by default; match uid/gid to the host for bind mounts."""
+
+    name: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_-]{0,31}$")] = "dev"
+    uid: Annotated[int, Field(ge=0, le=2**31 - 1)] = 1000
+    gid: Annotated[int, Field(ge=0, le=2**31 - 1)] = 1000
+
+    @property
+    def is_root(self) -> bool:
+        return self.name == "root" or self.uid == 0
+
+
+class Torch(Model):
+    """Which PyTorch wheel to install and from where."""
+
+    version: Annotated[str, Field(pattern=r"^\d+\.\d+(\.\d+)?$")]
+    variant: Annotated[str, Field(pattern=r"^(cpu|cu\d{3}|rocm\d+\.\d+(\.\d+)?)$")] = "cpu"
+    index_url: Annotated[str, Field(pattern=r"^(https?|file)://\S+$")] | None = None
+    find_links: tuple[str, ...] = ()
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.variant.startswith("cu")
+
+
+class Proxy(Model):
+    """Proxy settings, applied to the build (as build args, not baked into the image) and the run."""
+
+    http: Annotated[str, Field(pattern=r"^\S+$")] | None = None
+    https: Annotated[str, Field(pattern=r"^\S+$")] | None = None
+    no_proxy: Annotated[str, Field(pattern=r"^\S*$")] | None = None
+
+
+class Image(Model):
+    """What goes into the image (build-time settings)."""
+
+    base: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._/:@-]*$", max_length=255)]
+    digest: Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")] | None = None
+    tag: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$")] | None = None
+    system_packages: tuple[DebPackage, ...] = ()
+    pip_packages: tuple[PipRequirement, ...] = ()
+    torch: Torch | None = None
+    user: User = User()
+    env: dict[EnvName, str] = {}
+    ca_certificates: tuple[str, ...] = ()
+    proxy: Proxy | None = None
+    workdir: AbsPath = "/workspace"
+
+    @field_validator("base")
+    @classmethod
+    def _no_digest_in_base(cls, v: str) -> str:
+        if "@" in v:
+            raise ValueError("put the digest in image.digest, not in image.base")
+        return v
+
+
+class Ulimit(Model):
+    """A resource limit; -1 means unlimited."""
+
+    soft: Annotated[int, Field(ge=-1)]
+    hard: Annotated[int, Field(ge=-1)]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_scalar(cls, v):
+        # `memlock: -1` and `memlock: unlimited` mean soft = hard.
+        if isinstance(v, str) and v.strip().lower() == "unlimited":
+            return {"soft": -1, "hard": -1}
+        if isinstance(v, int) and not isinstance(v, bool):
+            return {"soft": v, "hard": v}
+        return v
+
+    @model_validator(mode="after")
+    def _soft_le_hard(self):
+        if self.hard != -1 and (self.soft == -1 or self.soft > self.hard):
+            raise ValueError(f"soft limit {self.soft} is above hard limit {self.hard}")
+        return self
+
+
+GpuSpec = Union[Literal["all", "none"], Annotated[int, Field(ge=1)], tuple[Union[int, str], ...]]
+
+
+class Run(Model):
+    """How the container runs (run-time settings: flags, compose, devcontainer, SDK)."""
+
+    shm_size: Size | None = None
+    ipc: Literal["private", "shareable", "host"] = "private"
+    cpuset: Cpuset | None = None
+    cpus: Annotated[float, Field(gt=0, le=4096)] | None = None
+    memory: Size | None = None
+    gpus: GpuSpec = "none"
+    ulimits: dict[str, Ulimit] = {}
+    volumes: tuple[Annotated[str, Field(pattern=r"^[^:\s]+:/[^:\s]*(:(ro|rw|z|Z|ro,z|ro,Z))?$")], ...] = ()
+    env: dict[EnvName, str] = {}
+
+    @field_validator("ulimits", mode="before")
+    @classmethod
+    def _known_ulimits(cls, v):
+        # Checked before the values, so a typo'd name is reported even when a value is bad too.
+        if not isinstance(v, dict):
+            return v
+        for name in v:
+            if name not in ULIMIT_NAMES:
+                raise ValueError(
+                    f"unknown ulimit {name!r}{did_you_mean(name, ULIMIT_NAMES)}; "
+                    f"expected one of: {', '.join(ULIMIT_NAMES)}"
+                )
+        return dict(sorted(v.items()))
+
+    @property
+    def cpuset_cpus(self) -> tuple[int, ...]:
+        return parse_cpuset(self.cpuset) if self.cpuset else ()
+
+    @property
+    def wants_gpus(self) -> bool:
+        return self.gpus != "none"
+
+
+class Loader(Model):
+    """The training workload: sizes the settings and drives the harness."""
+
+    num_workers: Annotated[int, Field(ge=0, le=256)] | Literal["auto"] = "auto"
+    batch_size: PositiveInt = 32
+    sample_shape: tuple[PositiveInt, ...] = (3, 224, 224)
+    dtype: Dtype = "float32"
+    pin_memory: bool = True
+    prefetch_factor: PositiveInt = 2
+    persistent_workers: bool = True
+    start_method: Literal["fork", "spawn", "forkserver"] = "fork"
+
+
+class Profile(Model):
+    """A whole profile, ``envkit: 1``."""
+
+    envkit: Literal[1]
+    name: Name
+    image: Image
+    run: Run = Run()
+    loader: Loader = Loader()
+    wsl: Wsl | None = None
+
+    @property
+    def image_tag(self) -> str:
+        return self.image.tag or f"envkit/{self.name}:latest"

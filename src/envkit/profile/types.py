@@ -1,0 +1,51 @@
+"""Annotated value types shared by the profile models (sizes, cpusets, names).
+
+Each type parses user syntax once, at the edge, into a canonical value, and
+publishes a JSON Schema fragment so editors can complete and check profiles.
+
+Example:
+    >>> from pydantic import TypeAdapter
+    >>> TypeAdapter(Size).validate_python("8GB")
+    8589934592
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BeforeValidator, Field, StringConstraints, WithJsonSchema
+
+from envkit.units import format_cpuset, parse_cpuset, parse_size
+
+_SIZE_SCHEMA = {
+    "anyOf": [
+        {"type": "integer", "minimum": 0},
+        {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*[kmgtpKMGTP]?([iI]?[bB])?\s*$"},
+    ],
+    "description": "A size: bytes, or a number with a binary unit (512m, 8g, 8GB, 1.5GiB).",
+}
+
+Size = Annotated[int, BeforeValidator(parse_size), WithJsonSchema(_SIZE_SCHEMA)]
+"""Bytes, parsed from Docker-style sizes (binary units)."""
+
+Cpuset = Annotated[
+    str,
+    BeforeValidator(lambda v: format_cpuset(parse_cpuset(v))),
+    WithJsonSchema({"type": "string", "pattern": r"^\d+(-\d+)?(,\d+(-\d+)?)*$",
+                    "description": "Linux cpuset list, e.g. \"0-7\" or \"0,2,4-6\"."}),
+]
+"""Canonical cpuset text (ranges collapsed, sorted)."""
+
+Name = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]*$", max_length=63)]
+EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+AbsPath = Annotated[str, StringConstraints(pattern=r"^/[^\s:]*$")]
+DebPackage = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+:~-]+)?$")]
+# A PEP 508 requirement without environment markers or URLs: enough for pins,
+# extras and ranges, and nothing a shell could misread even before quoting.
+PipRequirement = Annotated[
+    str,
+    StringConstraints(
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]+\])?(\s*(==|!=|<=|>=|<|>|~=)\s*[A-Za-z0-9.*+!-]+\s*,?)*$"
+    ),
+]
+PositiveInt = Annotated[int, Field(ge=1)]

@@ -1,0 +1,124 @@
+"""Safe YAML reading that remembers where every key came from.
+
+``read_yaml`` returns plain data plus a map from key paths to (line, column),
+so validation errors can point into the file. It refuses what a profile never
+needs and an attacker might send: non-UTF-8 bytes, huge files, duplicate keys,
+and alias expansion beyond a node budget (the "billion laughs" anchor bomb).
+
+Example:
+    >>> data, pos = read_yaml(b"run:\\n  shm_size: 8g\\n", "p.yaml")
+    >>> data["run"]["shm_size"], pos[("run", "shm_size")]
+    ('8g', (2, 3))
+"""
+
+from __future__ import annotations
+
+import yaml
+
+from envkit.errors import ProfileError
+
+MAX_BYTES = 1024 * 1024
+MAX_NODES = 50_000  # after alias expansion; a real profile has a few hundred
+
+Position = tuple[int, int]
+
+
+def read_yaml(raw: bytes, source: str) -> tuple[object, dict[tuple, Position]]:
+    """Parse ``raw`` as one YAML document; raise ``ProfileError`` with file:line:col on any problem."""
+    if len(raw) > MAX_BYTES:
+        raise ProfileError(f"{source}: file is {len(raw)} bytes; a profile is at most {MAX_BYTES} bytes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise ProfileError(
+            f"{source}:{line}: not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start}); save the profile as UTF-8"
+        ) from None
+    text = text.removeprefix("\ufeff")
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            raise ProfileError(f"{source}: the profile is empty; expected a mapping that starts with 'envkit: 1'")
+        _check_size(node, source)
+        positions: dict[tuple, Position] = {}
+        _walk(node, (), positions, source)
+        data = loader.construct_document(node)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+        problem = e.problem or e.context or "invalid YAML"
+        raise ProfileError(f"{where}: invalid YAML: {problem}") from None
+    except yaml.YAMLError as e:
+        raise ProfileError(f"{source}: invalid YAML: {e}") from None
+    finally:
+        loader.dispose()
+    if not isinstance(data, dict):
+        kind = type(data).__name__ if data is not None else "null"
+        raise ProfileError(
+            f"{source}:{node.start_mark.line + 1}:{node.start_mark.column + 1}: "
+            f"expected a mapping (key: value lines) at the top level, got a {kind}"
+        )
+    return data, positions
+
+
+def _check_size(root: yaml.Node, source: str) -> None:
+    """Refuse documents whose alias-expanded size exceeds MAX_NODES (anchor bombs)."""
+    memo: dict[int, int] = {}
+
+    def size(n: yaml.Node, depth: int) -> int:
+        if depth > 100:
+            raise ProfileError(f"{source}:{n.start_mark.line + 1}: nesting deeper than 100 levels")
+        key = id(n)
+        if key in memo:
+            return memo[key]
+        memo[key] = MAX_NODES + 1  # a cycle counts as too big
+        total = 1
+        if isinstance(n, yaml.MappingNode):
+            for k, v in n.value:
+                total += size(k, depth + 1) + size(v, depth + 1)
+                if total > MAX_NODES:
+                    break
+        elif isinstance(n, yaml.SequenceNode):
+            for v in n.value:
+                total += size(v, depth + 1)
+                if total > MAX_NODES:
+                    break
+        memo[key] = total
+        return total
+
+    if size(root, 0) > MAX_NODES:
+        raise ProfileError(
+            f"{source}: the document expands to more than {MAX_NODES} nodes through anchors and aliases; "
+            "refusing it (a profile never needs that many)"
+        )
+
+
+def _walk(node: yaml.Node, path: tuple, out: dict[tuple, Position], source: str) -> None:
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[object, int] = {}
+        for k, v in node.value:
+            if not isinstance(k, yaml.ScalarNode):
+                raise ProfileError(f"{source}:{k.start_mark.line + 1}:{k.start_mark.column + 1}: keys must be plain scalars")
+            key = k.value
+            if key in seen and key != "<<":
+                raise ProfileError(
+                    f"{source}:{k.start_mark.line + 1}:{k.start_mark.column + 1}: "
+                    f"{_dotted(path + (key,))}: duplicate key (first set on line {seen[key]})"
+                )
+            seen[key] = k.start_mark.line + 1
+            child = path + (key,)
+            out.setdefault(child, (k.start_mark.line + 1, k.start_mark.column + 1))
+            _walk(v, child, out, source)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, v in enumerate(node.value):
+            child = path + (i,)
+            out.setdefault(child, (v.start_mark.line + 1, v.start_mark.column + 1))
+            _walk(v, child, out, source)
+
+
+def _dotted(path: tuple) -> str:
+    out = ""
+    for seg in path:
+        out += f"[{seg}]" if isinstance(seg, int) else (f".{seg}" if out else str(seg))
+    return out or "(top level)"
