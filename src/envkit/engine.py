@@ -1,11 +1,9 @@
 """The one seam between envkit and a container engine (after repo2docker's engine.py).
 
-Contract: everything envkit does with Docker goes through :class:`Engine`. Callers pass
-plain data (paths, dicts of docker-py keyword arguments) and get plain data back; every
-engine failure surfaces as :class:`~envkit.errors.EngineError` (or :class:`BuildFailed`)
-with a message and a ``hint``, never a raw docker-py traceback. ``import docker`` happens
-only inside :meth:`DockerEngine.connect`, so commands that never talk to an engine
-(``envkit generate``) never import it. Everything envkit creates carries ``LABEL=1``.
+Contract: all Docker use goes through :class:`Engine`, in plain data (paths, dicts of docker-py
+``containers.create`` kwargs); every failure is an :class:`~envkit.errors.EngineError` (or
+:class:`BuildFailed`) with a ``hint``, never a raw traceback. ``docker`` is imported lazily, so
+``envkit generate`` never imports it. Everything envkit creates carries the label ``LABEL=1``.
 
 Example:
     >>> eng = DockerEngine.connect()                                 # doctest: +SKIP
@@ -18,11 +16,11 @@ Example:
 from __future__ import annotations
 
 import abc
+import contextlib
 import os
 import re
-import resource
-from collections import deque
 import uuid
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -33,17 +31,15 @@ LABEL = "io.envkit.managed"
 
 BASE_IMAGE_HINT = ("build it first with `envkit build`, or for the local base image run "
                    "`sudo bash docker/base-image.sh` (no registry is needed)")
-START_HINT = (
-    "Start a Docker engine: on Windows/macOS start Docker Desktop (on WSL2 enable "
-    "Settings > Resources > WSL integration for this distro); on Linux run "
-    "`sudo systemctl start docker` (or `sudo dockerd &`, or `sudo bash docker/engine-up.sh`) "
-    "and make sure your user may use the socket (group `docker`). For a remote or "
-    "non-default engine set DOCKER_HOST, e.g. DOCKER_HOST=unix:///run/docker.sock.")
-GPU_HINT = (
-    "The Docker daemon has no GPU runtime. Install the NVIDIA Container Toolkit "
-    "(package nvidia-container-toolkit), run `sudo nvidia-ctk runtime configure "
-    "--runtime=docker` and restart Docker; on Docker Desktop/WSL2 update the Windows "
-    "NVIDIA driver. Or drop the GPU request from the profile to run on CPU.")
+START_HINT = ("Start a Docker engine: on Windows/macOS start Docker Desktop (on WSL2 also "
+              "enable Settings > Resources > WSL integration for this distro); on Linux run "
+              "`sudo systemctl start docker` (or `sudo dockerd &`, or `sudo bash "
+              "docker/engine-up.sh`) and make sure your user may use the socket (group "
+              "`docker`). For a remote engine set DOCKER_HOST (e.g. tcp://host:2375).")
+GPU_HINT = ("The Docker daemon has no GPU runtime. Install the NVIDIA Container Toolkit "
+            "(nvidia-container-toolkit), run `sudo nvidia-ctk runtime configure "
+            "--runtime=docker` and restart Docker (Docker Desktop/WSL2: update the Windows "
+            "NVIDIA driver). Or drop the GPU request from the profile to run on CPU.")
 
 # Docker ulimit name -> (Linux RLIMIT_* number, /proc/<pid>/limits row). runc names the
 # failing limit only by number ("error setting rlimit type 8"), so we need the table.
@@ -61,7 +57,7 @@ _STEP_RE = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
 class BuildEvent:
     """One line of build progress: ``kind`` is "step" (a new ``Step N/M``) or "log"."""
     kind: str
-    step: int
+    step: int  # current step (0 before the first), total steps, and the line itself
     total: int
     text: str
 
@@ -76,10 +72,10 @@ class RunResult:
 
 
 class BuildFailed(EngineError):
-    """``docker build`` failed: ``step`` is the failing ``Step N/M : ...`` line, ``log`` the tail."""
+    """``docker build`` failed; ``step``: the failing ``Step N/M : ...`` line; ``log``: its tail."""
 
-    def __init__(self, message: str, *, step: str | None = None,
-                 log: list[str] | None = None, hint: str | None = None) -> None:
+    def __init__(self, message: str, *, step: str | None = None, log: list[str] | None = None,
+                 hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
         self.step, self.log = step, list(log or [])
 
@@ -95,7 +91,7 @@ class Engine(abc.ABC):
     def build(self, context_dir: Path, tag: str, *, labels: dict[str, str] | None = None,
               nocache: bool = False,
               on_event: Callable[[BuildEvent], None] | None = None) -> str:
-        """Build ``context_dir``/Dockerfile as ``tag``; return the image id or raise BuildFailed."""
+        """Build ``context_dir``/Dockerfile as ``tag``; return the image id, or BuildFailed."""
 
     @abc.abstractmethod
     def run(self, image: str, command: list[str], *, settings: dict[str, Any],
@@ -115,18 +111,17 @@ class BuildStreamParser:
     ['step']
     """
     def __init__(self, tail: int = 30) -> None:
-        self.step, self.total, self.step_text = 0, 0, None
+        self.step, self.total, self.step_text, self.error = 0, 0, None, None
         self.tail: deque[str] = deque(maxlen=tail)
-        self.error: str | None = None
-        self.image_id: str | None = None  # from {"aux": {"ID"}} or "Successfully built"
+        self.image_id: str | None = None  # the daemon sends {"aux": {"ID": "sha256:..."}}
         self._partial = ""  # a stream chunk may end mid-line
 
     def feed(self, chunk: dict[str, Any]) -> list[BuildEvent]:
-        if "aux" in chunk and isinstance(chunk["aux"], dict) and "ID" in chunk["aux"]:
+        if isinstance(chunk.get("aux"), dict) and "ID" in chunk["aux"]:
             self.image_id = chunk["aux"]["ID"]
         if "error" in chunk or "errorDetail" in chunk:
             detail = chunk.get("errorDetail") or {}
-            self.error = str(chunk.get("error") or detail.get("message") or "build failed").strip()
+            self.error = str(chunk.get("error") or detail.get("message") or "failed").strip()
             return self._lines(self.error + "\n")
         text = chunk.get("stream")
         if text is None and chunk.get("status"):  # pulls report {"status": ..., "id": ...}
@@ -141,17 +136,13 @@ class BuildStreamParser:
         *lines, self._partial = (self._partial + text).split("\n")
         events = []
         for raw in lines:
-            line = raw.rstrip("\r")
-            if not line.strip():
+            if not (line := raw.rstrip("\r")).strip():
                 continue
             m = _STEP_RE.match(line)
             if m:
                 self.step, self.total, self.step_text = int(m[1]), int(m[2]), line
                 events.append(BuildEvent("step", self.step, self.total, m[3]))
             else:
-                m = re.match(r"^Successfully built ([0-9a-f]+)$", line)
-                if m and not self.image_id:
-                    self.image_id = m[1]
                 events.append(BuildEvent("log", self.step, self.total, line))
             self.tail.append(line)
         return events
@@ -159,11 +150,8 @@ class BuildStreamParser:
 
 def _parse_volume(spec: str) -> tuple[str, dict[str, str]]:
     """``"src:dst[:mode]"`` -> ``(src, {"bind": dst, "mode": mode})``; tolerates ``C:\\x``."""
-    mode = "rw"
-    head, _, last = spec.rpartition(":")
-    if head and last and not last.startswith("/") and "/" not in last and "\\" not in last \
-            and ":" in head:
-        spec, mode = head, last  # trailing "ro" / "rw" / "z" / "ro,Z"
+    head, _, mode = spec.rpartition(":")  # a trailing "ro" / "rw" / "ro,Z" has no slash
+    spec, mode = (head, mode) if ":" in head and not re.search(r"[/\\]", mode) else (spec, "rw")
     src, _, dst = spec.rpartition(":")
     if not src or not dst.startswith("/"):
         raise EngineError(f"bad volume {spec!r}: expected 'SRC:/container/path[:ro|rw]'")
@@ -179,23 +167,22 @@ def to_create_kwargs(settings: dict[str, Any]) -> dict[str, Any]:
     """
     from docker.types import DeviceRequest, Ulimit
     kw = dict(settings)
-    if kw.get("ulimits"):
+    if kw.get("ulimits"):  # hard defaults to soft, as with `docker run --ulimit name=N`
         kw["ulimits"] = [u if isinstance(u, Ulimit) else Ulimit(
-            name=u["name"], soft=_as_limit(u.get("soft")), hard=_as_limit(u.get("hard", u.get("soft"))))
-            for u in kw["ulimits"]]
-    if kw.get("device_requests"):
-        reqs = []
-        for d in kw["device_requests"]:
-            if isinstance(d, DeviceRequest):
-                reqs.append(d)
-                continue
+            name=u["name"], soft=_as_limit(u.get("soft")),
+            hard=_as_limit(u.get("hard", u.get("soft")))) for u in kw["ulimits"]]
+    reqs = []  # device_requests: accept plain dicts or ready DeviceRequest objects
+    for d in kw.get("device_requests") or []:
+        if not isinstance(d, DeviceRequest):
             caps = d.get("capabilities") or [["gpu"]]
-            if caps and all(isinstance(c, str) for c in caps):
-                caps = [list(caps)]  # ["gpu"] is one AND-set, i.e. [["gpu"]]
-            ids = d.get("device_ids")
-            count = d.get("count", 0 if ids else -1)
-            reqs.append(DeviceRequest(driver=d.get("driver", ""), count=_as_limit(count),
-                                      device_ids=ids, capabilities=caps))
+            if all(isinstance(c, str) for c in caps):
+                caps = [list(caps)]  # ["gpu"] is one AND-set of capabilities: [["gpu"]]
+            # Docker rejects count together with device_ids; no ids and no count = all GPUs.
+            count = _as_limit(d.get("count", 0 if d.get("device_ids") else -1))
+            d = DeviceRequest(driver=d.get("driver", ""), count=count,
+                              device_ids=d.get("device_ids"), capabilities=caps)
+        reqs.append(d)
+    if reqs:
         kw["device_requests"] = reqs
     if isinstance(kw.get("volumes"), (list, tuple)):
         kw["volumes"] = dict(_parse_volume(v) for v in kw["volumes"])
@@ -204,13 +191,11 @@ def to_create_kwargs(settings: dict[str, Any]) -> dict[str, Any]:
 
 def parse_proc_limits(text: str) -> dict[str, tuple[int, int]]:
     """Parse /proc/<pid>/limits into ``{docker_name: (soft, hard)}`` (-1 = unlimited)."""
-    by_row = {row: name for name, (_, row) in _RLIMITS.items()}
     out = {}
-    for line in text.splitlines():
-        for row, name in by_row.items():
-            if line.startswith(row):
-                vals = line[len(row):].split()[:2]
-                out[name] = tuple(-1 if v == "unlimited" else int(v) for v in vals)
+    for name, (_, row) in _RLIMITS.items():
+        m = re.search(rf"^{row}\s+(\S+)\s+(\S+)", text, re.M)
+        if m:
+            out[name] = tuple(-1 if v == "unlimited" else int(v) for v in m.groups())
     return out
 
 
@@ -230,37 +215,35 @@ def explain_start_error(message: str, settings: dict[str, Any],
                         host_limit: Callable[[str], tuple[int, int, str] | None]) -> EngineError:
     """Turn a daemon create/start error into an EngineError a user can act on.
 
-    ``host_limit(name)`` returns ``(soft, hard, where_read)`` or None. Real memlock text:
+    ``host_limit(name)`` -> ``(soft, hard, where_read)`` or None. Real memlock text (runc):
     "... error setting rlimits for ready process: error setting rlimit type 8: operation
-    not permitted: unknown" (type 8 = RLIMIT_MEMLOCK).
+    not permitted: unknown" (8 = RLIMIT_MEMLOCK).
     """
     low = message.lower()
     if "could not select device driver" in low or "nvidia-container-cli" in low:
         return EngineError(f"GPUs were requested but the engine cannot provide them: {message}",
                            hint=GPU_HINT)
-    ulimits = [u if isinstance(u, dict) else {"name": u.name, "soft": u.soft, "hard": u.hard}
-               for u in settings.get("ulimits") or []]
+    ulimits = [{"name": u.name, "soft": u.soft, "hard": u.hard} if hasattr(u, "name") else u
+               for u in settings.get("ulimits") or []]  # plain dicts or docker.types.Ulimit
     if ulimits and any(k in low for k in ("rlimit", "ulimit", "operation not permitted")):
         m = re.search(r"rlimit type (\d+)", low)
-        named = [u for u in ulimits if m and _RLIMITS.get(u["name"], (-1,))[0] == int(m[1])]
-        parts = []
-        for u in named or ulimits:
-            name = u["name"]
-            soft, hard = (_as_limit(u.get("soft")), _as_limit(u.get("hard", u.get("soft"))))
-            text = f"{name} soft={fmt_limit(name, soft)} hard={fmt_limit(name, hard)}"
-            have = host_limit(name)
-            if have:
-                text += f"; the host's hard limit is {fmt_limit(name, have[1])} (read from {have[2]})"
-            parts.append(text)
-        first = (named or ulimits)[0]["name"]
+        u = next((u for u in ulimits if m and _RLIMITS.get(u["name"], (-1,))[0] == int(m[1])),
+                 ulimits[0])  # runc names only the first limit it failed on
+        name, soft = u["name"], _as_limit(u.get("soft"))
+        hard = _as_limit(u.get("hard", soft))
+        want = fmt_limit(name, soft) + ("" if hard == soft else f" (hard {fmt_limit(name, hard)})")
+        have = host_limit(name)
+        limit = (f", but the Docker daemon's hard limit for {name} is {fmt_limit(name, have[1])}"
+                 f" (read from {have[2]})") if have else ""
         return EngineError(
-            f"the engine could not apply ulimit {' / '.join(parts)}. Daemon said: {message}",
-            hint=("A container cannot get a ulimit above the Docker daemon's own hard limit. Fix: "
-                  f"raise it for docker.service (`sudo systemctl edit docker` -> [Service] "
-                  f"Limit{first.upper()}=infinity, restart docker) and/or set /etc/docker/daemon.json "
-                  f'"default-ulimits": {{"{first}": {{"Name": "{first}", "Hard": -1, "Soft": -1}}}}'
-                  f"; or request a value within the host limit for {first} in the profile's "
-                  "run.ulimits."))
+            f"cannot start the container: ulimit {name}={want} was requested{limit}; a daemon "
+            f"without CAP_SYS_RESOURCE (rootless, or itself in a container) cannot go above its "
+            f"own limit. Daemon said: {message}",
+            hint=(f"Raise dockerd's limit (`sudo systemctl edit docker` -> [Service] "
+                  f"Limit{name.upper()}=infinity, restart docker; without systemd raise `ulimit "
+                  f'-H` in the shell that starts dockerd) and set /etc/docker/daemon.json '
+                  f'"default-ulimits": {{"{name}": {{"Name": "{name}", "Hard": -1, "Soft": -1}}}}'
+                  f"; or lower run.ulimits.{name} in the profile to fit the host limit."))
     if "no such image" in low or ("image" in low and "not found" in low):
         return EngineError(f"image not found: {message}", hint=BASE_IMAGE_HINT)
     return EngineError(f"the engine could not start the container: {message}")
@@ -272,22 +255,18 @@ def _as_limit(v: Any) -> int:
 
 # ---------------------------------------------------------------- docker implementation
 class DockerEngine(Engine):
-    """:class:`Engine` over the Docker SDK. Create it with :meth:`connect`."""
+    """:class:`Engine` over the Docker SDK. ``labels`` go on everything it creates."""
 
-    def __init__(self, client: Any) -> None:
-        self.client = client
+    def __init__(self, client: Any, labels: dict[str, str] | None = None) -> None:
         import docker.errors
-        import requests.exceptions
-        self._errors, self._requests_exc = docker.errors, requests.exceptions
+        import requests.exceptions  # docker-py's own transport; its timeouts surface as these
+        self.client, self._errors, self._requests_exc = client, docker.errors, requests.exceptions
+        self.labels = {**(labels or {}), LABEL: "1"}
 
     @classmethod
-    def connect(cls) -> "DockerEngine":
+    def connect(cls, labels: dict[str, str] | None = None) -> "DockerEngine":
         """Connect via DOCKER_HOST / the default socket; EngineError (with hint) if no engine."""
-        try:
-            import docker
-        except ImportError as exc:  # pragma: no cover - docker is a hard dependency
-            raise EngineError("the Docker SDK for Python is not installed",
-                              hint="pip install 'docker>=7'") from exc
+        import docker  # here, not at module top: `envkit generate` must never import it
         try:
             client = docker.from_env()
             client.ping()
@@ -295,77 +274,68 @@ class DockerEngine(Engine):
             where = os.environ.get("DOCKER_HOST") or "the default socket (/var/run/docker.sock)"
             raise EngineError(f"cannot reach a Docker engine at {where}: {exc}",
                               hint=START_HINT) from None
-        return cls(client)
+        return cls(client, labels)
 
-    # -- facts
     def ping(self) -> dict[str, Any]:
         try:
             info, ver = self.client.info(), self.client.version()
         except self._errors.DockerException as exc:
-            raise EngineError(f"the Docker engine stopped answering: {exc}", hint=START_HINT) from None
-        runtimes = sorted((info.get("Runtimes") or {}).keys())
-        host = {n: self._host_limit(n) for n in ("memlock", "nofile", "stack")}
+            raise EngineError(f"the engine stopped answering: {exc}", hint=START_HINT) from None
+        runtimes, host = sorted(info.get("Runtimes") or {}), {}
+        for n in ("memlock", "nofile", "stack"):
+            if v := self._host_limit(n):
+                host[n] = {"soft": v[0], "hard": v[1], "source": v[2]}
         return {
             "server_version": ver.get("Version"), "api_version": ver.get("ApiVersion"),
             "os": info.get("OperatingSystem"), "os_type": info.get("OSType"),
             "arch": info.get("Architecture"), "kernel": info.get("KernelVersion"),
             "cgroup_version": info.get("CgroupVersion"), "cgroup_driver": info.get("CgroupDriver"),
-            "runtimes": runtimes, "default_runtime": info.get("DefaultRuntime"),
-            "nvidia_runtime": "nvidia" in runtimes,
+            "runtimes": runtimes, "nvidia_runtime": "nvidia" in runtimes,
+            "default_runtime": info.get("DefaultRuntime"),
             "ncpu": info.get("NCPU"), "mem_total": info.get("MemTotal"),
             # The API does not expose daemon.json default-ulimits; the daemon's own hard
             # limits are the ceiling containers inherit, so report those where readable.
-            "host_ulimits": {n: {"soft": v[0], "hard": v[1], "source": v[2]}
-                             for n, v in host.items() if v},
-        }
+            "host_ulimits": host}
 
     def _daemon_pid(self) -> int | None:
-        host = os.environ.get("DOCKER_HOST", "")
-        if host and not host.startswith("unix://"):
+        if not os.environ.get("DOCKER_HOST", "unix://").startswith("unix://"):
             return None  # remote daemon: its /proc is not ours
         for comm in Path("/proc").glob("[0-9]*/comm"):
             try:
                 if comm.read_text().strip() == "dockerd":
                     return int(comm.parent.name)
             except OSError:  # the process exited while we looked
-                continue
+                pass
         return None
 
     def _host_limit(self, name: str) -> tuple[int, int, str] | None:
-        """(soft, hard, where) for the daemon's limit, else this process's (and say so)."""
+        """(soft, hard, where): the daemon's limit (the containers' ceiling), else ours."""
         pid = self._daemon_pid()
-        if pid:
-            try:
-                lim = parse_proc_limits(Path(f"/proc/{pid}/limits").read_text())
-                if name in lim:
-                    return (*lim[name], f"/proc/{pid}/limits of dockerd")
-            except OSError:
-                pass
-        if name not in _RLIMITS:
+        with contextlib.suppress(OSError):  # not ours to read (other user) or just exited
+            lim = parse_proc_limits(Path(f"/proc/{pid}/limits").read_text()) if pid else {}
+            if name in lim:
+                return (*lim[name], f"/proc/{pid}/limits of dockerd")
+        if name not in _RLIMITS:  # not a Linux rlimit we know
             return None
+        import resource  # POSIX-only: keep `import envkit.engine` working on Windows
         soft, hard = resource.getrlimit(_RLIMITS[name][0])
         return (soft, hard, "this process's limit (`ulimit -H`), as the daemon's was not readable")
 
-    # -- build
     def build(self, context_dir: Path, tag: str, *, labels: dict[str, str] | None = None,
               nocache: bool = False,
               on_event: Callable[[BuildEvent], None] | None = None) -> str:
-        parser = BuildStreamParser()
-        emit = on_event or (lambda _e: None)
-        all_labels = {**(labels or {}), LABEL: "1"}
+        parser, emit = BuildStreamParser(), on_event or (lambda _e: None)
         try:
             # Low-level API: images.build() only reports after the build ends; we stream.
             # rm/forcerm: intermediate containers must not outlive a failed step.
-            stream = self.client.api.build(path=str(context_dir), tag=tag, labels=all_labels,
-                                           nocache=nocache, rm=True, forcerm=True, decode=True)
-            for chunk in stream:
+            for chunk in self.client.api.build(
+                    path=str(context_dir), tag=tag, labels={**(labels or {}), **self.labels},
+                    nocache=nocache, rm=True, forcerm=True, decode=True):
                 for ev in parser.feed(chunk):
                     emit(ev)
-        except self._errors.APIError as exc:
-            raise BuildFailed(f"docker build of {tag} was refused: {exc.explanation or exc}",
-                              step=parser.step_text, log=list(parser.tail)) from None
         except (self._errors.DockerException, OSError, TypeError) as exc:
-            raise BuildFailed(f"docker build of {tag} failed: {exc}", step=parser.step_text,
+            why = getattr(exc, "explanation", None) or exc  # APIError: the daemon's own words
+            raise BuildFailed(f"docker build of {tag} failed: {why}", step=parser.step_text,
                               log=list(parser.tail)) from None
         for ev in parser.close():
             emit(ev)
@@ -374,15 +344,13 @@ class DockerEngine(Engine):
             if step and re.match(r"Step \d+/\d+ : FROM", step, re.I):
                 hint = f"The base image is not available locally; {BASE_IMAGE_HINT}."
             raise BuildFailed(f"docker build of {tag} failed at {step or 'start'}: "
-                              f"{parser.error or 'no image id reported'}",
-                              step=step, log=list(parser.tail), hint=hint)
+                              f"{parser.error or 'no image id'}", step=step,
+                              log=list(parser.tail), hint=hint)
         return parser.image_id
 
-    # -- run
     def run(self, image: str, command: list[str], *, settings: dict[str, Any],
             labels: dict[str, str] | None = None, timeout: float = 600) -> RunResult:
-        errors, rexc = self._errors, self._requests_exc
-        kwargs = to_create_kwargs(settings)
+        errors, rexc, kwargs = self._errors, self._requests_exc, to_create_kwargs(settings)
         # A known name lets the finally remove the container even when we were interrupted
         # between the daemon creating it and create() returning.
         name = kwargs.setdefault("name", f"envkit-run-{uuid.uuid4().hex[:12]}")
@@ -391,7 +359,7 @@ class DockerEngine(Engine):
                 # create + start, not run(remove=True): that leaves a "Created" container
                 # behind when start fails.
                 c = self.client.containers.create(
-                    image, command, labels={**(labels or {}), LABEL: "1"}, detach=True, **kwargs)
+                    image, command, labels={**(labels or {}), **self.labels}, detach=True, **kwargs)
                 c.start()
             except errors.ImageNotFound as exc:
                 raise EngineError(f"image {image!r} not found: {exc.explanation}",
@@ -405,12 +373,10 @@ class DockerEngine(Engine):
             try:
                 code = int(c.wait(timeout=timeout).get("StatusCode", -1))
             except (rexc.ReadTimeout, rexc.ConnectionError):  # docker-py's wait timeout
-                timed_out = True
-                try:
-                    c.kill()
+                timed_out, code = True, -1
+                with contextlib.suppress(errors.APIError, rexc.RequestException):
+                    c.kill()  # if this fails the finally's forced remove still kills it
                     code = int(c.wait(timeout=30).get("StatusCode", -1))
-                except (errors.APIError, rexc.RequestException):
-                    code = -1  # already gone or engine slow; removed below either way
             out = c.logs(stdout=True, stderr=False).decode("utf-8", "replace")
             err = c.logs(stdout=False, stderr=True).decode("utf-8", "replace")
             return RunResult(code, out, err, timed_out)
@@ -418,18 +384,15 @@ class DockerEngine(Engine):
             raise EngineError(f"the engine failed while running {image}: "
                               f"{exc.explanation or exc}") from None
         finally:
-            # Always, also after start failures, timeouts and KeyboardInterrupt.
-            try:
+            # Always, also after start failures, timeouts and KeyboardInterrupt. APIError:
+            # never created (NotFound) or a removal already in progress.
+            with contextlib.suppress(errors.APIError):
                 self.client.api.remove_container(name, force=True)
-            except errors.APIError:
-                pass  # never created (NotFound) or removal already in progress
 
     def remove_labeled(self, label_key: str = LABEL) -> int:
         n = 0
         for c in self.client.containers.list(all=True, filters={"label": label_key}):
-            try:
+            with contextlib.suppress(self._errors.NotFound):  # raced with another remover
                 c.remove(force=True)
                 n += 1
-            except self._errors.NotFound:
-                pass
         return n

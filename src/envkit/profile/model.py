@@ -124,7 +124,7 @@ class Run(Model):
     memory: Size | None = None
     gpus: GpuSpec = "none"
     ulimits: dict[str, Ulimit] = {}
-    volumes: tuple[Annotated[str, Field(pattern=r"^[^:\s]+:/[^:\s]*(:(ro|rw|z|Z|ro,z|ro,Z))?$")], ...] = ()
+    volumes: tuple[Annotated[str, Field(pattern=r"^[^:\s\x00-\x1f]+:/[^:\s\x00-\x1f]*(:(ro|rw|z|Z|ro,z|ro,Z))?$")], ...] = ()
     env: dict[EnvName, str] = {}
 
     @field_validator("ulimits", mode="before")

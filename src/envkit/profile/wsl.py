@@ -13,9 +13,10 @@ Example:
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from envkit.profile.types import Size
 
@@ -35,6 +36,46 @@ WSL_KEY_NOTES: dict[str, str] = {
     "ignoredPorts": "mirrored networking only",
     "hostAddressLoopback": "mirrored networking only",
 }
+
+
+# How the wsl target spells values: sizes as "16GB", paths with escaped backslashes.
+SIZE_KEYS = frozenset({"memory", "swap", "defaultVhdSize"})
+PATH_KEYS = frozenset({"kernel", "kernelModules", "swapFile"})
+# Keys whose note makes them need a newer Windows: the bootstrap script checks the build.
+WIN11_BUILD = 22000
+WIN11_22H2_BUILD = 22621
+
+_WIN_PATH_RE = re.compile(r'^(?:[A-Za-z]:[\\/]|\\\\[^\\/]+[\\/])[^\x00-\x1f"<>|?*]*$')
+
+
+def _windows_path(value: str) -> str:
+    """A Windows path as Windows spells it (``C:\\temp\\kernel``); the target escapes it."""
+    if not _WIN_PATH_RE.match(value):
+        raise ValueError(f"expected an absolute Windows path such as C:\\temp\\kernel, got {value!r}")
+    if "\\\\" in value[2:]:
+        # .wslconfig needs doubled backslashes, but envkit doubles them itself: doubling here too
+        # would reach WSL as an empty path component.
+        raise ValueError(f"write single backslashes ({value.replace(chr(92) * 2, chr(92))!r}); "
+                         "envkit escapes them for .wslconfig")
+    return value
+
+
+WindowsPath = Annotated[str, AfterValidator(_windows_path)]
+OneLine = Annotated[str, Field(pattern=r"^[^\x00-\x1f]*$")]
+
+
+def min_windows_build(key: str) -> int | None:
+    """The Windows build a key needs (22000 for Windows 11 keys, 22621 for 22H2 ones), or None.
+
+    >>> min_windows_build("dnsTunneling"), min_windows_build("memory")
+    (22621, None)
+    """
+    note = WSL_KEY_NOTES.get(key, "")
+    if note.startswith(WIN11_22H2):
+        return WIN11_22H2_BUILD
+    if note.startswith(WIN11):
+        return WIN11_BUILD
+    return None
 
 
 class _Section(BaseModel):
@@ -60,7 +101,7 @@ class WslExperimental(_Section):
 
 class WslConfBoot(_Section):
     systemd: bool | None = None
-    command: str | None = None
+    command: OneLine | None = None
     protectBinfmt: bool | None = None
 
 
@@ -109,15 +150,15 @@ class WslConf(_Section):
 class Wsl(_Section):
     """``[wsl2]`` of .wslconfig, plus ``experimental`` and the distribution's ``wsl_conf``."""
 
-    kernel: str | None = None
-    kernelModules: str | None = None
-    kernelCommandLine: str | None = None
+    kernel: WindowsPath | None = None
+    kernelModules: WindowsPath | None = None
+    kernelCommandLine: OneLine | None = None
     memory: Size | None = None
     processors: Annotated[int, Field(ge=1, le=1024)] | None = None
     localhostForwarding: bool | None = None
     safeMode: bool | None = None
     swap: Size | None = None
-    swapFile: str | None = None
+    swapFile: WindowsPath | None = None
     guiApplications: bool | None = None
     debugConsole: bool | None = None
     maxCrashDumpCount: Annotated[int, Field(ge=-1)] | None = None

@@ -1,0 +1,5 @@
+"""``python -m envkit``."""
+
+from envkit.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,5 @@
+"""Stub until the WSL checks land."""
+
+
+def wsl_warnings(profile):
+    return []

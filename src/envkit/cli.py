@@ -1,0 +1,143 @@
+"""Command line: parse → dispatch to ``envkit.commands.*`` → one place that turns errors into exit codes.
+
+Exit codes: 0 ok; 1 a check failed or an edited file blocked writing; 2 bad
+profile or usage; 3 the Docker engine failed or refused; 130 interrupted.
+
+Example:
+    >>> main(["flags"])  # doctest: +SKIP
+    --shm-size=2g --ipc=private ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from envkit import __version__
+from envkit.errors import EnvkitError
+
+TARGETS = ("dockerfile", "run", "compose", "devcontainer", "wsl")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # usage errors: exit 2 with one line, like every other bad input
+        self.print_usage(sys.stderr)
+        print(f"envkit: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _profile_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("profile", nargs="?", type=Path, metavar="PROFILE",
+                   help="profile YAML (default: the embedded default profile)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="envkit", description="One YAML profile in; a working, proven PyTorch environment out.")
+    parser.add_argument("--version", action="version", version=f"envkit {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+
+    g = sub.add_parser("generate", help="render Dockerfile, run.sh, compose.yaml, devcontainer.json, WSL files")
+    _profile_arg(g)
+    g.add_argument("-o", "--output", type=Path, default=Path("."), help="output directory (default: .)")
+    g.add_argument("--target", action="append", choices=TARGETS, default=[], help="only this target (repeatable)")
+    g.add_argument("--force", action="store_true", help="overwrite files edited since envkit wrote them (backups kept)")
+    g.add_argument("--strict", action="store_true", help="treat workload warnings as errors")
+
+    f = sub.add_parser("flags", help="print the docker run flags on one shell-quoted line")
+    _profile_arg(f)
+
+    i = sub.add_parser("init", help="write the default profile to envkit.yaml for you to edit")
+    i.add_argument("path", nargs="?", type=Path, default=Path("envkit.yaml"))
+    i.add_argument("--force", action="store_true")
+
+    sub.add_parser("schema", help="print the profile's JSON Schema")
+
+    h = sub.add_parser("harness", add_help=False,
+                       help="run the loader harness here (envkit harness --help for its options)")
+    h.add_argument("--profile", type=Path, default=None)
+    h.add_argument("rest", nargs=argparse.REMAINDER)
+
+    b = sub.add_parser("build", help="build the image through the Docker engine")
+    _profile_arg(b)
+    b.add_argument("--tag", default=None)
+    b.add_argument("--no-cache", action="store_true")
+
+    v = sub.add_parser("validate", help="build, then run the harness in a container with the profile's settings")
+    _profile_arg(v)
+    v.add_argument("--image", default=None, help="validate this image instead of building")
+    v.add_argument("--compare-default", action="store_true", help="also run under Docker's defaults, side by side")
+    v.add_argument("--json", action="store_true")
+    v.add_argument("--timeout", type=float, default=300.0, help="seconds for each harness run (default 300)")
+    v.add_argument("--quick", action="store_true", help="fewer batches and a smaller transfer buffer")
+
+    d = sub.add_parser("doctor", help="check this host (Linux, WSL2, Windows) and training scripts")
+    _profile_arg(d)
+    d.add_argument("--script", action="append", type=Path, default=[], help="training script to check (repeatable)")
+    d.add_argument("--data", action="append", type=Path, default=[], help="dataset path to check (repeatable)")
+    d.add_argument("--json", action="store_true")
+
+    w = sub.add_parser("wsl", help="WSL2 helpers")
+    wsub = w.add_subparsers(dest="wsl_command", required=True, metavar="COMMAND", parser_class=_Parser)
+    wa = wsub.add_parser("apply", help="merge the profile's keys into a .wslconfig (backup first)")
+    _profile_arg(wa)
+    wa.add_argument("--wslconfig", type=Path, required=True, help="path to .wslconfig (%%UserProfile%%\\.wslconfig)")
+    wa.add_argument("--dry-run", action="store_true")
+    return parser
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    out, err = sys.stdout, sys.stderr
+    cmd = args.command
+    if cmd == "generate":
+        from envkit.commands import generate
+        return generate.run(args.profile, args.output, tuple(args.target), force=args.force, strict=args.strict,
+                            out=out, err=err)
+    if cmd == "flags":
+        from envkit.commands import flags
+        return flags.run(args.profile, out=out)
+    if cmd == "init":
+        from envkit.commands import init
+        return init.run(args.path, force=args.force, out=out)
+    if cmd == "schema":
+        from envkit.commands import schema
+        return schema.run(out=out)
+    if cmd == "harness":
+        from envkit.commands import harness
+        return harness.run(args.profile, args.rest)
+    if cmd == "build":
+        from envkit.commands import build
+        return build.run(args.profile, tag=args.tag, no_cache=args.no_cache, out=out, err=err)
+    if cmd == "validate":
+        from envkit.commands import validate
+        return validate.run(args.profile, image=args.image, compare_default=args.compare_default,
+                            as_json=args.json, timeout=args.timeout, quick=args.quick, out=out, err=err)
+    if cmd == "doctor":
+        from envkit.commands import doctor
+        return doctor.run(args.profile, args.script, args.data, args.json, out, err)
+    if cmd == "wsl":
+        from envkit.commands import wsl_apply
+        return wsl_apply.run(args.profile, args.wslconfig, args.dry_run, out, err)
+    raise AssertionError(cmd)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``envkit`` console script and ``python -m envkit``."""
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args = build_parser().parse_args(argv)
+        return dispatch(args)
+    except EnvkitError as e:
+        print(f"envkit: error: {e}", file=sys.stderr)
+        if e.hint:
+            print(f"envkit: hint: {e.hint}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("envkit: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,32 @@
+"""``envkit init``: write the embedded default profile (with its comments) for the user to edit.
+
+Example:
+    >>> # run(Path("envkit.yaml"), force=False, out=sys.stdout)
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import TextIO
+
+from envkit.errors import OutputConflict
+from envkit.output import atomic_write, backup_path
+from envkit.profile import default_profile_text
+
+
+def run(path: Path, *, force: bool, out: TextIO) -> int:
+    text = default_profile_text().encode()
+    if path.exists():
+        if path.read_bytes() == text:
+            print(f"{path} already holds the default profile", file=out)
+            return 0
+        if not force:
+            raise OutputConflict(f"{path} already exists; not overwriting it",
+                                 hint="pass --force to replace it (a .envkit-bak copy is kept)")
+        bak = backup_path(path)
+        shutil.copy2(path, bak)
+        print(f"backed up {path} to {bak}", file=out)
+    atomic_write(path, text)
+    print(f"wrote {path}; edit it, then run `envkit generate {path}`", file=out)
+    return 0

@@ -1,0 +1,26 @@
+"""``envkit schema``: the profile's JSON Schema (draft 2020-12), for editors and CI checks.
+
+Example:
+    >>> import io, json; buf = io.StringIO(); run(out=buf); json.loads(buf.getvalue())["title"]
+    'envkit profile (version 1)'
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TextIO
+
+from envkit.profile.model import Profile
+
+
+def profile_schema() -> dict:
+    schema = Profile.model_json_schema(mode="validation")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://envkit.dev/schema/profile-1.json"
+    schema["title"] = "envkit profile (version 1)"
+    return schema
+
+
+def run(*, out: TextIO) -> int:
+    print(json.dumps(profile_schema(), indent=2, sort_keys=True), file=out)
+    return 0

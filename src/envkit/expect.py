@@ -1,0 +1,56 @@
+"""The harness's expectations, derived from the profile (what ``envkit_expect.json`` holds).
+
+The harness is standard library + torch only, so it cannot read YAML profiles;
+envkit hands it this JSON instead. Same values as the run settings, so the
+harness checks exactly what run.sh / compose / the SDK call asked for.
+
+Example:
+    >>> from envkit.profile import load_profile
+    >>> e = expectation(load_profile(None).profile)
+    >>> e["envkit_expect"], e["run"]["shm_size_bytes"]
+    (1, 2147483648)
+"""
+
+from __future__ import annotations
+
+import json
+
+from envkit.profile.model import Profile
+from envkit.runsettings import RunSettings
+
+VERSION = 1
+
+
+def expectation(profile: Profile) -> dict:
+    rs = RunSettings.from_profile(profile)
+    loader = profile.loader
+    gpus = rs.gpus if rs.gpus is not None else "none"
+    return {
+        "envkit_expect": VERSION,
+        "profile": profile.name,
+        "loader": {
+            "num_workers": loader.num_workers,
+            "batch_size": loader.batch_size,
+            "sample_shape": list(loader.sample_shape),
+            "dtype": loader.dtype,
+            "pin_memory": loader.pin_memory,
+            "prefetch_factor": loader.prefetch_factor,
+            "persistent_workers": loader.persistent_workers,
+            "start_method": loader.start_method,
+        },
+        "run": {
+            "shm_size_bytes": rs.effective_shm,
+            "ipc": rs.ipc,
+            "cpuset": rs.cpuset,
+            "cpuset_count": len(profile.run.cpuset_cpus) or None,
+            "cpus": rs.cpus,
+            "memory_bytes": rs.memory,
+            "gpus": list(gpus) if isinstance(gpus, tuple) else gpus,
+            "ulimits": {u.name: {"soft": u.soft, "hard": u.hard} for u in rs.ulimits},
+            "user": profile.image.user.name,
+        },
+    }
+
+
+def expectation_json(profile: Profile) -> bytes:
+    return (json.dumps(expectation(profile), indent=2, sort_keys=True) + "\n").encode()

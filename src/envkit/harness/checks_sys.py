@@ -1,0 +1,216 @@
+"""System checks: ``shm``, ``cpus``, ``ulimits`` and ``gpus``.
+
+Each function takes the resolved loader settings and/or the expectation's ``run``
+section, plus optional measured values (so tests can inject a starved host), and
+returns one check dict (see :mod:`.report`).
+
+Example:
+    >>> c = check_shm({"batch_size": 8, "sample_shape": [3, 8, 8], "dtype": "float32",
+    ...                "num_workers": 2, "prefetch_factor": 2}, {},
+    ...               stats={"path": "/dev/shm", "size_bytes": 1 << 30, "free_bytes": 1 << 30})
+    >>> c["status"]
+    'pass'
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+
+from . import env as envmod
+from .report import FAIL, PASS, SKIP, WARN, human_bytes, make_check
+from .sizing import docker_size, recommended_shm_bytes, shm_required_bytes
+
+# tmpfs sizes are page-rounded; anything within 1 % of the asked size counts as applied.
+SHM_MATCH_TOLERANCE = 0.01
+
+
+def shm_remedy(required: int) -> str:
+    size = docker_size(recommended_shm_bytes(required))
+    return (f"docker run --shm-size={size} (compose: shm_size: {size}; Kubernetes: an emptyDir "
+            f"with medium: Memory and sizeLimit: {size} mounted at /dev/shm), or lower batch_size, "
+            "num_workers or prefetch_factor. Note: with --ipc=host /dev/shm is the host's and "
+            "--shm-size is ignored.")
+
+
+def check_shm(loader: dict, run: dict, stats: dict | None = None) -> dict:
+    """/dev/shm size and free space vs what the loader needs (``sizing.shm_required_bytes``)."""
+    required = shm_required_bytes(batch_size=loader["batch_size"], sample_shape=loader["sample_shape"],
+                                  dtype=loader["dtype"], num_workers=loader["num_workers"],
+                                  prefetch_factor=loader["prefetch_factor"])
+    recommended = recommended_shm_bytes(required)
+    stats = stats if stats is not None else envmod.shm_stats()
+    expected = {"required_bytes": required, "recommended_bytes": recommended,
+                "profile_shm_size_bytes": run.get("shm_size_bytes"), "ipc": run.get("ipc")}
+    if stats is None:
+        status = FAIL if required else SKIP
+        return make_check("shm", status, {}, expected,
+                          "/dev/shm does not exist: multi-worker DataLoaders cannot share batches"
+                          if required else "no /dev/shm, and num_workers=0 does not need it",
+                          shm_remedy(required) if required else None)
+    size, free = stats["size_bytes"], stats["free_bytes"]
+    measured = dict(stats)
+    need = (f"the loader (batch {loader['batch_size']} x {loader['sample_shape']} {loader['dtype']}, "
+            f"{loader['num_workers']} workers x prefetch {loader['prefetch_factor']}) needs "
+            f"~{human_bytes(required)}")
+    if size < required:
+        return make_check("shm", FAIL, measured, expected,
+                          f"/dev/shm is {human_bytes(size)} but {need}: workers will die with "
+                          "'unable to allocate shared memory(shm)' or a bus error", shm_remedy(required))
+    if free < required:
+        return make_check("shm", WARN, measured, expected,
+                          f"/dev/shm is {human_bytes(size)} but only {human_bytes(free)} is free and {need}; "
+                          "something else holds shared memory (leaked torch_* segments?)",
+                          "free /dev/shm (ls -la /dev/shm) or " + shm_remedy(required))
+    asked = run.get("shm_size_bytes")
+    if asked and run.get("ipc") != "host" and abs(size - asked) > asked * SHM_MATCH_TOLERANCE:
+        return make_check("shm", WARN, measured, expected,
+                          f"/dev/shm is {human_bytes(size)} but the profile asked for {human_bytes(asked)}: "
+                          f"the run flags were not applied (it is enough for this loader: {need})",
+                          f"start the container with the generated flags: docker run --shm-size={docker_size(asked)} "
+                          f"(compose: shm_size: {docker_size(asked)})")
+    note = " (--ipc=host: this is the host's /dev/shm)" if run.get("ipc") == "host" else ""
+    return make_check("shm", PASS, measured, expected,
+                      f"/dev/shm is {human_bytes(size)} ({human_bytes(free)} free){note}; {need}")
+
+
+def check_cpus(loader: dict, run: dict, usable: int | None = None, quota: dict | None = None,
+               cgroup_root: str = "/") -> dict:
+    """Usable CPUs (affinity) and the cgroup quota vs the profile and vs num_workers."""
+    usable = envmod.usable_cpus() if usable is None else usable
+    quota = envmod.read_cgroup_cpu_quota(cgroup_root) if quota is None else quota
+    qcpus = quota.get("quota_cpus")
+    effective = min(usable, qcpus) if qcpus else usable
+    nw = loader["num_workers"]
+    measured = {"usable_cpus": usable, "cgroup_version": quota.get("version"),
+                "cgroup_quota_cpus": qcpus, "quota_source": quota.get("source"),
+                "effective_cpus": effective, "num_workers": nw}
+    expected = {"cpuset_count": run.get("cpuset_count"), "cpuset": run.get("cpuset"), "cpus": run.get("cpus")}
+    problems, status, remedies = [], PASS, []
+    want = run.get("cpuset_count")
+    if want is not None and usable < want:
+        status = FAIL
+        problems.append(f"only {usable} CPUs are usable but the profile's cpuset {run.get('cpuset') or ''} "
+                        f"has {want}: the host has fewer CPUs or another cpuset was applied")
+        remedies.append(f"run with --cpuset-cpus={run.get('cpuset') or '0-' + str(want - 1)} on a host that has them")
+    elif want is not None and usable > want:
+        status = WARN
+        problems.append(f"{usable} CPUs are usable but the profile pinned {want}: --cpuset-cpus was not applied")
+        remedies.append(f"docker run --cpuset-cpus={run.get('cpuset') or '0-' + str(want - 1)}")
+    want_q = run.get("cpus")
+    if want_q is not None and (qcpus is None or abs(qcpus - want_q) > 0.01):
+        status = FAIL if status == FAIL else WARN
+        problems.append(f"the cgroup CPU quota is {qcpus if qcpus else 'unlimited'} but the profile asked "
+                        f"--cpus={want_q}: the run flags were not applied")
+        remedies.append(f"docker run --cpus={want_q}")
+    if nw > usable:
+        status = FAIL if status == FAIL else WARN
+        problems.append(f"num_workers={nw} exceeds the {usable} usable CPUs (torch warns about this too)")
+        remedies.append(f"use num_workers <= {max(1, usable - 1)}")
+    elif qcpus and nw > qcpus:
+        status = FAIL if status == FAIL else WARN
+        problems.append(f"num_workers={nw} exceeds the cgroup quota of {qcpus} CPUs; torch's worker bound "
+                        "uses sched_getaffinity and ignores the quota, so it will not warn, but the "
+                        "workers will be throttled")
+        remedies.append(f"use num_workers <= {max(1, int(qcpus) - 1)} or raise --cpus")
+    if not problems:
+        q = f", cgroup v{quota.get('version')} quota {qcpus} CPUs" if qcpus else ", no cgroup CPU quota"
+        return make_check("cpus", PASS, measured, expected,
+                          f"{usable} usable CPUs{q}; num_workers={nw} fits")
+    return make_check("cpus", status, measured, expected, "; ".join(problems), "; ".join(remedies))
+
+
+ULIMITS = {"memlock": resource.RLIMIT_MEMLOCK, "stack": resource.RLIMIT_STACK, "nofile": resource.RLIMIT_NOFILE}
+
+
+def _norm(v: int) -> int:
+    """resource.RLIM_INFINITY -> -1 (the profile's spelling of unlimited)."""
+    return -1 if v == resource.RLIM_INFINITY or v < 0 else int(v)
+
+
+def _lower(have: int, want: int) -> bool:
+    if want == -1:
+        return have != -1
+    return have != -1 and have < want
+
+
+def check_ulimits(run: dict, limits: dict | None = None) -> dict:
+    """getrlimit MEMLOCK/STACK/NOFILE vs the profile; fail only when a limit is lower than asked."""
+    if limits is None:
+        limits = {n: dict(zip(("soft", "hard"), map(_norm, resource.getrlimit(r)))) for n, r in ULIMITS.items()}
+    want_all = run.get("ulimits") or {}
+    expected = {n: want_all.get(n) for n in ULIMITS}
+    low, flags = [], []
+    for name in ULIMITS:
+        want = want_all.get(name) or {}
+        for kind in ("soft", "hard"):
+            if want.get(kind) is not None and _lower(limits[name][kind], want[kind]):
+                low.append(f"{name} {kind} is {limits[name][kind]} < {want[kind]}")
+        if any(want.get(k) is not None and _lower(limits[name][k], want[k]) for k in ("soft", "hard")):
+            flags.append(f"--ulimit {name}={want.get('soft', -1)}:{want.get('hard', want.get('soft', -1))}")
+    why = ("CUDA pinned memory (pin_memory=True) is page-locked by the NVIDIA driver and is not bounded by "
+           "RLIMIT_MEMLOCK; RDMA/NCCL over InfiniBand is (ibv_reg_mr fails). nofile bounds the shared-memory "
+           "file descriptors of the file_descriptor sharing strategy.")
+    summary = ", ".join(f"{n} {limits[n]['soft']}/{limits[n]['hard']}" for n in ULIMITS)
+    if low:
+        return make_check("ulimits", FAIL, limits, expected,
+                          f"lower than the profile: {'; '.join(low)}. {why}",
+                          " ".join(flags) + " (docker run; compose: ulimits: {memlock: {soft: -1, hard: -1}}; "
+                          "--ulimit memlock takes bytes while `ulimit -l` prints KiB)")
+    return make_check("ulimits", PASS, limits, expected,
+                      f"soft/hard: {summary} (-1 = unlimited); memlock bounds RDMA/NCCL over InfiniBand, "
+                      "not CUDA pinned memory (the driver page-locks it)")
+
+
+def _gpus_wanted(gpus) -> int | None:
+    """Minimum visible GPUs the profile implies: "all" -> 1, int -> n, list -> len, "none"/None -> None."""
+    if gpus in (None, "none", 0):
+        return None
+    if gpus == "all":
+        return 1
+    if isinstance(gpus, list):
+        return len(gpus) or None
+    return int(gpus)
+
+
+GPU_REMEDY = ("start the container with --gpus all (compose: deploy.resources.reservations.devices "
+              "[{driver: nvidia, count: all, capabilities: [gpu]}]); the host needs the NVIDIA driver and "
+              "nvidia-container-toolkit (nvidia-ctk runtime configure --runtime=docker); the image needs a "
+              "CUDA build of torch")
+
+
+def check_gpus(run: dict, info: dict | None = None) -> dict:
+    """Visible CUDA devices vs the profile's ``gpus``; skip when none are expected and none exist."""
+    if info is None:
+        info = envmod.torch_info()
+    measured = {"count": info.get("cuda_device_count", 0), "torch_cuda": info.get("torch_cuda"),
+                "cuda_available": info.get("cuda_available"),
+                "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES"),
+                "NVIDIA_VISIBLE_DEVICES": os.environ.get("NVIDIA_VISIBLE_DEVICES")}
+    if info.get("cuda_available"):
+        try:
+            import torch
+            measured["names"] = [torch.cuda.get_device_name(i) for i in range(measured["count"])]
+        except Exception:  # names are evidence only
+            pass
+    gpus = run.get("gpus")
+    wanted = _gpus_wanted(gpus)
+    expected = {"gpus": gpus, "min_count": wanted}
+    if info.get("torch") is None:
+        reason = "torch is not importable"
+    elif not info.get("torch_cuda"):
+        reason = f"torch has no CUDA (CPU-only build {info.get('torch')})"
+    elif not info.get("cuda_available"):
+        reason = "CUDA not available: no driver/device visible to this container"
+    else:
+        reason = None
+    count = measured["count"]
+    if wanted is None:
+        if reason:
+            return make_check("gpus", SKIP, measured, expected, f"{reason}; the profile expects no GPU")
+        return make_check("gpus", PASS, measured, expected, f"{count} GPU(s) visible; the profile expects none")
+    if reason or count < wanted:
+        why = reason or f"only {count} GPU(s) visible"
+        return make_check("gpus", FAIL, measured, expected,
+                          f"the profile expects gpus={gpus!r} but {why}", GPU_REMEDY)
+    return make_check("gpus", PASS, measured, expected, f"{count} GPU(s) visible (profile: gpus={gpus!r})")

@@ -1,0 +1,78 @@
+"""Command line: ``python -m envkit.harness`` (or ``python3 envkit_harness.pyz``).
+
+Exit status: 0 no check failed, 1 a check failed, 2 usage error (bad flag,
+unreadable/invalid --expect, --dataset not importable). With ``--json`` stdout
+holds exactly one JSON document; progress always goes to stderr.
+
+Example:
+    $ python -m envkit.harness --expect envkit_expect.json --quick --json > report.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from .core import DEFAULT_TIMEOUT_S, run_checks
+from .expect import UsageError, load_expect
+from .report import FAIL, render_table, to_json
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="envkit-harness", description=(
+        "Prove a PyTorch training environment works: shm, CPUs, ulimits, GPUs, a real DataLoader, "
+        "pinned transfers."))
+    p.add_argument("--expect", metavar="FILE.json", help="expectation written by `envkit generate` (envkit_expect.json)")
+    p.add_argument("--dataset", metavar="MODULE:CALLABLE", help="factory returning your torch Dataset (importable from cwd/PYTHONPATH)")
+    p.add_argument("--num-workers", type=int, metavar="N", help="override loader.num_workers")
+    p.add_argument("--batch-size", type=int, metavar="B", help="override loader.batch_size")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
+                   help=f"seconds without a batch before the loader counts as hung (default {DEFAULT_TIMEOUT_S:g})")
+    p.add_argument("--quick", action="store_true", help="fewer batches and smaller transfers")
+    p.add_argument("--sweep", action="store_true", help="measure samples/s over num_workers and recommend one")
+    p.add_argument("--plot", metavar="FILE.png", help="with the sweep: plot samples/s vs num_workers (needs matplotlib)")
+    p.add_argument("--json", action="store_true", help="print one JSON report on stdout")
+    return p
+
+
+class _Progress:
+    """Progress lines on stderr: overwritten in place on a terminal, throttled to ~1/s otherwise."""
+
+    def __init__(self, stream=sys.stderr):
+        self.stream, self.tty, self.last = stream, stream.isatty(), 0.0
+
+    def __call__(self, line: str) -> None:
+        batch = ": batch " in line
+        if self.tty:
+            self.stream.write("\r\033[K" + line + ("" if batch else "\n"))
+        else:
+            now = time.monotonic()
+            done = batch and line.split("/")[0].rsplit(" ", 1)[-1] == line.rsplit("/", 1)[-1]
+            if batch and not done and now - self.last < 1.0:
+                return
+            self.last = now
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse ``argv``, run the checks, print the report; return the exit status (0, 1 or 2)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse already printed the usage error
+        return int(exc.code or 0) if exc.code in (0, None) else 2
+    try:
+        expect = load_expect(args.expect) if args.expect else None
+        report = run_checks(expect, dataset=args.dataset, num_workers=args.num_workers,
+                            batch_size=args.batch_size, timeout=args.timeout, quick=args.quick,
+                            sweep=args.sweep, progress=_Progress(), plot=args.plot)
+    except UsageError as exc:
+        print(f"envkit-harness: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("envkit-harness: interrupted", file=sys.stderr)
+        return 130
+    print(to_json(report) if args.json else render_table(report))
+    return 1 if report["verdict"] == FAIL else 0

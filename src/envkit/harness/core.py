@@ -1,0 +1,68 @@
+"""``run_checks``: resolve the settings, run every check in order, return the report dict.
+
+Example:
+    >>> report = run_checks({"envkit_expect": 1, "loader": {"num_workers": 0}}, quick=True)  # doctest: +SKIP
+    >>> report["verdict"], [c["name"] for c in report["checks"]]                              # doctest: +SKIP
+    ('pass', ['shm', 'cpus', 'ulimits', 'gpus', 'loader', 'pinned_transfer'])
+"""
+
+from __future__ import annotations
+
+from . import env as envmod
+from .checks_sys import check_cpus, check_gpus, check_shm, check_ulimits
+from .expect import UsageError, resolve_loader, validate_expect
+from .report import make_report
+
+DEFAULT_TIMEOUT_S = 60.0
+
+
+def _check_dataset(spec: str) -> None:
+    """Import the user's factory now so a typo is a usage error (exit 2), not a loader failure."""
+    from .loader_child import resolve_factory
+    try:
+        resolve_factory(spec)
+    except Exception as exc:
+        raise UsageError(f"--dataset {spec}: cannot import it ({type(exc).__name__}: {exc}); the module must "
+                         "be importable from the current directory or PYTHONPATH") from None
+
+
+def run_checks(expect: dict | None, *, dataset: str | None = None, num_workers=None, batch_size=None,
+               timeout: float = DEFAULT_TIMEOUT_S, quick: bool = False, sweep: bool = False,
+               progress=None, plot: str | None = None, cgroup_root: str = "/") -> dict:
+    """Run all checks against an expectation dict (None = defaults) and return the report.
+
+    Raises :class:`UsageError` for an invalid expectation, override or dataset spec.
+    ``progress`` is called with short lines like ``"loader: batch 12/40"``.
+    """
+    if expect is not None:
+        validate_expect(expect)
+    if timeout is None or timeout <= 0:
+        raise UsageError("--timeout must be a positive number of seconds")
+    if dataset:
+        _check_dataset(dataset)
+    say = progress or (lambda line: None)
+    usable = envmod.usable_cpus()
+    settings = resolve_loader(expect, usable=usable, num_workers=num_workers, batch_size=batch_size,
+                              dataset=dataset)
+    run = (expect or {}).get("run") or {}
+    say("environment")
+    environment = envmod.collect_environment(settings["start_method"], root=cgroup_root)
+    environment["loader_settings"] = settings
+    checks = [check_shm(settings, run)]
+    checks.append(check_cpus(settings, run, usable=usable, quota=environment["cgroup"]))
+    checks.append(check_ulimits(run))
+    checks.append(check_gpus(run, info=environment))
+    for c in checks:
+        say(f"{c['name']}: {c['status']}")
+    from .loader import check_loader
+    checks.append(check_loader(settings, timeout=timeout, quick=quick, progress=progress))
+    say(f"loader: {checks[-1]['status']}")
+    from .transfer import check_pinned_transfer
+    checks.append(check_pinned_transfer(settings, cuda_available=environment["cuda_available"], quick=quick,
+                                        timeout=timeout, progress=progress))
+    if sweep or plot:
+        from .sweep import check_workers_sweep
+        checks.append(check_workers_sweep(settings, usable=usable, timeout=timeout, quick=quick,
+                                          progress=progress, plot=plot))
+        say(f"workers_sweep: {checks[-1]['status']}")
+    return make_report(environment, checks)

@@ -1,0 +1,205 @@
+"""The ``environment`` block: OS, WSL, container, Python/torch, CPUs, cgroup quota, shm, user.
+
+Every reader takes a ``root`` (default ``"/"``) so tests can point it at a fixture
+tree instead of the live system. Nothing here imports torch at module level.
+
+Example:
+    >>> read_cgroup_cpu_quota("/nonexistent")["quota_cpus"] is None
+    True
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import platform
+import sys
+from pathlib import Path
+
+V1_CPU_DIRS = ("cpu", "cpu,cpuacct", "cpuacct,cpu")
+CONTAINER_CGROUP_MARKERS = ("docker", "kubepods", "containerd", "libpod", "lxc", "crio")
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on: the affinity mask (cpuset-aware), like torch's worker bound."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _own_cgroup_paths(root: Path) -> dict:
+    """Map controller -> this process's cgroup path from /proc/self/cgroup (``""`` is v2)."""
+    text = _read(root / "proc/self/cgroup") or ""
+    paths = {}
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) == 3:
+            for ctrl in parts[1].split(","):
+                paths[ctrl] = parts[2]
+    return paths
+
+
+def _candidate_dirs(mount: Path, rel: str) -> list[Path]:
+    """The cgroup dir and its ancestors up to the mount: the effective quota is the tightest one.
+
+    Inside a container with a private cgroup namespace the own path is "/" and the
+    mount root *is* the container's cgroup; on a host the path is nested.
+    """
+    dirs = []
+    rel_path = Path(rel.lstrip("/")) if rel else Path()
+    while True:
+        d = mount / rel_path
+        if d.is_dir() and d not in dirs:
+            dirs.append(d)
+        if rel_path == Path() or str(rel_path) == ".":
+            break
+        rel_path = rel_path.parent
+    if mount.is_dir() and mount not in dirs:
+        dirs.append(mount)
+    return dirs
+
+
+def read_cgroup_cpu_quota(root: str | os.PathLike = "/") -> dict:
+    """Read the CFS CPU quota as a number of CPUs (``None`` = no quota).
+
+    cgroup v2: ``cpu.max`` holds ``"<quota|max> <period>"``; v1: ``cpu.cfs_quota_us``
+    (-1 = none) and ``cpu.cfs_period_us``. ``docker run --cpus 1.5`` writes
+    ``150000 100000``. sched_getaffinity (and so torch's num_workers warning)
+    does not see this quota.
+
+    >>> read_cgroup_cpu_quota("/nonexistent")
+    {'version': None, 'quota_cpus': None, 'source': None}
+    """
+    root = Path(root)
+    base = root / "sys/fs/cgroup"
+    own = _own_cgroup_paths(root)
+    result = {"version": None, "quota_cpus": None, "source": None}
+    if (base / "cgroup.controllers").exists():
+        result["version"] = 2
+        for d in _candidate_dirs(base, own.get("", "/")):
+            text = _read(d / "cpu.max")
+            if not text:
+                continue
+            quota, _, period = text.partition(" ")
+            if quota != "max" and period:
+                cpus = int(quota) / int(period)
+                if result["quota_cpus"] is None or cpus < result["quota_cpus"]:
+                    result["quota_cpus"], result["source"] = round(cpus, 3), str(d / "cpu.max")
+        return result
+    for name in V1_CPU_DIRS:
+        mount = base / name
+        if not mount.is_dir():
+            continue
+        result["version"] = 1
+        for d in _candidate_dirs(mount, own.get("cpu", "/")):
+            quota, period = _read(d / "cpu.cfs_quota_us"), _read(d / "cpu.cfs_period_us")
+            if quota is None or period is None or int(quota) <= 0 or int(period) <= 0:
+                continue
+            cpus = int(quota) / int(period)
+            if result["quota_cpus"] is None or cpus < result["quota_cpus"]:
+                result["quota_cpus"], result["source"] = round(cpus, 3), str(d / "cpu.cfs_quota_us")
+        break
+    return result
+
+
+def detect_wsl(root: str | os.PathLike = "/", environ=None) -> int | None:
+    """1 or 2 under WSL, else None. WSL2 kernels say ``microsoft-standard-WSL2``, WSL1 ``Microsoft``.
+
+    >>> detect_wsl("/nonexistent", environ={})
+    """
+    environ = os.environ if environ is None else environ
+    root = Path(root)
+    release = _read(root / "proc/sys/kernel/osrelease") or ""
+    if "microsoft" in release.lower():
+        return 2 if ("wsl2" in release.lower() or "microsoft-standard" in release.lower()) else 1
+    # A custom WSL2 kernel defeats the uname check; init still sets these.
+    if environ.get("WSL_DISTRO_NAME") or (root / "proc/sys/fs/binfmt_misc/WSLInterop").exists():
+        return 2
+    return None
+
+
+def detect_container(root: str | os.PathLike = "/", environ=None) -> dict:
+    """``{"detected": bool, "how": [evidence, ...]}`` from marker files, env and /proc/1/cgroup."""
+    environ = os.environ if environ is None else environ
+    root = Path(root)
+    how = []
+    for marker in ("/.dockerenv", "/run/.containerenv"):
+        if (root / marker.lstrip("/")).exists():
+            how.append(marker)
+    if environ.get("container"):
+        how.append(f"env container={environ['container']}")
+    if environ.get("KUBERNETES_SERVICE_HOST"):
+        how.append("env KUBERNETES_SERVICE_HOST")
+    cgroup = _read(root / "proc/1/cgroup") or ""
+    hits = sorted({m for m in CONTAINER_CGROUP_MARKERS if m in cgroup})
+    if hits:
+        how.append("cgroup:" + ",".join(hits))
+    return {"detected": bool(how), "how": how}
+
+
+def shm_stats(path: str = "/dev/shm") -> dict | None:
+    """Size and free bytes of the shm tmpfs (statvfs), or None when it does not exist."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    return {"path": path, "size_bytes": st.f_blocks * st.f_frsize, "free_bytes": st.f_bavail * st.f_frsize}
+
+
+def default_start_method() -> str:
+    """The platform's default start method, without fixing the global context as a side effect."""
+    # get_all_start_methods() documents its first element as the default.
+    return multiprocessing.get_start_method(allow_none=True) or multiprocessing.get_all_start_methods()[0]
+
+
+def _user() -> tuple[int | None, str | None]:
+    if not hasattr(os, "getuid"):
+        return None, None
+    uid = os.getuid()
+    try:
+        import pwd
+        return uid, pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):  # arbitrary uid (docker run --user 1234) has no passwd entry
+        return uid, None
+
+
+def torch_info() -> dict:
+    """torch version, CUDA build, availability, device count and sharing strategy (imports torch)."""
+    try:
+        import torch
+        import torch.multiprocessing as tmp
+    except ImportError as exc:
+        return {"torch": None, "torch_error": str(exc), "torch_cuda": None, "cuda_available": False,
+                "cuda_device_count": 0, "sharing_strategy": None}
+    try:
+        available = bool(torch.cuda.is_available())
+        count = torch.cuda.device_count() if available else 0
+    except Exception:  # a broken driver must not take the whole report down
+        available, count = False, 0
+    return {"torch": torch.__version__, "torch_cuda": torch.version.cuda,
+            "cuda_available": available, "cuda_device_count": count,
+            "sharing_strategy": tmp.get_sharing_strategy()}
+
+
+def collect_environment(start_method: str | None = None, root: str = "/") -> dict:
+    """The report's ``environment`` block (imports torch lazily via :func:`torch_info`)."""
+    uid, user = _user()
+    info = torch_info()
+    return {
+        "os": platform.system(), "kernel": platform.release(), "machine": platform.machine(),
+        "wsl": detect_wsl(root), "container": detect_container(root),
+        "python": platform.python_version(), "executable": sys.executable,
+        **info,
+        "cpu_count": os.cpu_count(), "usable_cpus": usable_cpus(),
+        "cgroup": read_cgroup_cpu_quota(root),
+        "start_method": start_method or default_start_method(),
+        "default_start_method": default_start_method(),
+        "uid": uid, "user": user, "shm": shm_stats(),
+    }

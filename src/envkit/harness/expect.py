@@ -1,0 +1,130 @@
+"""Expectation input (``envkit_expect.json``): validation and resolution of loader settings.
+
+The expectation is what the profile promised; every key except ``envkit_expect``
+is optional and ``null`` means "not asserted". :func:`resolve_loader` turns the
+``loader`` section plus CLI overrides into concrete DataLoader settings.
+
+Example:
+    >>> s = resolve_loader({"envkit_expect": 1, "loader": {"num_workers": 3}}, usable=8)
+    >>> s["num_workers"], s["batch_size"], s["sample_shape"]
+    (3, 32, [3, 64, 64])
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+
+from .sizing import DTYPE_ITEMSIZE
+
+DEFAULT_LOADER = {"num_workers": 2, "batch_size": 32, "sample_shape": [3, 64, 64], "dtype": "float32",
+                  "pin_memory": True, "prefetch_factor": 2, "persistent_workers": False,
+                  "start_method": None}
+AUTO_WORKERS_CAP = 8
+
+
+class UsageError(ValueError):
+    """Invalid input (expectation, override, --dataset); the CLI maps it to exit code 2."""
+
+
+ExpectError = UsageError  # the expectation-specific spelling
+
+
+def load_expect(path) -> dict:
+    """Read and validate an expectation JSON file; raise :class:`ExpectError` with one clear line."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except OSError as exc:
+        raise ExpectError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ExpectError(f"{path} is not valid JSON: {exc}") from None
+    validate_expect(doc)
+    return doc
+
+
+def _int(section: str, key: str, value, minimum: int) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
+        raise ExpectError(f"{section}.{key} must be an integer >= {minimum} or null, got {value!r}")
+
+
+def validate_expect(doc) -> None:
+    """Check types of the keys the harness reads; unknown keys are ignored (forward compatible)."""
+    if not isinstance(doc, dict) or doc.get("envkit_expect") != 1:
+        raise ExpectError('expectation must be a JSON object with "envkit_expect": 1')
+    loader = doc.get("loader") or {}
+    run = doc.get("run") or {}
+    if not isinstance(loader, dict) or not isinstance(run, dict):
+        raise ExpectError("expectation 'loader' and 'run' must be objects")
+    nw = loader.get("num_workers")
+    if nw != "auto":
+        _int("loader", "num_workers", nw, 0)
+    _int("loader", "batch_size", loader.get("batch_size"), 1)
+    _int("loader", "prefetch_factor", loader.get("prefetch_factor"), 1)
+    shape = loader.get("sample_shape")
+    if shape is not None and (not isinstance(shape, list) or not shape
+                              or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape)):
+        raise ExpectError(f"loader.sample_shape must be a non-empty list of positive integers, got {shape!r}")
+    dtype = loader.get("dtype")
+    if dtype is not None and dtype not in DTYPE_ITEMSIZE:
+        raise ExpectError(f"loader.dtype {dtype!r} is not one of {sorted(DTYPE_ITEMSIZE)}")
+    method = loader.get("start_method")
+    if method is not None and method not in ("fork", "spawn", "forkserver"):
+        raise ExpectError(f"loader.start_method must be fork, spawn or forkserver, got {method!r}")
+    for key in ("pin_memory", "persistent_workers"):
+        if loader.get(key) is not None and not isinstance(loader[key], bool):
+            raise ExpectError(f"loader.{key} must be true, false or null")
+    for key in ("shm_size_bytes", "cpuset_count", "memory_bytes"):
+        _int("run", key, run.get(key), 0)
+    cpus = run.get("cpus")
+    if cpus is not None and (isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or cpus <= 0):
+        raise ExpectError(f"run.cpus must be a positive number or null, got {cpus!r}")
+    gpus = run.get("gpus")
+    if not (gpus is None or gpus in ("all", "none") or (isinstance(gpus, int) and not isinstance(gpus, bool) and gpus >= 0)
+            or (isinstance(gpus, list) and all(isinstance(g, (int, str)) for g in gpus))):
+        raise ExpectError(f'run.gpus must be "all", "none", a count or a list of ids, got {gpus!r}')
+    ulimits = run.get("ulimits") or {}
+    if not isinstance(ulimits, dict):
+        raise ExpectError("run.ulimits must be an object")
+    for name, lim in ulimits.items():
+        if lim is None:
+            continue
+        if not isinstance(lim, dict):
+            raise ExpectError(f"run.ulimits.{name} must be an object with soft/hard")
+        for k in ("soft", "hard"):
+            _int("run.ulimits." + name, k, lim.get(k), -1)
+
+
+def resolve_workers(value, usable: int) -> int:
+    """``"auto"`` -> ``max(1, usable - 1)`` capped at 8 (one CPU stays for the training loop)."""
+    if value == "auto":
+        return max(1, min(usable - 1, AUTO_WORKERS_CAP))
+    return int(value)
+
+
+def resolve_loader(expect: dict | None, *, usable: int, num_workers=None, batch_size=None,
+                   dataset: str | None = None) -> dict:
+    """Concrete loader settings: defaults <- expectation's ``loader`` <- CLI overrides."""
+    loader = dict(DEFAULT_LOADER)
+    for key, value in ((expect or {}).get("loader") or {}).items():
+        if key in loader and value is not None:
+            loader[key] = value
+    if num_workers is not None:
+        if isinstance(num_workers, int) and num_workers < 0:
+            raise ExpectError("--num-workers must be >= 0")
+        loader["num_workers"] = num_workers
+    if batch_size is not None:
+        if batch_size < 1:
+            raise ExpectError("--batch-size must be >= 1")
+        loader["batch_size"] = batch_size
+    loader["num_workers_requested"] = loader["num_workers"]
+    loader["num_workers"] = resolve_workers(loader["num_workers"], usable)
+    if loader["start_method"] is None:
+        # The platform default (Linux fork before 3.14, forkserver from 3.14, spawn elsewhere).
+        loader["start_method"] = (multiprocessing.get_start_method(allow_none=True)
+                                  or multiprocessing.get_all_start_methods()[0])
+    elif loader["start_method"] not in multiprocessing.get_all_start_methods():
+        raise ExpectError(f"start method {loader['start_method']!r} is not available on this platform")
+    loader["sample_shape"] = list(loader["sample_shape"])
+    loader["dataset"] = dataset or "synthetic"
+    return loader

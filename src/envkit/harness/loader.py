@@ -1,0 +1,356 @@
+"""The ``loader`` check: a real DataLoader in a watched child process, and failure classification.
+
+:func:`run_loader_child` starts :mod:`.loader_child` in a new session (its own
+process group, workers included), reads its JSON-line events and acts as the
+watchdog: when no event (batch) arrives within ``timeout`` seconds, it kills the
+whole process group and reports ``hang``. Afterwards it always kills and reaps
+the group, so no worker is left behind. :func:`classify` maps an error text and
+exit status to one of :data:`FAILURES`.
+
+Example:
+    >>> classify("DataLoader worker (pid 7) is killed by signal: Segmentation fault. ")[:2]
+    ('worker_killed', 'Segmentation fault')
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from .loader_child import BOOTSTRAP
+
+FAILURES = ("shm_exhausted", "worker_killed", "worker_exited", "hang", "too_many_open_files",
+            "unpicklable_dataset", "dataset_error", "unknown")
+STARTUP_GRACE_S = 60.0  # importing torch in the child (and in spawned workers) before the first batch
+PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
+_PACKAGE = __name__.rpartition(".")[0]  # "envkit.harness", or "envkit_harness" inside the zipapp
+
+SHM_PATTERNS = ("unable to allocate shared memory", "out of shared memory", "bus error",
+                "unable to stretch file")
+PICKLE_PATTERNS = ("can't pickle", "cannot pickle", "picklingerror", "can't get local object",
+                   "can't get attribute", "pickle")
+
+
+def classify(text: str, returncode: int | None = None, nw: int = 1, phase: str | None = None):
+    """``(failure, detail)`` from the error text (exception + stderr tail) and the child's exit status.
+
+    Order matters: a shm allocation error raised inside a worker also reads
+    "Caught RuntimeError in DataLoader worker", so resource errors win over
+    ``dataset_error``.
+    """
+    low = text.lower()
+    if any(p in low for p in SHM_PATTERNS) or (
+            "no space left on device" in low and ("shm" in low or "torch_" in low)):
+        return "shm_exhausted", "shared memory exhausted"
+    if "too many open files" in low or "received 0 items of ancdata" in low:
+        return "too_many_open_files", "too many open files"
+    m = re.search(r"killed by signal: ([^.\n]+)", text)
+    if m:
+        return "worker_killed", m.group(1).strip()
+    if any(p in low for p in PICKLE_PATTERNS) and phase in (None, "iter_start", "iterate"):
+        hit = [ln.strip() for ln in text.splitlines() if "pickle" in ln.lower() or "can't get" in ln.lower()]
+        return "unpicklable_dataset", (hit[0] if hit else "the dataset could not be pickled")[:300]
+    m = re.search(r"exited unexpectedly(?: with exit code (-?\d+))?", text)
+    if m:
+        return "worker_exited", f"exit code {m.group(1)}" if m.group(1) else "exited unexpectedly"
+    if "dataloader timed out" in low:
+        return "hang", "DataLoader timed out"
+    m = re.search(r"Caught (\w+) in DataLoader worker process", text)
+    if m or (phase == "iterate" and nw == 0) or phase == "build":
+        return "dataset_error", _last_line(text)
+    if returncode is not None and returncode < 0:
+        name = _signame(-returncode)
+        if -returncode == signal.SIGBUS:
+            return "shm_exhausted", name
+        return "worker_killed", f"{name} (the loader process itself)"
+    return "unknown", _last_line(text)
+
+
+def _signame(signum: int) -> str:
+    try:
+        return signal.strsignal(signum) or signal.Signals(signum).name
+    except (ValueError, AttributeError):
+        return f"signal {signum}"
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def _prctl(option: int, arg: int = 0) -> int | None:
+    """prctl via libc; None where unavailable (non-Linux). Used to become a child subreaper."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if option == PR_GET_CHILD_SUBREAPER:
+            val = ctypes.c_int(0)
+            libc.prctl(option, ctypes.byref(val), 0, 0, 0)
+            return val.value
+        return libc.prctl(option, arg, 0, 0, 0)
+    except (OSError, AttributeError):
+        return None
+
+
+@contextlib.contextmanager
+def _subreaper():
+    """Make orphaned workers re-parent to us (not to a container's PID 1 that may never reap them)."""
+    before = _prctl(PR_GET_CHILD_SUBREAPER)
+    if before == 0:
+        _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    try:
+        yield
+    finally:
+        if before == 0:
+            _prctl(PR_SET_CHILD_SUBREAPER, 0)
+
+
+def kill_and_reap(proc: subprocess.Popen, pgid: int, grace: float = 5.0) -> None:
+    """SIGKILL the whole process group, wait for the child, then reap re-parented group members."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=grace)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        try:
+            pid, _ = os.waitpid(-pgid, os.WNOHANG)  # only members of *this* group, never others' children
+        except ChildProcessError:
+            return
+        if pid == 0:
+            if not group_members(pgid):
+                return
+            time.sleep(0.02)
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) pids in process group ``pgid``, from /proc (empty where /proc is absent)."""
+    pids = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        fields = stat.rpartition(")")[2].split()
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != "Z":
+            pids.append(int(entry))
+    return pids
+
+
+def run_loader_child(runs: list[dict], *, timeout: float, progress=None, label: str = "loader",
+                     stop_on_error: bool = True) -> dict:
+    """Run DataLoader configurations in a watched child; return events, stats and failure evidence.
+
+    Returns ``{"results": {run_index: stats}, "error": event|None, "hang": bool,
+    "returncode": int|None, "stderr_tail": str, "child_pid": int, "leftover": [pids]}``.
+    """
+    rfd, wfd = os.pipe()
+    config = {"sys_path": [p for p in sys.path if p], "module": f"{_PACKAGE}.loader_child",
+              "fd": wfd, "runs": runs, "stop_on_error": stop_on_error}
+    env = dict(os.environ, PYTORCH_NVML_BASED_CUDA_CHECK="1", PYTHONUNBUFFERED="1")
+    stderr = tempfile.TemporaryFile()
+    out = {"results": {}, "error": None, "hang": False, "returncode": None, "stderr_tail": "",
+           "child_pid": None, "leftover": [], "last_batch": 0}
+    with _subreaper():
+        proc = subprocess.Popen([sys.executable, "-c", BOOTSTRAP, json.dumps(config)], pass_fds=(wfd,),
+                                stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr,
+                                start_new_session=True, env=env)
+        os.close(wfd)
+        out["child_pid"] = pgid = proc.pid  # start_new_session: the child leads its own group
+        try:
+            _watch(proc, rfd, timeout, progress, label, out)
+            if not out["hang"]:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=10)  # let it exit on its own so its status means something
+        finally:
+            out["killed_by_harness"] = proc.poll() is None
+            kill_and_reap(proc, pgid)
+            os.close(rfd)
+    out["returncode"] = proc.returncode
+    out["leftover"] = group_members(pgid)
+    stderr.seek(0)
+    out["stderr_tail"] = stderr.read().decode("utf-8", "replace")[-4000:]
+    stderr.close()
+    return out
+
+
+def _watch(proc, rfd: int, timeout: float, progress, label: str, out: dict) -> None:
+    buf = b""
+    deadline = time.monotonic() + timeout + STARTUP_GRACE_S
+    eof = False
+    while True:
+        ready, _, _ = select.select([rfd], [], [], 0.1)
+        if ready:
+            chunk = os.read(rfd, 65536)
+            eof = not chunk
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                event = json.loads(line)
+                kind = event.get("event")
+                if kind == "ready":
+                    # spawn/forkserver workers re-import torch before their first batch: the
+                    # parent passes that start-up allowance as "grace" (0 under fork).
+                    deadline = time.monotonic() + timeout + float(event.get("grace", 0.0))
+                elif kind in ("batch", "run_done"):
+                    deadline = time.monotonic() + timeout
+                if kind == "batch":
+                    out["last_batch"] = event["i"]
+                    if progress:
+                        progress(f"{label}: batch {event['i']}/{event['of']}")
+                elif kind == "run_done":
+                    out["results"][event["run"]] = event["stats"]
+                elif kind == "error":
+                    out["error"] = event
+                elif kind == "done":
+                    return
+        if eof or proc.poll() is not None:
+            if not eof and proc.poll() is not None:
+                # drain what the child wrote before it died
+                while select.select([rfd], [], [], 0)[0]:
+                    chunk = os.read(rfd, 65536)
+                    if not chunk:
+                        break
+                    buf += chunk
+                for line in buf.split(b"\n"):
+                    with contextlib.suppress(ValueError):
+                        event = json.loads(line)
+                        if event.get("event") == "error":
+                            out["error"] = event
+                        elif event.get("event") == "run_done":
+                            out["results"][event["run"]] = event["stats"]
+            return
+        if time.monotonic() > deadline:
+            out["hang"] = True
+            return
+
+
+SPAWN_GRACE_S = 20.0
+
+
+def plan_batches(num_workers: int, prefetch_factor: int, quick: bool = False) -> tuple[int, int]:
+    """``(batches, warmup)``: enough batches to fill the prefetch pipeline twice (once with --quick).
+
+    >>> plan_batches(4, 2), plan_batches(4, 2, quick=True), plan_batches(0, 2)
+    ((20, 9), (11, 5), (10, 1))
+    """
+    in_flight = num_workers * prefetch_factor
+    if quick:
+        batches = max(4, in_flight + 3)
+        return batches, max(1, min(in_flight + 1, batches // 2))
+    return max(10, in_flight * 2 + 4), in_flight + 1
+
+
+def make_run(settings: dict, quick: bool = False, **overrides) -> dict:
+    """One child run configuration from resolved loader settings."""
+    batches, warmup = plan_batches(overrides.get("num_workers", settings["num_workers"]),
+                                   settings["prefetch_factor"], quick)
+    run = {k: settings[k] for k in ("num_workers", "batch_size", "prefetch_factor", "persistent_workers",
+                                    "start_method", "pin_memory", "sample_shape", "dtype", "dataset")}
+    run.update(batches=batches, warmup=warmup, to_device=True)
+    run.update(overrides)
+    run["grace"] = SPAWN_GRACE_S if run["num_workers"] > 0 and run["start_method"] != "fork" else 0.0
+    return run
+
+
+def failure_remedy(failure: str, detail: str, settings: dict) -> str:
+    """What to change for each failure class (the shm size comes from :mod:`.sizing`)."""
+    from .checks_sys import shm_remedy
+    from .sizing import shm_required_bytes
+    if failure == "shm_exhausted":
+        required = shm_required_bytes(batch_size=settings["batch_size"], sample_shape=settings["sample_shape"],
+                                      dtype=settings["dtype"], num_workers=settings["num_workers"],
+                                      prefetch_factor=settings["prefetch_factor"])
+        return shm_remedy(required)
+    if failure == "too_many_open_files":
+        return ("raise the fd limit (docker run --ulimit nofile=65536:65536; compose ulimits: nofile) or call "
+                "torch.multiprocessing.set_sharing_strategy('file_system') at the start of your program")
+    if failure == "unpicklable_dataset":
+        return ("under spawn/forkserver the dataset is pickled to every worker: define the Dataset class, "
+                "collate_fn and worker_init_fn at module top level (no lambdas or local functions as "
+                "attributes), and guard the entry point with `if __name__ == \"__main__\":`")
+    if failure == "hang":
+        return ("find the blocked worker (py-spy dump --pid <worker>); usual causes: a lock or thread pool "
+                "copied by fork (try start_method 'spawn' or 'forkserver'), a __getitem__ waiting on network "
+                "or a slow file system, or too little CPU; rerun with --num-workers 0 to reproduce in-process")
+    if failure == "worker_killed":
+        if "killed" == detail.split(" (")[0].lower():
+            return ("SIGKILL is usually the kernel OOM killer: raise the container memory limit (--memory) or "
+                    "lower batch_size/num_workers/prefetch_factor; check `dmesg` for oom-kill")
+        return ("a native extension crashed in a worker (often not fork-safe: OpenCV, decoders, CUDA used "
+                "before fork): try start_method 'spawn', and rerun with --num-workers 0 for a traceback")
+    if failure == "worker_exited":
+        return "rerun with --num-workers 0 to see the worker's real traceback"
+    if failure == "dataset_error":
+        return "fix the exception in the dataset; rerun with --num-workers 0 for the full traceback"
+    return "rerun with --num-workers 0 for a traceback; see measured.stderr_tail"
+
+
+MESSAGES = {
+    "shm_exhausted": "DataLoader workers ran out of shared memory (/dev/shm): {detail}",
+    "worker_killed": "a DataLoader worker was killed by signal: {detail}",
+    "worker_exited": "a DataLoader worker exited unexpectedly ({detail})",
+    "hang": "no batch arrived within {timeout:g} s (after batch {last}/{of}): the loader hangs",
+    "too_many_open_files": "too many open files: workers pass each batch as a shared-memory fd",
+    "unpicklable_dataset": "the dataset cannot be pickled to {method} workers: {detail}",
+    "dataset_error": "the dataset raised an exception: {detail}",
+    "unknown": "the loader failed: {detail}",
+}
+
+
+def evaluate(child: dict, run_index: int = 0) -> tuple[dict | None, dict]:
+    """From a child result: ``(stats or None, failure evidence)`` for one run."""
+    stats = child["results"].get(run_index)
+    if stats is not None:
+        return stats, {}
+    if child["hang"]:
+        return None, {"failure": "hang", "detail": "no batch within the timeout"}
+    err = child["error"] or {}
+    text = "\n".join(filter(None, [err.get("message"), err.get("traceback"), child["stderr_tail"]]))
+    rc = None if child.get("killed_by_harness") else child["returncode"]
+    nw = err.get("nw", 1)
+    failure, detail = classify(text, rc, nw, err.get("phase"))
+    return None, {"failure": failure, "detail": detail, "error": (err.get("message") or "")[-2000:]}
+
+
+def check_loader(settings: dict, *, timeout: float = 60.0, quick: bool = False, progress=None) -> dict:
+    """Run the real DataLoader once in a watched child and turn the outcome into the ``loader`` check."""
+    from .report import FAIL, PASS, make_check
+
+    run = make_run(settings, quick)
+    expected = {k: settings[k] for k in ("num_workers", "batch_size", "sample_shape", "dtype", "pin_memory",
+                                         "prefetch_factor", "persistent_workers", "start_method", "dataset")}
+    expected.update(batches=run["batches"], timeout_s=timeout)
+    started = time.monotonic()
+    child = run_loader_child([run], timeout=timeout, progress=progress, label="loader")
+    stats, bad = evaluate(child)
+    measured = {"child_pid": child["child_pid"], "leftover_processes": child["leftover"],
+                "wall_s": round(time.monotonic() - started, 3)}
+    if stats is not None:
+        measured.update(stats)
+        note = ""
+        if settings["pin_memory"] and not stats["pin_memory_used"]:
+            note = "; pin_memory was requested but there is no accelerator, so batches were not pinned"
+        return make_check("loader", PASS, measured, expected,
+                          f"{stats['batches']} batches of {settings['batch_size']} with {settings['num_workers']} "
+                          f"{settings['start_method']} workers: {stats['samples_per_s']:.0f} samples/s, first batch "
+                          f"after {stats['first_batch_s']:.2f} s{note}")
+    measured.update(bad, last_batch=child["last_batch"], returncode=child["returncode"],
+                    stderr_tail=child["stderr_tail"][-1500:])
+    msg = MESSAGES[bad["failure"]].format(detail=bad["detail"], timeout=timeout, last=child["last_batch"],
+                                          of=run["batches"], method=settings["start_method"])
+    return make_check("loader", FAIL, measured, expected, msg,
+                      failure_remedy(bad["failure"], bad["detail"], settings))

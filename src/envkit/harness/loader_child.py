@@ -1,0 +1,163 @@
+"""The loader runner, executed in a child process that the harness watches (see :mod:`.loader`).
+
+Protocol: the parent starts ``python -c BOOTSTRAP '<json config>'`` in a new
+session; this module writes one JSON object per line to the file descriptor
+``config["fd"]``: ``boot``, then per run ``ready``, ``batch`` ..., and ``run_done``
+(or ``error``), and finally ``done``. A run is one DataLoader configuration::
+
+    {"num_workers": 2, "batch_size": 32, "prefetch_factor": 2, "persistent_workers": false,
+     "start_method": "fork", "pin_memory": true, "sample_shape": [3, 64, 64],
+     "dtype": "float32", "dataset": "synthetic", "batches": 12, "warmup": 5, "to_device": false}
+
+Throughput (``samples_per_s``) is measured after ``warmup`` batches, so worker
+start-up and the initially full prefetch queue do not inflate it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import time
+import traceback
+
+BOOTSTRAP = ("import sys,json;c=json.loads(sys.argv[1]);sys.path[:0]=c['sys_path'];"
+             "import importlib;importlib.import_module(c['module']).child_main(c)")
+
+
+def resolve_factory(spec: str):
+    """``"pkg.mod:make"`` -> the callable (``attr`` may be dotted). Raises ImportError/AttributeError."""
+    module, _, attr = spec.partition(":")
+    if not module or not attr:
+        raise ValueError(f"--dataset must look like MODULE:CALLABLE, got {spec!r}")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())  # like `python -m`: the user's module is found from cwd
+    obj = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise TypeError(f"{spec} is not callable")
+    return obj
+
+
+def _count(batch, default: int) -> int:
+    """Samples in a collated batch: the leading dim of the first tensor found."""
+    if hasattr(batch, "shape") and len(batch.shape):
+        return int(batch.shape[0])
+    if isinstance(batch, dict):
+        batch = list(batch.values())
+    if isinstance(batch, (list, tuple)):
+        for item in batch:
+            n = _count(item, -1)
+            if n >= 0:
+                return n
+    return default
+
+
+def _to_device(batch, device, non_blocking: bool):
+    if hasattr(batch, "to"):
+        return batch.to(device, non_blocking=non_blocking)
+    if isinstance(batch, (list, tuple)):
+        return [_to_device(b, device, non_blocking) for b in batch]
+    if isinstance(batch, dict):
+        return {k: _to_device(v, device, non_blocking) for k, v in batch.items()}
+    return batch
+
+
+def run_one(index: int, run: dict, emit) -> dict:
+    """Iterate one DataLoader configuration; return the stats dict (raises on loader failure)."""
+    import torch
+    from torch.utils.data import DataLoader
+
+    from .synthetic import SyntheticDataset
+
+    phase = "build"
+    try:
+        if run["dataset"] == "synthetic":
+            dataset = SyntheticDataset(run["batches"] * run["batch_size"], run["sample_shape"], run["dtype"])
+        else:
+            dataset = resolve_factory(run["dataset"])()
+        accel = torch.cuda.is_available()
+        pin = bool(run["pin_memory"]) and accel
+        nw = run["num_workers"]
+        kwargs = dict(batch_size=run["batch_size"], shuffle=False, num_workers=nw, pin_memory=pin)
+        if nw > 0:
+            kwargs.update(prefetch_factor=run["prefetch_factor"], persistent_workers=bool(run["persistent_workers"]),
+                          multiprocessing_context=run["start_method"])
+        loader = DataLoader(dataset, **kwargs)
+        device = torch.device("cuda") if (accel and run.get("to_device")) else None
+        emit({"event": "ready", "run": index, "grace": run.get("grace", 0.0)})
+        batches, samples, timed_samples, t_warm, first = 0, 0, 0, None, None
+        t0 = time.perf_counter()
+        epochs = 0
+        while batches < run["batches"] and epochs < 1000:
+            phase = "iter_start"
+            it = iter(loader)  # workers start (and the dataset is pickled under spawn) here
+            phase = "iterate"
+            got = False
+            for batch in it:
+                got = True
+                n = _count(batch, run["batch_size"])
+                if device is not None:
+                    batch = _to_device(batch, device, pin)
+                batches += 1
+                samples += n
+                now = time.perf_counter()
+                if first is None:
+                    first = now - t0
+                if batches == run["warmup"]:
+                    t_warm = now
+                elif t_warm is not None:
+                    timed_samples += n
+                del batch
+                emit({"event": "batch", "run": index, "i": batches, "of": run["batches"]})
+                if batches >= run["batches"]:
+                    break
+            epochs += 1
+            if not got:
+                raise RuntimeError("the dataset yielded no batches (empty dataset?)")
+        if device is not None:
+            torch.cuda.synchronize()
+        end = time.perf_counter()
+        steady = end - t_warm if t_warm is not None and timed_samples else end - t0
+        rate = (timed_samples if t_warm is not None and timed_samples else samples) / steady if steady > 0 else 0.0
+        del loader
+        return {"batches": batches, "samples": samples, "seconds": round(end - t0, 4),
+                "first_batch_s": round(first or 0.0, 4), "samples_per_s": round(rate, 2),
+                "warmup_batches": run["warmup"], "pin_memory_used": pin, "accelerator": accel,
+                "epochs": epochs}
+    except BaseException as exc:
+        exc.envkit_phase = phase
+        raise
+
+
+def child_main(config: dict) -> None:
+    """Entry point of the child: run every configuration, report on ``config["fd"]``, exit 0/3."""
+    out = os.fdopen(config["fd"], "w", buffering=1)
+
+    def emit(event: dict) -> None:
+        out.write(json.dumps(event) + "\n")
+        out.flush()
+
+    emit({"event": "boot", "pid": os.getpid(), "pgid": os.getpgid(0)})
+    rc = 0
+    for index, run in enumerate(config["runs"]):
+        try:
+            stats = run_one(index, run, emit)
+        except Exception as exc:  # reported, classified by the parent
+            emit({"event": "error", "run": index, "phase": getattr(exc, "envkit_phase", "build"),
+                  "nw": run.get("num_workers", 0),
+                  "type": type(exc).__name__, "message": str(exc),
+                  "traceback": "".join(traceback.format_exception(exc))[-6000:]})
+            rc = 3
+            if config.get("stop_on_error", True):
+                break
+            continue
+        emit({"event": "run_done", "run": index, "stats": stats})
+    emit({"event": "done"})
+    out.close()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # os._exit skips interpreter teardown, where a wedged worker could still block us.
+    os._exit(rc)

@@ -1,0 +1,101 @@
+"""Report building blocks: check statuses, the verdict, the JSON document and the table.
+
+Contract: every check is a dict with exactly the keys ``name``, ``status``,
+``measured``, ``expected``, ``message`` and ``remedy``; the report is
+``{"envkit_harness": 1, "verdict", "environment", "checks"}``.
+
+Example:
+    >>> c = make_check("shm", FAIL, {"size_bytes": 1}, {"required_bytes": 2},
+    ...                "too small", "--shm-size=1g")
+    >>> verdict([c])
+    'fail'
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
+STATUSES = (PASS, WARN, FAIL, SKIP)
+SCHEMA_VERSION = 1
+CHECK_NAMES = ("shm", "cpus", "ulimits", "gpus", "loader", "pinned_transfer", "workers_sweep")
+
+
+def make_check(name: str, status: str, measured=None, expected=None,
+               message: str = "", remedy: str | None = None) -> dict:
+    """Build one check entry; ``remedy`` is None when there is nothing to do."""
+    if status not in STATUSES:
+        raise ValueError(f"bad status {status!r}")
+    return {"name": name, "status": status, "measured": measured if measured is not None else {},
+            "expected": expected if expected is not None else {}, "message": message,
+            "remedy": remedy}
+
+
+def verdict(checks) -> str:
+    """``fail`` if any check failed, else ``warn`` if any warned, else ``pass`` (skips are neutral)."""
+    statuses = {c["status"] for c in checks}
+    if FAIL in statuses:
+        return FAIL
+    if WARN in statuses:
+        return WARN
+    return PASS
+
+
+def make_report(environment: dict, checks: list) -> dict:
+    """Assemble the versioned report document."""
+    return {"envkit_harness": SCHEMA_VERSION, "verdict": verdict(checks),
+            "environment": environment, "checks": list(checks)}
+
+
+def to_json(report: dict) -> str:
+    """One JSON document (sorted keys are NOT used: the schema's order reads better)."""
+    return json.dumps(report, indent=2, default=str)
+
+
+def human_bytes(n) -> str:
+    """``1536 -> '1.5 KiB'``; ``None -> 'n/a'``; negative means unlimited (ulimit -1)."""
+    if n is None:
+        return "n/a"
+    if n < 0:
+        return "unlimited"
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"  # pragma: no cover - loop always returns
+
+
+def render_table(report: dict, width: int = 100) -> str:
+    """A readable table: one row per check, then the remedies of the checks that did not pass.
+
+    >>> print(render_table(make_report({}, [make_check("cpus", PASS, message="2 usable CPUs")])))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    envkit harness: verdict PASS
+    CHECK            STATUS  DETAIL
+    cpus             pass    2 usable CPUs
+    """
+    lines = [f"envkit harness: verdict {report['verdict'].upper()}"]
+    env = report.get("environment") or {}
+    if env:
+        bits = [f"{k}={env[k]}" for k in ("python", "torch", "start_method", "usable_cpus") if k in env]
+        if env.get("container"):
+            bits.append(f"container={env['container'].get('detected')}")
+        if env.get("wsl"):
+            bits.append(f"wsl={env['wsl']}")
+        lines.append("environment: " + ", ".join(bits))
+    lines.append(f"{'CHECK':<16} {'STATUS':<7} DETAIL")
+    detail_width = max(30, width - 25)
+    for c in report["checks"]:
+        wrapped = textwrap.wrap(c["message"] or "", detail_width) or [""]
+        lines.append(f"{c['name']:<16} {c['status']:<7} {wrapped[0]}")
+        lines.extend(" " * 25 + w for w in wrapped[1:])
+    todo = [c for c in report["checks"] if c["status"] in (FAIL, WARN) and c.get("remedy")]
+    if todo:
+        lines.append("")
+        lines.append("How to fix:")
+        for c in todo:
+            for i, w in enumerate(textwrap.wrap(c["remedy"], width - 20)):
+                lines.append(f"  {c['name'] + ':' if i == 0 else '':<16} {w}")
+    return "\n".join(lines)

@@ -1,0 +1,148 @@
+"""Write generated files: all-or-nothing, atomically, never over a user's edits.
+
+A manifest (``.envkit-manifest.json`` in the output directory) records the
+sha256 of every file envkit wrote. On the next run a file whose content no
+longer matches its recorded hash was edited by someone (or was never ours):
+``write_outputs`` refuses to touch any file until ``force=True``, and then
+keeps a backup of each such file before replacing it.
+
+Example:
+    >>> # write_outputs(Path("out"), files, force=False) -> WriteReport(written=[...], unchanged=[...], backups=[])
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from envkit.errors import EnvkitError, OutputConflict
+from envkit.targets import OutputFile
+
+MANIFEST = ".envkit-manifest.json"
+
+
+@dataclass
+class WriteReport:
+    written: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    backups: list[str] = field(default_factory=list)
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _read_manifest(out_dir: Path) -> dict[str, str]:
+    try:
+        data = json.loads((out_dir / MANIFEST).read_text(encoding="utf-8"))
+        files = data.get("files", {})
+        return {str(k): str(v) for k, v in files.items()} if isinstance(files, dict) else {}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Write via a temporary file in the same folder and ``os.replace``: readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def backup_path(path: Path) -> Path:
+    """``file.envkit-bak``, or a timestamped name when that exists: a backup is never overwritten."""
+    candidate = path.with_name(path.name + ".envkit-bak")
+    if candidate.exists():
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        candidate = path.with_name(f"{path.name}.envkit-bak-{stamp}")
+        n = 1
+        while candidate.exists():
+            candidate = path.with_name(f"{path.name}.envkit-bak-{stamp}-{n}")
+            n += 1
+    return candidate
+
+
+def _same_copy(src: Path, dst: Path) -> bool:
+    try:
+        a, b = src.stat(), dst.stat()
+    except OSError:
+        return False
+    return a.st_size == b.st_size and (a.st_ino == b.st_ino or int(a.st_mtime) == int(b.st_mtime))
+
+
+def _place_copy(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dst.with_name(f".{dst.name}.tmp")
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(src, tmp)  # wheels are large: a hard link costs nothing when on one filesystem
+    except OSError:
+        shutil.copy2(src, tmp)
+    os.replace(tmp, dst)
+
+
+def write_outputs(out_dir: Path, files: list[OutputFile], *, force: bool = False) -> WriteReport:
+    """Write ``files`` under ``out_dir``; raise ``OutputConflict`` (writing nothing) on edited files."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise EnvkitError(f"{out_dir}: exists and is not a directory")
+    manifest = _read_manifest(out_dir)
+    report = WriteReport()
+    conflicts: list[str] = []
+    plan: list[OutputFile] = []
+    for f in files:
+        target = out_dir / f.path
+        if f.source is not None:
+            if _same_copy(f.source, target):
+                report.unchanged.append(f.path)
+            else:
+                plan.append(f)
+            continue
+        if target.is_file():
+            current = sha256(target.read_bytes())
+            if current == sha256(f.content):
+                report.unchanged.append(f.path)
+                if (target.stat().st_mode & 0o777) != f.mode:
+                    os.chmod(target, f.mode)
+                manifest[f.path] = current
+                continue
+            if manifest.get(f.path) != current:
+                conflicts.append(f.path)
+        elif target.exists():
+            conflicts.append(f.path)
+        plan.append(f)
+    if conflicts and not force:
+        listed = ", ".join(str(out_dir / c) for c in conflicts)
+        raise OutputConflict(
+            f"not overwriting {listed}: changed since envkit wrote it (or not written by envkit); nothing was written",
+            hint="move your changes into the profile, or pass --force (envkit keeps a .envkit-bak copy of each file)",
+        )
+    for f in plan:
+        target = out_dir / f.path
+        if f.path in conflicts and target.is_file():
+            bak = backup_path(target)
+            shutil.copy2(target, bak)
+            report.backups.append(str(bak))
+        if f.source is not None:
+            _place_copy(f.source, target)
+        else:
+            atomic_write(target, f.content, f.mode)
+            manifest[f.path] = sha256(f.content)
+        report.written.append(f.path)
+    if plan or not (out_dir / MANIFEST).exists():
+        doc = {"envkit_manifest": 1, "files": dict(sorted(manifest.items()))}
+        atomic_write(out_dir / MANIFEST, (json.dumps(doc, indent=2) + "\n").encode())
+    return report

@@ -1,0 +1,63 @@
+"""The one Jinja2 environment factory: StrictUndefined, no autoescape, shell/YAML/JSON filters.
+
+Templates hold syntax only; they loop and branch over contexts that target
+modules build from the typed profile. A missing context key is an error, never
+an empty string (StrictUndefined).
+
+Example:
+    >>> env = make_env()
+    >>> env.from_string("echo {{ x|shquote }}").render(x="it's")
+    "echo 'it'\\"'\\"'s'"
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import jinja2
+import yaml
+
+from envkit import __version__
+
+
+def templates_dir() -> Path:
+    """Templates ship inside the wheel (envkit/templates); a source checkout has them at the top level."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "templates", here.parent.parent / "templates"):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError("envkit's templates folder is missing from this installation")
+
+
+def _to_yaml(data) -> str:
+    # sort_keys=False: contexts are built in a deliberate, stable order.
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=1000, allow_unicode=True)
+
+
+def _to_json(data) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def _ps_quote(value: object) -> str:
+    """A PowerShell single-quoted string literal ('' escapes a quote)."""
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def make_env(directory: Path | None = None) -> jinja2.Environment:
+    """A fresh environment over ``directory`` (default: envkit's templates)."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(directory or templates_dir())),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["shquote"] = lambda v: shlex.quote(str(v))
+    env.filters["psquote"] = _ps_quote
+    env.filters["to_yaml"] = _to_yaml
+    env.filters["to_json"] = _to_json
+    env.globals["envkit_version"] = __version__
+    return env

@@ -1,0 +1,35 @@
+"""run.sh: ``docker run`` with the profile's run settings, every value shell-quoted.
+
+Relative volume sources are resolved against the script's own folder at run
+time, so the script works from any current directory.
+
+Example:
+    >>> # render(ctx) -> [OutputFile("run.sh", ..., mode=0o755)]
+"""
+
+from __future__ import annotations
+
+from envkit.runsettings import docker_flags
+from envkit.targets import GenContext, OutputFile
+
+_HERE = "\0here\0"  # a marker no profile value can contain (YAML text has no NULs after validation)
+
+
+def context(ctx: GenContext) -> dict:
+    def source(v):
+        rel = ctx.relative_source(v)
+        return _HERE + rel.removeprefix("./") if v.is_relative else rel
+
+    items = []
+    for flag in docker_flags(ctx.settings, volume_source=source):
+        # A relative volume becomes "--volume=${here}/"'rest': the variable expands, the rest stays literal.
+        if _HERE in flag:
+            head, rest = flag.split(_HERE, 1)
+            items.append({"here": True, "head": head, "rest": rest})
+        else:
+            items.append({"here": False, "text": flag})
+    return {"header": ctx.header("#"), "image": ctx.profile.image_tag, "flags": items}
+
+
+def render(ctx: GenContext) -> list[OutputFile]:
+    return [OutputFile("run.sh", ctx.render("run.sh.j2", **context(ctx)), mode=0o755)]

@@ -1,0 +1,62 @@
+"""Shared helpers for tests that need a real Docker engine.
+
+``require_docker()`` returns a connected :class:`envkit.engine.DockerEngine`, or skips the
+test when no engine is reachable -- except under ``ENVKIT_REQUIRE_DOCKER=1`` (CI), where a
+missing engine is a failure, so a broken CI machine cannot pass by skipping everything.
+
+Example (in a test module)::
+
+    from dockerutil import require_docker, base_image
+    def test_x():
+        eng = require_docker()
+        eng.run(base_image(), ["true"], settings={}, labels={}, timeout=60)
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from envkit.engine import LABEL, DockerEngine
+from envkit.errors import EngineError
+
+DEFAULT_BASE_IMAGE = "envkit/bookworm-python:local"
+
+
+def docker_required() -> bool:
+    return os.environ.get("ENVKIT_REQUIRE_DOCKER", "") == "1"
+
+
+def require_docker(labels: dict[str, str] | None = None) -> DockerEngine:
+    """A connected DockerEngine (extra ``labels`` go on all it creates), else skip/fail."""
+    try:
+        return DockerEngine.connect(labels=labels)
+    except EngineError as exc:
+        msg = f"no Docker engine: {exc}"
+        if docker_required():
+            pytest.fail(f"{msg} (ENVKIT_REQUIRE_DOCKER=1; hint: {exc.hint})", pytrace=False)
+        pytest.skip(msg)
+
+
+def base_image() -> str:
+    """The local base image tag (docker/base-image.sh); skip/fail when it is not built."""
+    return os.environ.get("ENVKIT_BASE_IMAGE") or DEFAULT_BASE_IMAGE
+
+
+def require_base_image(engine: DockerEngine) -> str:
+    tag = base_image()
+    try:
+        engine.client.images.get(tag)
+    except Exception as exc:  # docker.errors.ImageNotFound, APIError
+        msg = f"base image {tag} missing ({exc}); run `sudo bash docker/base-image.sh`"
+        if docker_required():
+            pytest.fail(msg, pytrace=False)
+        pytest.skip(msg)
+    return tag
+
+
+def leftover_containers(engine: DockerEngine, *labels: str) -> list[str]:
+    """Names of containers (any state) carrying LABEL and every ``labels`` ("k" or "k=v")."""
+    found = engine.client.containers.list(all=True, filters={"label": [LABEL, *labels]})
+    return [c.name for c in found]

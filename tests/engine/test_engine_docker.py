@@ -1,0 +1,184 @@
+"""DockerEngine against a real engine (``-m docker``). Needs the local base image
+(docker/base-image.sh; tag from ENVKIT_BASE_IMAGE). Each test runs with the ``docker_engine``
+fixture, which fails the test if a container it made is left behind."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from dockerutil import require_base_image
+from envkit.engine import LABEL, BuildFailed
+from envkit.errors import EngineError
+
+pytestmark = pytest.mark.docker
+
+PY = "python3"
+
+
+@pytest.fixture
+def base(docker_engine):
+    return require_base_image(docker_engine)
+
+
+@pytest.fixture(scope="module")
+def built_tags():
+    """Tags built by this module; removed at the end."""
+    tags: list[str] = []
+    yield tags
+    for t in tags:
+        subprocess.run(["docker", "image", "rm", "-f", t], capture_output=True)
+
+
+def run_py(engine, image, code, **settings):
+    return engine.run(image, [PY, "-c", code], settings=settings, labels={}, timeout=120)
+
+
+def test_ping(docker_engine):
+    info = docker_engine.ping()
+    assert info["os_type"] == "linux" and info["server_version"]
+    assert info["cgroup_version"] in ("1", "2")
+    assert "runc" in info["runtimes"] and isinstance(info["nvidia_runtime"], bool)
+    assert "memlock" in info["host_ulimits"]
+
+
+def test_build_streams_progress_and_labels(docker_engine, base, tmp_path, built_tags):
+    tag = f"envkit/test-engine:{uuid.uuid4().hex[:8]}"
+    (tmp_path / "Dockerfile").write_text(
+        f"FROM {base}\nRUN echo envkit-build-marker\nCMD [\"python3\", \"-V\"]\n")
+    events = []
+    image_id = docker_engine.build(tmp_path, tag, labels={"io.envkit.profile": "t"},
+                                   on_event=events.append)
+    built_tags.append(tag)
+    steps = [e for e in events if e.kind == "step"]
+    assert steps[0].step == 1 and steps[0].text.startswith("FROM ")
+    assert all(e.total == steps[0].total for e in steps) and len(steps) == steps[0].total
+    assert any(e.kind == "log" and e.text == "envkit-build-marker" for e in events)
+    img = docker_engine.client.images.get(tag)
+    assert img.id == image_id
+    assert img.labels[LABEL] == "1" and img.labels["io.envkit.profile"] == "t"
+
+
+def test_run_settings_are_applied(docker_engine, base):
+    # Not tmp_path: pytest's base dir is 0700, and the container runs as uid 1000.
+    with tempfile.TemporaryDirectory(prefix="envkit-vol-") as d:
+        os.chmod(d, 0o755)
+        (Path(d) / "hello.txt").write_text("from-host")
+        os.chmod(Path(d) / "hello.txt", 0o644)
+        _check_run_settings(docker_engine, base, Path(d))
+
+
+def _check_run_settings(docker_engine, base, data_dir):
+    code = ("import os, resource; s = os.statvfs('/dev/shm');"
+            "print(s.f_blocks * s.f_frsize);"
+            "print(sorted(os.sched_getaffinity(0)));"
+            "print(resource.getrlimit(resource.RLIMIT_NOFILE));"
+            "print(resource.getrlimit(resource.RLIMIT_MEMLOCK));"
+            "print(os.environ['ENVKIT_T'], os.getcwd(), os.getuid());"
+            "print(open('/data/hello.txt').read())")
+    r = run_py(docker_engine, base, code, shm_size="256m", cpuset_cpus="0", ipc_mode="private",
+               ulimits=[{"name": "nofile", "soft": 1024, "hard": 2048},
+                        {"name": "memlock", "soft": 4 << 20, "hard": 4 << 20}],
+               environment={"ENVKIT_T": "yes"}, working_dir="/tmp", user="1000:1000",
+               volumes=[f"{data_dir}:/data:ro"], nano_cpus=1_000_000_000, mem_limit="512m")
+    assert r.exit_code == 0 and not r.timed_out, r.stderr
+    assert r.stdout.splitlines() == ["268435456", "[0]", "(1024, 2048)",
+                                     f"({4 << 20}, {4 << 20})", "yes /tmp 1000", "from-host"]
+
+
+def test_default_shm_is_64m_and_stdout_stderr_split(docker_engine, base):
+    r = run_py(docker_engine, base, "import os, sys; s = os.statvfs('/dev/shm');"
+               "print(s.f_blocks * s.f_frsize); print('oops', file=sys.stderr); sys.exit(3)")
+    assert (r.exit_code, r.stdout, r.stderr, r.timed_out) == (3, "67108864\n", "oops\n", False)
+
+
+def test_memlock_unlimited_applies_or_is_explained(docker_engine, base):
+    """Where dockerd may raise memlock (CAP_SYS_RESOURCE) it applies; where it may not (this
+    dev host: 8 MiB hard limit) the error names the setting, the value and the host limit."""
+    settings = {"ulimits": [{"name": "memlock", "soft": -1, "hard": -1}]}
+    try:
+        r = docker_engine.run(base, ["sh", "-c", "ulimit -l"], settings=settings, labels={},
+                              timeout=60)
+    except EngineError as exc:
+        msg = str(exc)
+        host = docker_engine.ping()["host_ulimits"]["memlock"]
+        assert "memlock=unlimited" in msg and "rlimit" in msg
+        if host["hard"] != -1:
+            from envkit.engine import fmt_limit
+            assert fmt_limit("memlock", host["hard"]) in msg and host["source"] in msg
+        assert "LimitMEMLOCK=infinity" in exc.hint and "default-ulimits" in exc.hint
+        assert exc.exit_code == 3
+    else:
+        assert r.exit_code == 0 and r.stdout.strip() == "unlimited"
+
+
+def test_start_failure_leaves_no_container(docker_engine, base):
+    """A start failure (exec of a missing binary fails in runc, after create) is explained
+    and the container is gone; run(remove=True) would have left a 'Created' one."""
+    mark = f"io.envkit.test-start={uuid.uuid4().hex[:8]}"
+    key, _, val = mark.partition("=")
+    with pytest.raises(EngineError, match="could not start"):
+        docker_engine.run(base, ["/no/such/binary"], settings={}, labels={key: val},
+                          timeout=60)
+    out = subprocess.run(["docker", "ps", "-a", "-q", "--filter", f"label={mark}"],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == ""
+
+
+def test_timeout_kills_and_removes(docker_engine, base):
+    t0 = time.monotonic()
+    r = docker_engine.run(base, ["sleep", "60"], settings={}, labels={}, timeout=2)
+    assert r.timed_out and r.exit_code != 0
+    assert time.monotonic() - t0 < 30
+
+
+def test_missing_image(docker_engine):
+    with pytest.raises(EngineError) as ei:
+        docker_engine.run("envkit/does-not-exist:none", ["true"], settings={}, labels={},
+                          timeout=30)
+    assert "base-image.sh" in ei.value.hint
+
+
+def test_gpu_request_without_nvidia_runtime(docker_engine, base):
+    if docker_engine.ping()["nvidia_runtime"]:
+        pytest.skip("this engine has an nvidia runtime")
+    with pytest.raises(EngineError) as ei:
+        docker_engine.run(base, ["true"], settings={"device_requests": [
+            {"count": -1, "capabilities": [["gpu"]]}]}, labels={}, timeout=30)
+    assert "nvidia-ctk" in ei.value.hint
+
+
+def test_build_failure_reports_failing_step(docker_engine, base, tmp_path, built_tags):
+    tag = f"envkit/test-engine-fail:{uuid.uuid4().hex[:8]}"
+    (tmp_path / "Dockerfile").write_text(
+        f"FROM {base}\nRUN echo before-failure\nRUN echo failing-now && exit 7\nRUN echo never\n")
+    events = []
+    with pytest.raises(BuildFailed) as ei:
+        docker_engine.build(tmp_path, tag, labels={}, on_event=events.append)
+    built_tags.append(tag)
+    err = ei.value
+    # classic builder appends one LABEL step per label, so the total varies
+    assert re.fullmatch(r"Step 3/\d+ : RUN echo failing-now && exit 7", err.step), err.step
+    assert "returned a non-zero code: 7" in str(err) and "failing-now" in err.log
+    assert not any(e.text == "never" for e in events)
+    # forcerm: the failed step's intermediate container is gone too
+    out = subprocess.run(["docker", "ps", "-a", "-q", "--filter", "status=exited",
+                          "--filter", f"ancestor={base}"], capture_output=True, text=True)
+    assert "before-failure" not in out.stdout
+
+
+def test_remove_labeled(docker_engine, base):
+    mark = f"io.envkit.test-stale={uuid.uuid4().hex[:8]}"
+    key, _, val = mark.partition("=")
+    c = docker_engine.client.containers.create(base, ["true"], labels={LABEL: "1", key: val})
+    assert docker_engine.remove_labeled(mark) == 1
+    assert docker_engine.remove_labeled(mark) == 0
+    with pytest.raises(Exception):
+        c.reload()
