@@ -3,8 +3,9 @@
 #
 # - `docker info` already works  -> do nothing (exit 0).
 # - otherwise (root required): install docker.io when dockerd is missing,
-#   start dockerd in the background (output to $ENVKIT_DOCKERD_LOG), record its
-#   pid in $ENVKIT_DOCKERD_PIDFILE, and wait up to $ENVKIT_DOCKERD_WAIT seconds.
+#   start dockerd in the background (output to $ENVKIT_DOCKERD_LOG, default
+#   /var/log/envkit-dockerd.log), record its pid in $ENVKIT_DOCKERD_PIDFILE
+#   (default /var/run/envkit-dockerd.pid), wait up to $ENVKIT_DOCKERD_WAIT (60) s.
 #
 # All progress goes to stderr; nothing is printed on stdout.
 # Exit codes: 0 engine reachable, 1 could not start it.
@@ -13,6 +14,9 @@ set -euo pipefail
 LOG=${ENVKIT_DOCKERD_LOG:-/var/log/envkit-dockerd.log}
 PIDFILE=${ENVKIT_DOCKERD_PIDFILE:-/var/run/envkit-dockerd.pid}
 WAIT=${ENVKIT_DOCKERD_WAIT:-60}
+# Extra dockerd arguments (word-split), e.g. a second daemon for testing these scripts:
+# "--host unix:///tmp/d2.sock --data-root /tmp/d2 --exec-root /tmp/d2x --bridge none"
+ARGS=${ENVKIT_DOCKERD_ARGS:-}
 
 say() { echo "engine-up: $*" >&2; }
 
@@ -44,7 +48,8 @@ else
     say "starting dockerd (log: $LOG) ..."
     # setsid: the daemon must not die with this shell's process group (Ctrl-C
     # in a CI step would otherwise take the engine down mid-run).
-    setsid dockerd >>"$LOG" 2>&1 </dev/null &
+    # shellcheck disable=SC2086
+    setsid dockerd $ARGS >>"$LOG" 2>&1 </dev/null &
     echo $! >"$PIDFILE"
 fi
 

@@ -1,5 +1,111 @@
-"""Stub until the WSL checks land."""
+"""Warnings for the profile's ``wsl`` section: does the WSL2 VM fit the container it must host?
+
+The container runs inside the WSL2 VM, so the VM's ``memory`` and
+``processors`` are hard ceilings for ``run.memory``, ``run.shm_size`` (tmpfs
+pages count as memory), ``run.cpuset`` and the DataLoader's workers. Each
+warning names the values involved and the value to use instead.
+
+Example:
+    >>> from envkit.profile.model import Profile
+    >>> p = Profile.model_validate({"envkit": 1, "name": "d", "image": {"base": "debian:bookworm"},
+    ...                             "run": {"memory": "32g"}, "wsl": {"memory": "16GB"}})
+    >>> print(wsl_warnings(p)[0])
+    wsl.memory is 16GB but the container asks for 32GB (run.memory); the WSL2 VM must hold the container: set wsl.memory to at least 34GB
+"""
+
+from __future__ import annotations
+
+import math
+
+from envkit.harness.expect import resolve_workers
+from envkit.harness.sizing import GIB, shm_required_bytes
+from envkit.profile.model import Profile
+from envkit.units import format_wsl_size
+
+# Beyond these, a value is almost certainly a typo: few workstations have more.
+TYPICAL_MAX_MEMORY = 256 * GIB
+TYPICAL_MAX_PROCESSORS = 128
+# Resident memory per Python process (the training process and each worker): importing torch
+# alone takes a few hundred MB, and datasets keep state in every worker. A rough, safe figure.
+PROCESS_ESTIMATE = 1 * GIB
+# What the VM needs besides the container: the kernel, the distribution, dockerd.
+VM_HEADROOM = 2 * GIB
 
 
-def wsl_warnings(profile):
-    return []
+def _gb(n: int) -> str:
+    return format_wsl_size(n) if n % GIB == 0 else f"{n / GIB:.1f}GB"
+
+
+def _round_up_gib(n: int) -> int:
+    return int(math.ceil(n / GIB)) * GIB
+
+
+def container_memory_need(profile: Profile) -> tuple[int, str]:
+    """Bytes the container needs in the VM and how that was worked out.
+
+    ``run.memory`` when set; otherwise /dev/shm (``run.shm_size`` or the loader's
+    need) plus ``PROCESS_ESTIMATE`` for the training process and each worker.
+    """
+    if profile.run.memory:
+        return profile.run.memory, "run.memory"
+    ld = profile.loader
+    usable = (profile.wsl.processors if profile.wsl and profile.wsl.processors else None) \
+        or len(profile.run.cpuset_cpus) or 8
+    workers = resolve_workers(ld.num_workers, usable)
+    shm = profile.run.shm_size or shm_required_bytes(
+        batch_size=ld.batch_size, sample_shape=ld.sample_shape, dtype=ld.dtype,
+        num_workers=workers, prefetch_factor=ld.prefetch_factor)
+    shm_from = "run.shm_size" if profile.run.shm_size else "the loader's shm need"
+    return shm + (workers + 1) * PROCESS_ESTIMATE, \
+        f"{shm_from} {_gb(shm)} + ~{_gb(PROCESS_ESTIMATE)} for each of {workers + 1} processes (training + workers)"
+
+
+def wsl_warnings(profile: Profile) -> list[str]:
+    """Every warning for ``profile.wsl`` (empty when there is no ``wsl`` section or nothing to say)."""
+    wsl = profile.wsl
+    if wsl is None:
+        return []
+    out: list[str] = []
+    if wsl.memory is not None:
+        if wsl.memory > TYPICAL_MAX_MEMORY:
+            out.append(f"wsl.memory is {_gb(wsl.memory)}, which exceeds what most hosts have "
+                       f"(> {_gb(TYPICAL_MAX_MEMORY)}); WSL cannot give the VM more than the machine's RAM")
+        need, how = container_memory_need(profile)
+        if wsl.memory < need:
+            out.append(f"wsl.memory is {_gb(wsl.memory)} but the container asks for {_gb(need)} ({how}); "
+                       f"the WSL2 VM must hold the container: set wsl.memory to at least "
+                       f"{_gb(_round_up_gib(need + VM_HEADROOM))}")
+    if wsl.processors is not None:
+        out.extend(_processor_warnings(profile, wsl.processors))
+    if wsl.swap == 0:
+        out.append("wsl.swap is 0, so the VM has no swap: when it runs out of memory the Linux OOM killer "
+                   "ends processes (a DataLoader worker 'killed by signal: Killed') instead of slowing down; "
+                   "keep swap unless you want that")
+    modes = [("wsl.networkingMode", wsl.networkingMode)]
+    if wsl.experimental is not None:
+        modes.append(("wsl.experimental.networkingMode", wsl.experimental.networkingMode))
+    for key, mode in modes:
+        if mode == "bridged":
+            out.append(f"{key}: bridged is deprecated by Microsoft; use mirrored (Windows 11 22H2+) or nat")
+    return out
+
+
+def _processor_warnings(profile: Profile, processors: int) -> list[str]:
+    out = []
+    if processors > TYPICAL_MAX_PROCESSORS:
+        out.append(f"wsl.processors is {processors}, which exceeds what most hosts have "
+                   f"(> {TYPICAL_MAX_PROCESSORS}); WSL cannot give the VM more than the machine's logical processors")
+    cpus = profile.run.cpuset_cpus
+    if cpus and (len(cpus) > processors or max(cpus) >= processors):
+        out.append(f"wsl.processors is {processors} but run.cpuset {profile.run.cpuset} names {len(cpus)} CPUs "
+                   f"(ids up to {max(cpus)}); the VM's CPUs are 0-{processors - 1}, so the container will not "
+                   f"start: set wsl.processors to at least {max(len(cpus), max(cpus) + 1)} or shrink run.cpuset")
+    if profile.run.cpus is not None and profile.run.cpus > processors:
+        out.append(f"wsl.processors is {processors} but run.cpus is {profile.run.cpus:g}; Docker refuses more "
+                   f"CPUs than the VM has: set wsl.processors to at least {math.ceil(profile.run.cpus)}")
+    nw = profile.loader.num_workers
+    if isinstance(nw, int) and processors < nw + 1:
+        out.append(f"wsl.processors is {processors} but loader.num_workers is {nw}; the workers and the training "
+                   f"process would share {processors} CPU(s): set wsl.processors to at least {nw + 1} "
+                   f"or lower num_workers to {max(0, processors - 1)}")
+    return out

@@ -1,7 +1,8 @@
 """Command line: parse → dispatch to ``envkit.commands.*`` → one place that turns errors into exit codes.
 
 Exit codes: 0 ok; 1 a check failed or an edited file blocked writing; 2 bad
-profile or usage; 3 the Docker engine failed or refused; 130 interrupted.
+profile or usage; 3 the Docker engine failed or refused; 70 an internal error
+(a bug: ENVKIT_DEBUG=1 shows the traceback); 130 interrupted.
 
 Example:
     >>> main(["flags"])  # doctest: +SKIP
@@ -11,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -137,6 +139,12 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as e:  # a bug in envkit: one line for the user, the traceback on request
+        if os.environ.get("ENVKIT_DEBUG"):
+            raise
+        print(f"envkit: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        print("envkit: hint: rerun with ENVKIT_DEBUG=1 for the traceback, and please report it", file=sys.stderr)
+        return 70
 
 
 if __name__ == "__main__":

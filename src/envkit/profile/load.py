@@ -39,6 +39,23 @@ _EXPECTED = {
 }
 
 
+# Plain-words descriptions of the patterns, by key name.
+_PATTERNS = {
+    "name": "lowercase letters, digits, '_', '.', '-' (starting with a letter or digit), e.g. vision-train",
+    "volumes": "a bind mount 'HOST_PATH:/CONTAINER_PATH' with an optional ':ro' or ':rw'",
+    "system_packages": "a Debian package name, optionally '=version' (e.g. numactl, git=1:2.39.5-0+deb12u1)",
+    "pip_packages": "a pip requirement such as 'pillow', 'numpy<2' or 'pkg[extra]>=1.0'",
+    "base": "an image reference such as 'nvidia/cuda:12.4.1-runtime-ubuntu22.04' (digest goes in image.digest)",
+    "digest": "'sha256:' followed by 64 hex digits",
+    "tag": "an image tag such as 'team/vision-train:dev'",
+    "version": "a release such as '2.5.1'",
+    "variant": "'cpu', 'cuXYZ' (e.g. cu124) or 'rocmX.Y'",
+    "index_url": "an http(s):// or file:// URL",
+    "workdir": "an absolute path such as /workspace",
+    "root": "an absolute path such as /mnt/",
+}
+
+
 @dataclass(frozen=True)
 class LoadedProfile:
     """A validated profile and where it came from (``base_dir`` resolves relative paths)."""
@@ -177,7 +194,9 @@ def _describe(err: dict, path: tuple, extra: list) -> str:
         choices = re.findall(r"'([^']*)'", err["ctx"].get("expected", ""))
         return f"expected one of {', '.join(map(repr, choices))}, got {err.get('input')!r}{did_you_mean(err.get('input'), choices)}"
     if kind == "string_pattern_mismatch":
-        return f"{err.get('input')!r} is not valid here (expected text matching {err['ctx']['pattern']})"
+        key = next((seg for seg in reversed(path) if isinstance(seg, str)), "")
+        what = _PATTERNS.get(key, f"text matching {err['ctx']['pattern']}")
+        return f"{err.get('input')!r} is not valid here; expected {what}"
     return f"{msg} (got {err.get('input')!r})" if kind not in ("value_error",) else msg
 
 

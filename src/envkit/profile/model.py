@@ -91,6 +91,11 @@ class Image(Model):
 class Ulimit(Model):
     """A resource limit; -1 means unlimited."""
 
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=lambda schema: schema.update(
+        {"anyOf": [{"type": "integer", "minimum": -1}, {"const": "unlimited"},
+                   {k: schema.pop(k) for k in list(schema) if k in ("type", "properties", "required",
+                                                                       "additionalProperties")}]}))
+
     soft: Annotated[int, Field(ge=-1)]
     hard: Annotated[int, Field(ge=-1)]
 
@@ -123,8 +128,8 @@ class Run(Model):
     cpus: Annotated[float, Field(gt=0, le=4096)] | None = None
     memory: Size | None = None
     gpus: GpuSpec = "none"
-    ulimits: dict[str, Ulimit] = {}
-    volumes: tuple[Annotated[str, Field(pattern=r"^[^:\s\x00-\x1f]+:/[^:\s\x00-\x1f]*(:(ro|rw|z|Z|ro,z|ro,Z))?$")], ...] = ()
+    ulimits: Annotated[dict[str, Ulimit], Field(json_schema_extra={"propertyNames": {"enum": list(ULIMIT_NAMES)}})] = {}
+    volumes: tuple[Annotated[str, Field(pattern=r"^[^:\x00-\x1f]+:/[^:\x00-\x1f]*(:(ro|rw|z|Z|ro,z|ro,Z))?$")], ...] = ()
     env: dict[EnvName, str] = {}
 
     @field_validator("ulimits", mode="before")

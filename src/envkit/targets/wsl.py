@@ -126,8 +126,9 @@ def render(ctx: GenContext) -> list[OutputFile]:
         wslconfig=_flat(sections),
         wslconf=_flat(conf_sections),
         newer_keys=newer_windows_keys(sections),
-        processors=wsl.processors,
-        memory_bytes=wsl.memory,
+        # Strings, empty when unset: the script treats '' as "not asserted".
+        processors="" if wsl.processors is None else str(wsl.processors),
+        memory_bytes="" if wsl.memory is None else str(wsl.memory),
     )
     files.append(OutputFile("setup-wsl.ps1", PS1_BOM + script))
     return files

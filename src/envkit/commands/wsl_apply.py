@@ -1,0 +1,127 @@
+"""``envkit wsl apply``: merge the profile's .wslconfig keys into an existing .wslconfig.
+
+Everything else in the file (other keys and sections, comments, blank lines,
+key order, the encoding, byte-order mark and line endings) is kept; see
+:mod:`envkit.wslmerge`. When something changes, the old file is copied to
+``PATH.envkit-bak-<UTC time>`` first (an existing backup is never
+overwritten), then the new text replaces the file atomically (a temporary file
+in the same folder, then ``os.replace``). When nothing changes, nothing is
+written and no backup is made, so applying twice is harmless.
+
+Example:
+    >>> import io, tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()); cfg = d / ".wslconfig"
+    >>> _ = cfg.write_bytes(b"[wsl2]\\r\\nmemory=8GB\\r\\n")
+    >>> out = io.StringIO()
+    >>> run(None, cfg, dry_run=True, out=out, err=io.StringIO())
+    0
+    >>> "[wsl2] memory: 8GB -> 40GB" in out.getvalue()
+    True
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TextIO
+
+from envkit.errors import ProfileError, UsageError
+from envkit.profile import load_profile
+from envkit.targets.wsl import wslconfig_sections
+from envkit.wslmerge import Decoded, decode_config, encode_config, merge_ini
+
+
+def run(profile_path: Path | None, wslconfig: Path, dry_run: bool, out: TextIO, err: TextIO) -> int:
+    """Merge the profile's ``wsl`` keys into ``wslconfig``; 0 on success (changed or not).
+
+    Raises ProfileError when the profile has no ``wsl`` section or the file is
+    not a text INI file (with the line), UsageError when ``wslconfig`` is a folder.
+    """
+    loaded = load_profile(profile_path)
+    wsl = loaded.profile.wsl
+    if wsl is None:
+        raise ProfileError(f"{loaded.source}: the profile has no 'wsl' section, so there is nothing to apply",
+                           hint="add a wsl: section (memory, processors, ...) to the profile")
+    updates = [(s.name, e.key, e.value) for s in wslconfig_sections(wsl) for e in s.entries]
+    if wslconfig.is_dir():
+        raise UsageError(f"{wslconfig}: is a folder; --wslconfig takes the .wslconfig file itself",
+                         hint="e.g. --wslconfig /mnt/c/Users/<you>/.wslconfig")
+    if not wslconfig.parent.is_dir():
+        raise UsageError(f"{wslconfig}: the folder {wslconfig.parent} does not exist")
+    exists = wslconfig.exists()
+    if exists:
+        try:
+            raw = wslconfig.read_bytes()
+        except OSError as e:
+            raise ProfileError(f"{wslconfig}: cannot read: {e.strerror}") from None
+        decoded = decode_config(raw, str(wslconfig))
+    else:
+        # A new .wslconfig: UTF-8 without a BOM and CRLF, as Windows tools write it.
+        decoded = Decoded("")
+    result = merge_ini(decoded.text, updates, str(wslconfig), decoded.newline)
+    if not result.changes:
+        print(f"{wslconfig}: already matches the profile; nothing changed, nothing written.", file=out)
+        return 0
+    verb = "would change" if dry_run else ("changed" if exists else "created")
+    print(f"{wslconfig}: {verb} {len(result.changes)} key(s):", file=out)
+    for change in result.changes:
+        print(f"  {change.describe()}", file=out)
+    if dry_run:
+        print("Dry run: nothing written.", file=out)
+        return 0
+    if exists:
+        backup = write_backup(wslconfig, raw)
+        print(f"Backup: {backup}", file=out)
+    write_atomic(wslconfig, encode_config(result.text, decoded))
+    print("Run `wsl --shutdown` from Windows (PowerShell or cmd) so WSL restarts with these settings; "
+          "WSL reads .wslconfig only when its VM starts.", file=out)
+    return 0
+
+
+def backup_path(path: Path, now: datetime | None = None) -> Path:
+    """``PATH.envkit-bak-<UTC time>``; ``-1``, ``-2``... when that name is taken."""
+    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+    candidate = path.with_name(f"{path.name}.envkit-bak-{stamp}")
+    n = 1
+    while candidate.exists():
+        candidate = path.with_name(f"{path.name}.envkit-bak-{stamp}-{n}")
+        n += 1
+    return candidate
+
+
+def write_backup(path: Path, raw: bytes) -> Path:
+    """Copy ``raw`` (the file as it was) to a fresh backup name; never overwrites a file."""
+    while True:
+        target = backup_path(path)
+        try:
+            # "x": fail rather than overwrite if another process took the name meanwhile.
+            with open(target, "xb") as f:
+                f.write(raw)
+            shutil.copymode(path, target)
+            return target
+        except FileExistsError:
+            continue
+        except OSError as e:
+            raise ProfileError(f"{target}: cannot write the backup: {e.strerror}; nothing was changed") from None
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path`` and rename it over ``path``."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.envkit-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if path.exists():
+            shutil.copymode(path, tmp)
+        else:
+            os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,116 @@
+"""Every class of bad input: exit 2, one clear located message, no traceback, nothing written."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from envkit.errors import ProfileError
+from envkit.profile import load_profile_bytes
+from tests.conftest import run_envkit
+
+GOOD = "envkit: 1\nname: demo\nimage:\n  base: debian:bookworm\n"
+
+
+def _error(text: bytes | str) -> str:
+    raw = text.encode() if isinstance(text, str) else text
+    with pytest.raises(ProfileError) as exc:
+        load_profile_bytes(raw, "p.yaml", Path("."))
+    return str(exc.value)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (b"", "p.yaml: the profile is empty"),
+        (b"# only a comment\n", "the profile is empty"),
+        (b"envkit: 1\nname: \xff\xfe\n", "p.yaml:2: not UTF-8 text (byte 0xff"),
+        (b"- a\n- b\n", "p.yaml:1:1: expected a mapping"),
+        (b"just a string", "expected a mapping"),
+        (b"envkit: 1\nname: [unclosed\n", "p.yaml:3:1: invalid YAML"),
+        (b"envkit: 1\nname: a\nname: b\n", "p.yaml:3:1: name: duplicate key (first set on line 2)"),
+        (b"name: demo\n", "p.yaml:1:1: envkit: required key missing"),
+        (b"envkit: 2\nname: demo\n", "p.yaml:1:1: envkit: profile version 2 is not supported"),
+        (b"envkit: 1\nimage: {base: debian}\n", "name"),
+    ],
+)
+def test_structural_errors(text, expected):
+    assert expected in _error(text)
+
+
+@pytest.mark.parametrize(
+    "snippet, location, expected",
+    [
+        ("imgae:\n  base: x\n", "p.yaml:5:1: imgae", "did you mean 'image'?"),
+        ("  tourch: {version: '2.5'}\n", "p.yaml:5:3: image.tourch", "did you mean 'torch'?"),
+        ("run:\n  shm_sise: 8g\n", "p.yaml:6:3: run.shm_sise", "did you mean 'shm_size'?"),
+        ("run:\n  ulimits: {memlok: -1}\n", "p.yaml:6:3: run.ulimits", "did you mean 'memlock'?"),
+        ("run:\n  shm_size: 8gg\n", "p.yaml:6:3: run.shm_size", "did you mean 8g?"),
+        ("run:\n  ipc: hosst\n", "p.yaml:6:3: run.ipc", "did you mean 'host'?"),
+        ("run:\n  cpuset: '7-3'\n", "p.yaml:6:3: run.cpuset", "runs backwards"),
+        ("run:\n  gpus: some\n", "p.yaml:6:3: run.gpus", "'all', 'none', a GPU count"),
+        ("loader:\n  num_wrokers: 4\n", "p.yaml:6:3: loader.num_wrokers", "did you mean 'num_workers'?"),
+        ("loader:\n  dtype: flaot32\n", "p.yaml:6:3: loader.dtype", "did you mean 'float32'?"),
+        ("loader:\n  start_method: spwan\n", "p.yaml:6:3: loader.start_method", "did you mean 'spawn'?"),
+        ("wsl:\n  memmory: 8GB\n", "p.yaml:6:3: wsl.memmory", "did you mean 'memory'?"),
+        ("wsl:\n  experimental: {sparseVHD: true}\n", "p.yaml:6:18: wsl.experimental.sparseVHD", "did you mean 'sparseVhd'?"),
+        ("wsl:\n  networkingMode: mirror\n", "p.yaml:6:3: wsl.networkingMode", "did you mean 'mirrored'?"),
+    ],
+)
+def test_located_errors_with_did_you_mean(snippet, location, expected):
+    text = GOOD + snippet if not snippet.startswith("  ") else GOOD + snippet
+    msg = _error(text)
+    assert location in msg and expected in msg, msg
+
+
+def test_all_errors_reported_sorted_by_line():
+    msg = _error(GOOD + "run:\n  ipc: hosst\nloader:\n  batch_size: 0\n")
+    lines = msg.splitlines()
+    assert lines[0].startswith("p.yaml:6:3: run.ipc") and lines[1].startswith("p.yaml:8:3: loader.batch_size")
+
+
+def test_anchor_bomb_is_refused_quickly():
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n"
+    for i in range(1, 10):
+        prev = chr(ord("a") + i - 1)
+        cur = chr(ord("a") + i)
+        bomb += f"{cur}: &{cur} [*{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}]\n"
+    start = time.perf_counter()
+    msg = _error(bomb)
+    assert time.perf_counter() - start < 2.0
+    assert "anchors and aliases" in msg
+
+
+def test_oversized_file_refused():
+    assert "a profile is at most" in _error(b"#" * (2 * 1024 * 1024))
+
+
+def test_missing_certificate_file_is_located(tmp_path):
+    text = GOOD + "  ca_certificates: [certs/nope.pem]\n"
+    with pytest.raises(ProfileError) as exc:
+        load_profile_bytes(text.encode(), "p.yaml", tmp_path)
+    assert "p.yaml:5:21: image.ca_certificates[0]: 'certs/nope.pem' is not a PEM certificate file" in str(exc.value)
+
+
+@pytest.mark.parametrize("content", [b"", b"\xff\xfe", b"envkit: 1\nname: BAD\nimage: {base: x}\n", b"[1, 2]"])
+def test_cli_exit_2_no_traceback_nothing_written(tmp_path, content):
+    profile = tmp_path / "bad.yaml"
+    profile.write_bytes(content)
+    out = tmp_path / "out"
+    res = run_envkit("generate", str(profile), "-o", str(out))
+    assert res.returncode == 2, res.stderr
+    assert "Traceback" not in res.stderr
+    assert res.stderr.startswith("envkit: error: ") and str(profile) in res.stderr
+    assert not out.exists()
+
+
+def test_cli_missing_file(tmp_path):
+    res = run_envkit("generate", str(tmp_path / "nope.yaml"))
+    assert res.returncode == 2 and "no such file" in res.stderr and "envkit init" in res.stderr
+
+
+def test_cli_usage_error_exit_2():
+    res = run_envkit("generate", "--target", "dockerfle")
+    assert res.returncode == 2 and "invalid choice" in res.stderr and "Traceback" not in res.stderr

@@ -1,0 +1,90 @@
+"""The CLI as a user runs it: generate, flags, init, schema; and what generate must not import."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from envkit.profile import default_profile_text
+from tests.conftest import run_envkit
+
+
+def test_generate_imports_neither_torch_nor_docker(tmp_path):
+    code = ("import sys; from envkit.cli import main; rc = main(['generate', '-o', sys.argv[1]]); "
+            "bad = [m for m in ('torch', 'docker') if m in sys.modules]; "
+            "print(bad); sys.exit(rc or (1 if bad else 0))")
+    res = subprocess.run([sys.executable, "-c", code, str(tmp_path / "o")], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.strip().endswith("[]")
+
+
+def test_flags_eval_roundtrip(tmp_path):
+    """`eval "docker run $(envkit flags) IMAGE"` sees exactly the flags, one argument each."""
+    p = tmp_path / "p.yaml"
+    p.write_text("envkit: 1\nname: q\nimage: {base: debian:bookworm}\n"
+                 "run:\n  shm_size: 1g\n  gpus: [0, 1]\n  volumes: ['./my data:/data:ro']\n"
+                 "  env: {MSG: \"it's $(touch pwned) `id` ; rm -rf /\"}\n")
+    flags = run_envkit("flags", str(p)).stdout.strip()
+    script = f'printf "%s\\n" {flags}'
+    out = subprocess.run(["bash", "-c", f"eval '{script}'" if False else script], capture_output=True, text=True,
+                         cwd=tmp_path).stdout.splitlines()
+    assert out == ["--shm-size=1g", "--ipc=private", '--gpus="device=0,1"',
+                   f"--volume={tmp_path}/my data:/data:ro", "--env=MSG=it's $(touch pwned) `id` ; rm -rf /"]
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_run_sh_never_executes_profile_values(tmp_path):
+    p = tmp_path / "p.yaml"
+    p.write_text("envkit: 1\nname: q\nimage: {base: debian:bookworm, tag: 'x/y:z'}\n"
+                 "run:\n  volumes: ['./data:/data']\n  env: {A: \"$(touch pwned)\", B: \"'; touch pwned2; '\"}\n")
+    out = tmp_path / "out"
+    assert run_envkit("generate", str(p), "-o", str(out), "--target", "run").returncode == 0
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    docker = fake / "docker"
+    docker.write_text('#!/bin/sh\nfor a in "$@"; do printf "%s\\n" "$a"; done\n')
+    docker.chmod(docker.stat().st_mode | stat.S_IXUSR)
+    res = subprocess.run([str(out / "run.sh"), "python", "-c", "print(1)"], capture_output=True, text=True,
+                         cwd=tmp_path, env={**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"})
+    assert res.returncode == 0, res.stderr
+    args = res.stdout.splitlines()
+    assert args[0] == "run" and "--rm" in args
+    assert f"--volume={out}/../data:/data" in args
+    assert "--env=A=$(touch pwned)" in args and "--env=B='; touch pwned2; '" in args
+    assert args[-4:] == ["x/y:z", "python", "-c", "print(1)"]
+    assert not (tmp_path / "pwned").exists() and not (tmp_path / "pwned2").exists()
+
+
+def test_init_writes_default_and_refuses_overwrite(tmp_path):
+    target = tmp_path / "envkit.yaml"
+    assert run_envkit("init", str(target)).returncode == 0
+    assert target.read_text() == default_profile_text()
+    target.write_text(target.read_text() + "# mine\n")
+    res = run_envkit("init", str(target))
+    assert res.returncode == 1 and "already exists" in res.stderr
+    assert run_envkit("init", str(target), "--force").returncode == 0
+    assert (tmp_path / "envkit.yaml.envkit-bak").read_text().endswith("# mine\n")
+
+
+def test_schema_validates_examples_and_default():
+    schema = json.loads(run_envkit("schema").stdout)
+    validator = jsonschema.Draft202012Validator(schema)
+    root = Path(__file__).resolve().parents[2]
+    docs = [yaml.safe_load(default_profile_text())] + [yaml.safe_load(p.read_text()) for p in (root / "examples").glob("*.yaml")]
+    for doc in docs:
+        assert not list(validator.iter_errors(doc))
+    # It is a real schema: unknown keys and wrong types fail.
+    assert list(validator.iter_errors({**docs[0], "run": {"shm_sise": "8g"}}))
+    assert list(validator.iter_errors({**docs[0], "run": {"ipc": "hots"}}))
+
+
+def test_version_and_module_entry():
+    res = subprocess.run([sys.executable, "-m", "envkit", "--version"], capture_output=True, text=True)
+    assert res.returncode == 0 and res.stdout.startswith("envkit ")

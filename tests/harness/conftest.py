@@ -1,0 +1,77 @@
+"""Shared fixtures for the harness tests: CLI runner, expectation writer, /proc scans."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE.parents[1] / "src"
+
+
+def harness_env(**extra):
+    """Environment for a harness subprocess: src and this directory (broken datasets) importable."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC), str(HERE)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env.update(extra)
+    return env
+
+
+@pytest.fixture
+def run_cli(tmp_path):
+    """Run ``python -m envkit.harness ARGS`` in tmp_path; returns CompletedProcess (text)."""
+    def run(*args, timeout=120, prefix=()):
+        return subprocess.run([*prefix, sys.executable, "-m", "envkit.harness", *args], cwd=tmp_path,
+                              env=harness_env(), capture_output=True, text=True, timeout=timeout)
+    return run
+
+
+@pytest.fixture
+def write_expect(tmp_path):
+    """Write an expectation dict to tmp_path/envkit_expect.json and return its path as str."""
+    def write(loader=None, run=None, name="envkit_expect.json"):
+        doc = {"envkit_expect": 1, "profile": "test", "loader": loader or {}, "run": run or {}}
+        path = tmp_path / name
+        path.write_text(json.dumps(doc))
+        return str(path)
+    return write
+
+
+SMALL = {"num_workers": 2, "batch_size": 8, "sample_shape": [3, 16, 16], "dtype": "float32",
+         "prefetch_factor": 2}
+
+
+@pytest.fixture
+def small_loader():
+    return dict(SMALL)
+
+
+def group_pids(pgid):
+    """Every pid (zombies included) whose process group is ``pgid``."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rpartition(")")[2].split()[2]) == pgid:
+                pids.append(int(entry))
+    return pids
+
+
+def child_pids(ppid):
+    """Direct children (zombies included) of ``ppid``."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rpartition(")")[2].split()[1]) == ppid:
+                pids.append(int(entry))
+    return pids
