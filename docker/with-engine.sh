@@ -53,11 +53,9 @@ if docker info >/dev/null 2>&1; then
     fi
 fi
 
-# Not `exec`: the EXIT trap must run after CMD to stop the engine we started.
-# Run CMD in the background and wait, so INT/TERM reach the trap promptly; forward them.
-"$@" &
-child=$!
-trap 'kill -INT "$child" 2>/dev/null; wait "$child"; exit 130' INT
-trap 'kill -TERM "$child" 2>/dev/null; wait "$child"; exit 143' TERM
-wait "$child"
+# Not `exec`: the EXIT trap must run after CMD to stop the engine we started. CMD runs in
+# the foreground, in our process group, so Ctrl-C / a CI cancel signals it directly (and
+# pytest gets its KeyboardInterrupt and removes its containers); bash runs the INT/TERM
+# trap once CMD has exited.
+"$@"
 exit $?

@@ -351,9 +351,9 @@ class DockerEngine(Engine):
     def run(self, image: str, command: list[str], *, settings: dict[str, Any],
             labels: dict[str, str] | None = None, timeout: float = 600) -> RunResult:
         errors, rexc, kwargs = self._errors, self._requests_exc, to_create_kwargs(settings)
-        # A known name lets the finally remove the container even when we were interrupted
-        # between the daemon creating it and create() returning.
-        name = kwargs.setdefault("name", f"envkit-run-{uuid.uuid4().hex[:12]}")
+        # Our own unique name (a caller's is overridden) lets the finally remove the container
+        # even if interrupted between the daemon creating it and create() returning.
+        name = kwargs["name"] = f"envkit-run-{uuid.uuid4().hex[:12]}"
         try:
             try:
                 # create + start, not run(remove=True): that leaves a "Created" container

@@ -169,9 +169,11 @@ def test_build_failure_reports_failing_step(docker_engine, base, tmp_path, built
     assert "returned a non-zero code: 7" in str(err) and "failing-now" in err.log
     assert not any(e.text == "never" for e in events)
     # forcerm: the failed step's intermediate container is gone too
-    out = subprocess.run(["docker", "ps", "-a", "-q", "--filter", "status=exited",
-                          "--filter", f"ancestor={base}"], capture_output=True, text=True)
-    assert "before-failure" not in out.stdout
+    running = [ln.split()[-1] for ln in err.log if ln.strip().startswith("---> Running in")]
+    assert running, err.log
+    out = subprocess.run(["docker", "ps", "-a", "-q", "--no-trunc"], capture_output=True,
+                         text=True, check=True).stdout
+    assert not any(cid.startswith(running[-1]) for cid in out.split())
 
 
 def test_remove_labeled(docker_engine, base):

@@ -39,7 +39,10 @@ def load_expect(path) -> dict:
         raise ExpectError(f"cannot read {path}: {exc.strerror or exc}") from None
     except json.JSONDecodeError as exc:
         raise ExpectError(f"{path} is not valid JSON: {exc}") from None
-    validate_expect(doc)
+    try:
+        validate_expect(doc)
+    except ExpectError as exc:
+        raise ExpectError(f"{path}: {exc}") from None
     return doc
 
 

@@ -1,0 +1,133 @@
+"""``envkit validate``: build (or take ``--image``), run the harness in a container with exactly the
+profile's run settings, and report; ``--compare-default`` also runs it under Docker's defaults.
+
+The container settings come from ``envkit.runsettings.sdk_kwargs``, the same
+translation that writes run.sh and compose.yaml. "Docker's defaults" means no
+--shm-size, --ipc, --cpuset-cpus, --cpus, --memory or --ulimit; a GPU request
+is kept, so the comparison isolates what envkit tunes.
+
+Exit codes: 0 the generated settings pass (warnings allowed), 1 a check fails,
+2 profile/usage error, 3 engine problem.
+
+Example:
+    >>> # run(Path("envkit.yaml"), image=None, compare_default=True, as_json=False, timeout=300,
+    >>> #     quick=False, out=sys.stdout, err=sys.stderr) -> 0
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TextIO
+
+from envkit.commands.build import build_image, connect
+from envkit.commands.generate import report_warnings
+from envkit.engine import LABEL, Engine, RunResult
+from envkit.errors import EngineError
+from envkit.harness.report import human_bytes
+from envkit.profile import LoadedProfile, load_profile
+from envkit.runsettings import RunSettings, sdk_kwargs
+from envkit.targets.dockerfile import EXPECT_FILE, HARNESS_DIR, HARNESS_FILE
+
+
+def harness_command(timeout: float, quick: bool) -> list[str]:
+    cmd = ["python3", f"{HARNESS_DIR}/{HARNESS_FILE}", "--expect", f"{HARNESS_DIR}/{EXPECT_FILE}", "--json",
+           "--timeout", f"{max(5.0, timeout / 4):g}"]
+    return cmd + (["--quick"] if quick else [])
+
+
+def container_settings(loaded: LoadedProfile, *, default: bool) -> tuple[dict, list[str]]:
+    """docker-py settings for the profile (or Docker's defaults), and notes about what was left out."""
+    kw = sdk_kwargs(RunSettings.from_profile(loaded.profile),
+                    volume_source=lambda v: str(loaded.resolve(v.source)) if v.is_relative else v.source)
+    notes = []
+    # The harness reads nothing from bind mounts; a missing host path would make Docker create it as root.
+    vols = []
+    for spec in kw.pop("volumes", []):
+        src = spec.split(":", 1)[0]
+        (vols.append(spec) if Path(src).exists() else notes.append(f"volume {spec!r} skipped: {src} does not exist"))
+    if vols:
+        kw["volumes"] = vols
+    if default:
+        kw = {k: v for k, v in kw.items() if k in ("device_requests", "environment")}
+    return kw, notes
+
+
+def run_harness(engine: Engine, image: str, settings: dict, *, timeout: float, quick: bool, label: str) -> dict:
+    """Run the harness in a fresh container; return its JSON report (EngineError if it produced none)."""
+    result: RunResult = engine.run(image, harness_command(timeout, quick), settings=settings,
+                                   labels={LABEL: "1", "io.envkit.run": label}, timeout=timeout)
+    if result.timed_out:
+        raise EngineError(f"the harness ({label} settings) did not finish within {timeout:g} s; the container was "
+                          "removed", hint="raise --timeout, or use --quick")
+    try:
+        report = json.loads(result.stdout)
+        if not isinstance(report, dict) or report.get("envkit_harness") != 1:
+            raise ValueError("not a harness report")
+    except ValueError:
+        tail = "\n".join(("    " + line) for line in (result.stderr or result.stdout).splitlines()[-20:])
+        raise EngineError(f"the harness ({label} settings) exited with code {result.exit_code} without a report:\n"
+                          f"{tail}", hint="is this an envkit-built image? (`envkit build` copies the harness in)") from None
+    return report
+
+
+def readback(report: dict) -> list[str]:
+    """The settings as the container saw them, from the harness's environment and check measurements."""
+    env = report.get("environment") or {}
+    checks = {c["name"]: c for c in report.get("checks", [])}
+    shm = env.get("shm") or {}
+    lines = [f"user: {env.get('user')} (uid {env.get('uid')})",
+             f"/dev/shm: {human_bytes(shm.get('size_bytes'))} ({human_bytes(shm.get('free_bytes'))} free)",
+             f"usable CPUs: {env.get('usable_cpus')} (cgroup quota: {(env.get('cgroup') or {}).get('quota_cpus')})"]
+    ul = (checks.get("ulimits") or {}).get("measured") or {}
+    if ul:
+        lines.append("ulimits: " + ", ".join(f"{k}={v}" for k, v in sorted(ul.items())))
+    return lines
+
+
+def render_comparison(profile: str, image: str, generated: dict, default: dict | None) -> str:
+    rows = [f"envkit validate: {profile} in {image}", ""]
+    head = f"{'CHECK':<16} {'GENERATED':<10}" + (f" {'DOCKER DEFAULTS':<16}" if default else "") + " DETAIL"
+    rows.append(head)
+    dflt = {c["name"]: c for c in (default or {}).get("checks", [])}
+    for c in generated["checks"]:
+        d = dflt.get(c["name"])
+        detail = (d["message"] if d and d["status"] != c["status"] else c["message"]) or ""
+        rows.append(f"{c['name']:<16} {c['status']:<10}" + (f" {(d or {}).get('status', '-'):<16}" if default else "")
+                    + f" {detail[:110]}")
+    rows += ["", "settings read back inside the container (generated):"] + [f"  {line}" for line in readback(generated)]
+    for name, rep in (("generated", generated), ("Docker defaults", default)):
+        fixes = [c for c in (rep or {}).get("checks", []) if c["status"] in ("fail", "warn") and c.get("remedy")]
+        if fixes:
+            rows += ["", f"how to fix ({name}):"] + [f"  {c['name']}: {c['remedy']}" for c in fixes]
+    verdict = generated["verdict"].upper()
+    tail = f"; Docker defaults: {default['verdict'].upper()}" if default else ""
+    rows += ["", f"verdict: generated settings {verdict}{tail}"]
+    return "\n".join(rows)
+
+
+def run(profile_path: Path | None, *, image: str | None, compare_default: bool, as_json: bool, timeout: float,
+        quick: bool, out: TextIO, err: TextIO, engine: Engine | None = None) -> int:
+    loaded = load_profile(profile_path)
+    report_warnings(loaded, False, err)
+    engine = connect(engine)
+    if image is None:
+        image = build_image(loaded, engine, tag=None, no_cache=False, err=err)
+    settings, notes = container_settings(loaded, default=False)
+    for note in notes:
+        print(f"envkit: note: {note}", file=err)
+    print(f"envkit: running the harness in {image} with the profile's settings", file=err, flush=True)
+    generated = run_harness(engine, image, settings, timeout=timeout, quick=quick, label="generated")
+    default = None
+    if compare_default:
+        print("envkit: running the harness again with Docker's defaults", file=err, flush=True)
+        dsettings, _ = container_settings(loaded, default=True)
+        default = run_harness(engine, image, dsettings, timeout=timeout, quick=quick, label="default")
+    verdict = generated["verdict"]
+    if as_json:
+        doc = {"profile": loaded.profile.name, "image": image, "generated": generated, "default": default,
+               "verdict": verdict}
+        print(json.dumps(doc, indent=2), file=out)
+    else:
+        print(render_comparison(loaded.profile.name, image, generated, default), file=out)
+    return 1 if verdict == "fail" else 0

@@ -1,0 +1,97 @@
+"""``envkit doctor``: is this host (Linux, WSL2, WSL1, Windows) ready for the profile, and are the scripts spawn-safe?
+
+:func:`diagnose` runs every check through a :class:`~envkit.doctor.host.Host`
+seam and returns one document::
+
+    {"envkit_doctor": 1, "verdict": "pass|warn|fail", "host": {...},
+     "checks": [{"name", "status", "measured", "expected", "message", "remedy"}, ...]}
+
+Check records have the same shape as the harness's (``envkit.harness.report``).
+
+Example:
+    >>> from pathlib import Path
+    >>> from envkit.profile import load_profile
+    >>> h = Host(Path("/nonexistent"), environ={}, cwd="/home/me", docker_probe=lambda: None)
+    >>> doc = diagnose(h, load_profile(None).profile, [], [])
+    >>> doc["envkit_doctor"], [c["name"] for c in doc["checks"]][:3]
+    (1, ['os', 'memory', 'cpus'])
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+from envkit.doctor import checks as C
+from envkit.doctor.host import Host
+from envkit.doctor.spawncheck import check_file
+from envkit.harness.report import FAIL, PASS, make_check, verdict
+from envkit.profile.model import Profile
+
+SCHEMA_VERSION = 1
+
+__all__ = ["Host", "diagnose", "render_table", "check_script"]
+
+
+def check_script(path: Path, shown: str | None = None) -> dict:
+    """One ``script`` check: the spawn-safety findings of :mod:`.spawncheck` for ``path``."""
+    name = f"script:{shown or path}"
+    if not path.is_file():
+        return make_check(name, FAIL, {"path": str(path)}, {}, f"{shown or path}: no such file")
+    findings = check_file(path)
+    measured = {"path": str(path), "findings": [{"line": f.line, "kind": f.kind, "message": f.message}
+                                                for f in findings]}
+    if not findings:
+        return make_check(name, PASS, measured, {"spawn_safe": True},
+                          "spawn-safe: no DataLoader with workers at import time, nothing unpicklable passed to one")
+    fixes = sorted({f.fix for f in findings})
+    return make_check(name, FAIL, measured, {"spawn_safe": True},
+                      "; ".join(f.describe() for f in findings), "; ".join(fixes))
+
+
+def _abs(host: Host, p: Path) -> str:
+    return os.path.normpath(str(p) if str(p).startswith("/") else os.path.join(host.cwd, str(p)))
+
+
+def diagnose(host: Host, profile: Profile, scripts: list[Path], data_paths: list[Path]) -> dict:
+    """Run every check; scripts are read from the local file system, data paths through ``host``."""
+    wsl = C.detect_wsl(host)
+    mounts = C.read_mounts(host)
+    results = [C.check_os(host, wsl), C.check_memory(host, profile, wsl), C.check_cpus(host, profile),
+               C.check_shm(host, profile), C.check_memlock(host, profile)]
+    results.extend(C.check_docker(host, profile))
+    results.append(C.check_gpu(host, profile, wsl))
+    results.append(C.check_location(host, "workdir", os.path.normpath(host.cwd), wsl, mounts, measure=False))
+    for p in data_paths:
+        shown = _abs(host, p)
+        results.append(C.check_location(host, f"data:{shown}", shown, wsl, mounts, measure=True))
+    for s in scripts:
+        results.append(check_script(s if s.is_absolute() or host.is_real else host.path(_abs(host, s)), str(s)))
+    host_doc = {"platform": host.platform, "wsl": wsl["version"], "osrelease": wsl["osrelease"],
+                "distro": host.environ.get("WSL_DISTRO_NAME"), "cwd": host.cwd,
+                "cpus": host.usable_cpus(), "memory_bytes": C.meminfo_total(host)}
+    return {"envkit_doctor": SCHEMA_VERSION, "verdict": verdict(results), "host": host_doc, "checks": results}
+
+
+def render_table(doc: dict, width: int = 100) -> str:
+    """The doctor's report as a table (check, status, detail), then how to fix what did not pass."""
+    h = doc["host"]
+    where = f"WSL {h['wsl']}" if h.get("wsl") else h.get("platform")
+    lines = [f"envkit doctor: verdict {doc['verdict'].upper()} ({where}, {h.get('cpus')} CPUs, "
+             f"{C.human_bytes(h.get('memory_bytes'))} memory)"]
+    name_w = min(28, max(len("CHECK"), *(len(c["name"]) for c in doc["checks"])))
+    lines.append(f"{'CHECK':<{name_w}} {'STATUS':<7} DETAIL")
+    detail_w = max(30, width - name_w - 9)
+    for c in doc["checks"]:
+        name = c["name"] if len(c["name"]) <= name_w else "..." + c["name"][-(name_w - 3):]
+        wrapped = textwrap.wrap(c["message"] or "", detail_w) or [""]
+        lines.append(f"{name:<{name_w}} {c['status']:<7} {wrapped[0]}")
+        lines.extend(" " * (name_w + 9) + w for w in wrapped[1:])
+    todo = [c for c in doc["checks"] if c["status"] not in (PASS, "skip") and c.get("remedy")]
+    if todo:
+        lines += ["", "How to fix:"]
+        for c in todo:
+            lines.append(f"  {c['name']}:")
+            lines.extend("    " + w for w in textwrap.wrap(c["remedy"], width - 4))
+    return "\n".join(lines)

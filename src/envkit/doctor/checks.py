@@ -1,0 +1,297 @@
+"""The doctor's host checks: each takes a :class:`Host` (and the profile) and returns one check record.
+
+Records have the harness's shape (``envkit.harness.report.make_check``):
+``name``, ``status`` (pass | warn | fail | skip), ``measured``, ``expected``,
+``message``, ``remedy``.
+
+Example:
+    >>> from pathlib import Path
+    >>> detect_wsl(Host(Path("/nonexistent"), environ={"WSL_DISTRO_NAME": "Ubuntu"}))["version"]
+    2
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import time
+from pathlib import Path
+
+from envkit.checks_wsl import VM_HEADROOM, container_memory_need
+from envkit.doctor.host import Host
+from envkit.harness.expect import resolve_workers
+from envkit.harness.report import FAIL, PASS, SKIP, WARN, human_bytes, make_check
+from envkit.harness.sizing import MIB, docker_size, recommended_shm_bytes, shm_required_bytes
+from envkit.profile.model import Profile
+
+READ_MAX_BYTES = 64 * MIB
+READ_BUDGET_S = 3.0
+_DRIVE_RE = re.compile(r"^/mnt/([a-zA-Z])(/|$)")
+SLOW_FS = ("9p", "drvfs", "v9fs")
+
+
+def detect_wsl(host: Host) -> dict:
+    """``{"version": 2 | 1 | None, "osrelease", "evidence": [...]}`` from the kernel release, env and binfmt."""
+    release = (host.read_text("/proc/sys/kernel/osrelease") or "").strip()
+    evidence = []
+    version = None
+    if "microsoft-standard-wsl2" in release.lower() or release.lower().endswith("-wsl2"):
+        version = 2
+        evidence.append(f"osrelease {release}")
+    elif "Microsoft" in release:
+        # WSL1 reports the Windows build with a capitalised "Microsoft" (e.g. 4.4.0-19041-Microsoft).
+        version = 1
+        evidence.append(f"osrelease {release}")
+    elif "microsoft" in release.lower():
+        version = 2
+        evidence.append(f"osrelease {release}")
+    for var in ("WSL_DISTRO_NAME", "WSL_INTEROP"):
+        if host.environ.get(var):
+            evidence.append(f"{var}={host.environ[var]}")
+    if host.exists("/proc/sys/fs/binfmt_misc/WSLInterop"):
+        evidence.append("binfmt_misc/WSLInterop")
+    if version is None and evidence:
+        # A custom kernel hides "microsoft" from the release; WSL1 cannot run custom kernels.
+        version = 2
+    return {"version": version, "osrelease": release or None, "evidence": evidence}
+
+
+def check_os(host: Host, wsl: dict) -> dict:
+    measured = {"platform": host.platform, "osrelease": wsl["osrelease"], "wsl": wsl["version"],
+                "evidence": wsl["evidence"], "distro": host.environ.get("WSL_DISTRO_NAME")}
+    if host.platform.startswith("win"):
+        return make_check("os", WARN, measured, {"wsl": 2}, "native Windows: envkit's containers run in WSL2",
+                          "run envkit inside a WSL2 distribution (setup-wsl.ps1 installs one), in ~/ not /mnt/c")
+    if wsl["version"] == 1:
+        return make_check("os", FAIL, measured, {"wsl": 2},
+                          f"WSL 1 ({wsl['osrelease']}): no real Linux kernel, so no Docker engine, cgroups or CUDA",
+                          "convert the distribution from Windows: wsl --set-version <distro> 2 "
+                          "(wsl -l -v lists them), and wsl --set-default-version 2")
+    if wsl["version"] == 2:
+        return make_check("os", PASS, measured, {"wsl": 2},
+                          f"WSL 2 ({wsl['osrelease'] or 'custom kernel'}), distribution "
+                          f"{host.environ.get('WSL_DISTRO_NAME') or 'unknown'}")
+    name = {"linux": "Linux", "darwin": "macOS"}.get(host.platform, host.platform)
+    return make_check("os", PASS, measured, {}, f"{name} {wsl['osrelease'] or ''}".strip())
+
+
+def meminfo_total(host: Host) -> int | None:
+    text = host.read_text("/proc/meminfo") or ""
+    m = re.search(r"^MemTotal:\s+(\d+)\s*kB", text, re.MULTILINE)
+    return int(m.group(1)) * 1024 if m else None
+
+
+def check_memory(host: Host, profile: Profile, wsl: dict) -> dict:
+    total = meminfo_total(host)
+    need, how = container_memory_need(profile)
+    expected = {"container_bytes": need, "how": how}
+    if total is None:
+        return make_check("memory", SKIP, {}, expected, "cannot read /proc/meminfo")
+    remedy = ("raise memory in %UserProfile%\\.wslconfig (wsl.memory in the profile; envkit wsl apply), "
+              "then wsl --shutdown" if wsl["version"] == 2 else "lower run.memory or the loader's batch/workers")
+    measured = {"memory_bytes": total}
+    if total < need:
+        return make_check("memory", FAIL, measured, expected,
+                          f"{human_bytes(total)} of memory, but the container needs {human_bytes(need)} ({how})", remedy)
+    if total < need + VM_HEADROOM:
+        return make_check("memory", WARN, measured, expected,
+                          f"{human_bytes(total)} of memory leaves under {human_bytes(VM_HEADROOM)} beside the "
+                          f"container's {human_bytes(need)} for the OS and Docker", remedy)
+    return make_check("memory", PASS, measured, expected, f"{human_bytes(total)} of memory; the container needs {human_bytes(need)}")
+
+
+def cpu_quota(host: Host) -> float | None:
+    """CPUs allowed by a cgroup quota (v2 cpu.max, v1 cfs_quota/period), or None when unlimited."""
+    text = host.read_text("/sys/fs/cgroup/cpu.max")
+    if text:
+        quota, _, period = text.strip().partition(" ")
+        if quota != "max" and period:
+            return int(quota) / int(period)
+        return None
+    quota = host.read_text("/sys/fs/cgroup/cpu/cpu.cfs_quota_us")
+    period = host.read_text("/sys/fs/cgroup/cpu/cpu.cfs_period_us")
+    if quota and period and int(quota) > 0:
+        return int(quota) / int(period)
+    return None
+
+
+def check_cpus(host: Host, profile: Profile) -> dict:
+    cpus = host.usable_cpus()
+    quota = cpu_quota(host)
+    cpuset = profile.run.cpuset_cpus
+    nw = profile.loader.num_workers
+    expected = {"cpuset": profile.run.cpuset, "cpuset_count": len(cpuset), "num_workers": nw}
+    if cpus is None:
+        return make_check("cpus", SKIP, {}, expected, "cannot count this machine's CPUs")
+    effective = min(cpus, math.floor(quota)) if quota else cpus
+    measured = {"cpus": cpus, "quota_cpus": quota, "effective": effective}
+    if cpuset and max(cpuset) >= cpus:
+        return make_check("cpus", FAIL, measured, expected,
+                          f"run.cpuset {profile.run.cpuset} names CPU {max(cpuset)}, but this machine has CPUs "
+                          f"0-{cpus - 1}: the container will not start ('Requested CPUs are not available')",
+                          "shrink run.cpuset, or on WSL2 raise processors in .wslconfig and wsl --shutdown")
+    workers = resolve_workers(nw, effective)
+    if workers + 1 > effective:
+        return make_check("cpus", WARN, measured, expected,
+                          f"{effective} usable CPU(s) for {workers} DataLoader workers plus the training process",
+                          f"lower loader.num_workers to {max(0, effective - 1)}, or give the machine/VM more CPUs")
+    return make_check("cpus", PASS, measured, expected,
+                      f"{effective} usable CPU(s)" + (f" (cgroup quota {quota:g})" if quota else "")
+                      + (f"; run.cpuset {profile.run.cpuset} fits" if cpuset else ""))
+
+
+def check_shm(host: Host, profile: Profile) -> dict:
+    ld = profile.loader
+    workers = resolve_workers(ld.num_workers, host.usable_cpus() or 1)
+    need = shm_required_bytes(batch_size=ld.batch_size, sample_shape=ld.sample_shape, dtype=ld.dtype,
+                              num_workers=workers, prefetch_factor=ld.prefetch_factor)
+    stats = host.statvfs("/dev/shm")
+    expected = {"required_bytes": need, "ipc": profile.run.ipc}
+    if stats is None:
+        return make_check("shm", SKIP if not need else WARN, {}, expected, "no /dev/shm on this host")
+    measured = dict(stats)
+    size = stats["size_bytes"]
+    if size >= need:
+        return make_check("shm", PASS, measured, expected,
+                          f"/dev/shm is {human_bytes(size)}; the loader needs ~{human_bytes(need)}")
+    host_ipc = profile.run.ipc == "host"
+    return make_check(
+        "shm", FAIL if host_ipc else WARN, measured, expected,
+        f"/dev/shm is {human_bytes(size)} but the loader needs ~{human_bytes(need)}"
+        + ("; with ipc: host the container uses this /dev/shm" if host_ipc else
+           "; containers get their own (--shm-size), but training directly on this host would run out"),
+        f"use ipc: private with shm_size: {docker_size(recommended_shm_bytes(need))}, or on WSL2 raise the VM's "
+        "memory (/dev/shm is a tmpfs of half the VM's RAM)")
+
+
+def check_memlock(host: Host, profile: Profile) -> dict:
+    lim = host.getrlimit("memlock")
+    want = profile.run.ulimits.get("memlock")
+    expected = {"profile_memlock": [want.soft, want.hard] if want else None}
+    why = ("CUDA pinned memory (pin_memory=True) does not need memlock: the NVIDIA driver page-locks on its own; "
+           "NCCL over InfiniBand/RDMA does (ibv_reg_mr)")
+    if lim is None:
+        return make_check("memlock", SKIP, {}, expected, "cannot read the locked-memory limit here. " + why)
+    soft, hard = lim
+    measured = {"soft_bytes": soft, "hard_bytes": hard}
+    if want is None:
+        return make_check("memlock", PASS, measured, expected,
+                          f"locked-memory limit {human_bytes(soft)}; the profile sets none. {why}")
+    asked = want.hard
+    if hard != -1 and (asked == -1 or asked > hard):
+        return make_check("memlock", WARN, measured, expected,
+                          f"the profile asks memlock {human_bytes(asked)} but this shell's hard limit is "
+                          f"{human_bytes(hard)}; containers inherit the Docker daemon's limits, and the container "
+                          "fails to start when the asked limit is above what the daemon may set. " + why,
+                          "check the daemon's limit (systemd: LimitMEMLOCK= in docker.service; rootless Docker "
+                          "cannot exceed its own), or drop run.ulimits.memlock if you do not use RDMA/NCCL")
+    return make_check("memlock", PASS, measured, expected,
+                      f"locked-memory hard limit {human_bytes(hard)} covers the profile's {human_bytes(asked)}. {why}")
+
+
+def check_docker(host: Host, profile: Profile) -> list[dict]:
+    info = host.docker()
+    if info is None:
+        return [make_check("docker", SKIP, {}, {}, "Docker engine not probed")]
+    reachable, runtimes = info.get("reachable"), list(info.get("runtimes") or [])
+    measured = {"reachable": reachable, "runtimes": runtimes, "error": info.get("error")}
+    if not reachable:
+        checks = [make_check("docker", FAIL, measured, {"reachable": True},
+                             f"no Docker engine answers: {info.get('error') or 'unreachable'}",
+                             "WSL2: enable Docker Desktop's WSL integration for this distribution, or install "
+                             "docker.io in it and start it (sudo service docker start); Linux: start dockerd")]
+    else:
+        checks = [make_check("docker", PASS, measured, {}, f"engine reachable; runtimes: {', '.join(runtimes) or 'none'}")]
+    if not profile.run.wants_gpus:
+        checks.append(make_check("gpu_runtime", SKIP, measured, {}, "the profile asks for no GPUs"))
+    elif not reachable:
+        checks.append(make_check("gpu_runtime", SKIP, measured, {"runtime": "nvidia"}, "no engine to ask"))
+    elif "nvidia" in runtimes:
+        checks.append(make_check("gpu_runtime", PASS, measured, {"runtime": "nvidia"}, "the nvidia runtime is registered"))
+    else:
+        checks.append(make_check("gpu_runtime", WARN, measured, {"runtime": "nvidia"},
+                                 "the engine lists no nvidia runtime; --gpus may fail ('could not select device "
+                                 "driver \"\" with capabilities: [[gpu]]')",
+                                 "install the NVIDIA Container Toolkit and run nvidia-ctk runtime configure "
+                                 "--runtime=docker, then restart Docker (Docker Desktop: update it)"))
+    return checks
+
+
+def check_gpu(host: Host, profile: Profile, wsl: dict) -> dict:
+    smi = host.which("nvidia-smi")
+    wsl_cuda = host.exists("/usr/lib/wsl/lib/libcuda.so") or host.exists("/usr/lib/wsl/lib/libcuda.so.1")
+    measured = {"nvidia_smi": smi, "wsl_libcuda": wsl_cuda, "dev_nvidia0": host.exists("/dev/nvidia0")}
+    seen = bool(smi or wsl_cuda or measured["dev_nvidia0"])
+    if not profile.run.wants_gpus:
+        return make_check("gpu", SKIP, measured, {}, "the profile asks for no GPUs" + (" (a GPU is visible)" if seen else ""))
+    if seen:
+        what = smi or ("/usr/lib/wsl/lib/libcuda.so (WSL's GPU driver)" if wsl_cuda else "/dev/nvidia0")
+        return make_check("gpu", PASS, measured, {"gpus": profile.run.gpus}, f"NVIDIA GPU visible via {what}")
+    remedy = ("install the NVIDIA Windows driver (it provides CUDA to WSL2; do not install a Linux driver inside WSL)"
+              if wsl["version"] == 2 else "install the NVIDIA driver; nvidia-smi must work on the host")
+    return make_check("gpu", FAIL, measured, {"gpus": profile.run.gpus},
+                      "the profile asks for GPUs but none is visible (no nvidia-smi, no WSL libcuda)", remedy)
+
+
+def read_mounts(host: Host) -> list[tuple[str, str, str]]:
+    """``(device, mountpoint, fstype)`` from /proc/self/mounts (or /proc/mounts)."""
+    text = host.read_text("/proc/self/mounts") or host.read_text("/proc/mounts") or ""
+    out = []
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 3:
+            out.append((parts[0], parts[1].replace("\\040", " "), parts[2]))
+    return out
+
+
+def mount_of(path: str, mounts) -> tuple[str, str, str] | None:
+    best = None
+    for m in mounts:
+        mp = m[1].rstrip("/") or "/"
+        if path == mp or path.startswith(mp + "/") or mp == "/":
+            if best is None or len(mp) > len(best[1].rstrip("/") or "/"):
+                best = m
+    return best
+
+
+def measure_read(path: Path, max_bytes: int = READ_MAX_BYTES, budget_s: float = READ_BUDGET_S) -> dict:
+    """Read up to ``max_bytes`` from the files under ``path`` within ``budget_s``; MB/s with MB = 1e6."""
+    files = [path] if path.is_file() else (p for p in sorted(path.rglob("*")) if p.is_file())
+    done, start = 0, time.perf_counter()
+    for f in files:
+        try:
+            with open(f, "rb", buffering=0) as fh:
+                while done < max_bytes and time.perf_counter() - start < budget_s:
+                    chunk = fh.read(min(MIB, max_bytes - done))
+                    if not chunk:
+                        break
+                    done += len(chunk)
+        except OSError:
+            continue
+        if done >= max_bytes or time.perf_counter() - start >= budget_s:
+            break
+    seconds = time.perf_counter() - start
+    return {"bytes": done, "seconds": round(seconds, 3), "mb_per_s": round(done / seconds / 1e6, 1) if seconds and done else None}
+
+
+def check_location(host: Host, name: str, path: str, wsl: dict, mounts, measure: bool) -> dict:
+    """Is ``path`` on Windows' drives (/mnt/c through 9P/drvfs)? With ``measure``, also time a read."""
+    m = mount_of(path, mounts)
+    fstype = m[2] if m else None
+    measured: dict = {"path": path, "mount": m[1] if m else None, "fstype": fstype}
+    on_drive = bool(_DRIVE_RE.match(path)) and (fstype in SLOW_FS or fstype is None) and wsl["version"] is not None
+    if measure:
+        real = host.path(path)
+        if not real.exists():
+            return make_check(name, FAIL, measured, {}, f"{path}: no such file or folder")
+        measured["read"] = measure_read(real)
+    rate = (measured.get("read") or {}).get("mb_per_s")
+    rate_text = f"; read {rate} MB/s (first {human_bytes(measured['read']['bytes'])}, may be cached)" if rate else ""
+    if on_drive:
+        return make_check(name, WARN, measured, {"filesystem": "the Linux file system (ext4)"},
+                          f"{path} is on a Windows drive ({fstype or 'drvfs'} through 9P): file access is many times "
+                          f"slower than in ~/{rate_text}",
+                          "keep code and data in the distribution's file system, e.g. git clone into ~/src, "
+                          "and copy data to ~/data (cp -r /mnt/c/... ~/data)")
+    return make_check(name, PASS, measured, {}, f"{path} ({fstype or 'unknown file system'}){rate_text}")

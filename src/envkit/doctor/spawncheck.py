@@ -1,0 +1,274 @@
+"""Static check that a training script survives the ``spawn`` start method (never runs the script).
+
+Windows and macOS start DataLoader workers with ``spawn`` (and Python 3.14
+makes ``forkserver`` the Linux default): each worker imports the main script
+afresh and receives the dataset, ``collate_fn`` and ``worker_init_fn`` by
+pickling. PyTorch's docs (data.md, "Platform-specific behaviors") therefore
+ask for two things, which this module checks on the AST:
+
+1. A ``DataLoader(...)`` with workers (``num_workers`` > 0, or not a literal)
+   must not run at import time: not in unguarded module-level code, nor in a
+   function that unguarded module-level code calls (followed transitively
+   through module-level functions; a best effort: methods and dynamic calls
+   are not followed). Code under ``if __name__ == "__main__":`` is fine.
+2. What is pickled must be importable by name: no lambdas, and no functions or
+   classes defined inside another function, for ``collate_fn``,
+   ``worker_init_fn`` or the dataset (including ``Dataset`` subclasses
+   defined inside functions).
+
+Loaders with ``num_workers=0`` pickle nothing and start no process, so they pass.
+
+Example:
+    >>> src = "from torch.utils.data import DataLoader\\nDataLoader(ds, num_workers=2)\\n"
+    >>> [(f.line, f.kind) for f in check_source(src)]
+    [(2, 'unguarded')]
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+# DataLoader's positional parameters (torch/utils/data/dataloader.py), by name.
+_POSITIONAL = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers",
+               "collate_fn", "pin_memory", "drop_last", "timeout", "worker_init_fn")
+GUARD_FIX = ('move the code that builds and iterates the DataLoader into a function (e.g. main()) and call it '
+             'only under `if __name__ == "__main__":`')
+PICKLE_FIX = "define it at module level (a top-level def or class) and pass it by name"
+
+
+@dataclass(frozen=True)
+class Finding:
+    line: int
+    kind: str       # unguarded | unpicklable | syntax
+    message: str
+    fix: str
+
+    def describe(self) -> str:
+        return f"line {self.line}: {self.message}"
+
+
+def check_file(path) -> list[Finding]:
+    """Read ``path`` (UTF-8, as Python does) and check it."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        source = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        return [Finding(line, "syntax", "the script is not UTF-8 text", "save it as UTF-8")]
+    return check_source(source, str(path))
+
+
+def check_source(source: str, filename: str = "<script>") -> list[Finding]:
+    """All findings for ``source``, sorted by line; empty when the script is spawn-safe."""
+    try:
+        tree = ast.parse(source, filename)
+    except SyntaxError as e:
+        return [Finding(e.lineno or 1, "syntax", f"Python cannot parse the script: {e.msg}",
+                        "fix the syntax error (python -m py_compile SCRIPT shows it)")]
+    return sorted(_Checker(tree).run(), key=lambda f: (f.line, f.kind))
+
+
+def _is_main_guard(node: ast.AST) -> bool:
+    if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
+        return False
+    t = node.test
+    if len(t.ops) != 1 or not isinstance(t.ops[0], ast.Eq):
+        return False
+    sides = [t.left, t.comparators[0]]
+    names = [s for s in sides if isinstance(s, ast.Name) and s.id == "__name__"]
+    consts = [s for s in sides if isinstance(s, ast.Constant) and s.value == "__main__"]
+    return bool(names and consts)
+
+
+def _is_dataloader(call: ast.Call) -> bool:
+    f = call.func
+    return (isinstance(f, ast.Name) and f.id == "DataLoader") or (isinstance(f, ast.Attribute) and f.attr == "DataLoader")
+
+
+def _arg(call: ast.Call, name: str) -> ast.AST | None:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    i = _POSITIONAL.index(name)
+    if i < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: i + 1]):
+        return call.args[i]
+    return None
+
+
+def workers_of(call: ast.Call) -> int | None:
+    """``num_workers`` as a literal int, 0 when absent, None when it cannot be known statically."""
+    node = _arg(call, "num_workers")
+    if node is None:
+        unknowable = any(kw.arg is None for kw in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args)
+        return None if unknowable else 0
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return node.value
+    return None
+
+
+def _shallow_calls(stmts) -> list[ast.Call]:
+    """Calls executed when ``stmts`` run: not those inside nested def/lambda bodies (class bodies run)."""
+    out: list[ast.Call] = []
+    stack = list(stmts)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            # Decorators and default values run at definition time; the body does not.
+            stack.extend(node.decorator_list)
+            stack.extend(node.args.defaults + [d for d in node.args.kw_defaults if d is not None])
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, ast.Call):
+            out.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return out
+
+
+class _Checker:
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self.module_lambdas = {t.id: n.lineno for n in tree.body if isinstance(n, ast.Assign)
+                               and isinstance(n.value, ast.Lambda) for t in n.targets if isinstance(t, ast.Name)}
+        self.parents: dict[ast.AST, ast.AST] = {}
+        for node in ast.walk(tree):
+            for child in ast.iter_child_nodes(node):
+                self.parents[child] = node
+
+    def run(self) -> list[Finding]:
+        findings = self._unguarded()
+        loaders = [n for n in ast.walk(self.tree) if isinstance(n, ast.Call) and _is_dataloader(n)]
+        spawning = [c for c in loaders if workers_of(c) != 0]
+        for call in spawning:
+            findings.extend(self._pickling(call))
+        if spawning:
+            findings.extend(self._nested_datasets())
+        return findings
+
+    # -- 1. import-time DataLoaders ------------------------------------------------------------
+
+    def _unguarded_stmts(self, body) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for stmt in body:
+            if _is_main_guard(stmt):
+                out.extend(self._unguarded_stmts(stmt.orelse))
+            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                out.append(stmt)  # for its decorators and defaults only (see _shallow_calls)
+            elif isinstance(stmt, ast.ClassDef):
+                out.extend(stmt.decorator_list)
+                out.extend(self._unguarded_stmts(stmt.body))
+            else:
+                out.append(stmt)
+        return out
+
+    def _unguarded(self) -> list[Finding]:
+        findings: list[Finding] = []
+        seen_funcs: set[str] = set()
+        # (calls to inspect, the chain of "f() called at line N" that reached them)
+        queue = [(_shallow_calls(self._unguarded_stmts(self.tree.body)), ())]
+        while queue:
+            calls, via = queue.pop(0)
+            for call in sorted(calls, key=lambda c: c.lineno):
+                if _is_dataloader(call):
+                    n = workers_of(call)
+                    if n == 0:
+                        continue
+                    how = f"num_workers={n}" if n is not None else "num_workers that is not a literal 0"
+                    where = "at import time" if not via else "at import time, through " + " -> ".join(via)
+                    findings.append(Finding(
+                        call.lineno, "unguarded",
+                        f"DataLoader({how}) runs {where}, outside `if __name__ == \"__main__\":`; under spawn "
+                        "(Windows, macOS) each worker re-imports the script and would start loaders of its own "
+                        "(RuntimeError: 'An attempt has been made to start a new process before the current "
+                        "process has finished its bootstrapping phase')",
+                        GUARD_FIX))
+                elif isinstance(call.func, ast.Name) and call.func.id in self.functions \
+                        and call.func.id not in seen_funcs:
+                    seen_funcs.add(call.func.id)
+                    fn = self.functions[call.func.id]
+                    queue.append((_shallow_calls(fn.body), via + (f"{fn.name}() called at line {call.lineno}",)))
+        return findings
+
+    # -- 2. what gets pickled ------------------------------------------------------------------
+
+    def _enclosing_functions(self, node: ast.AST) -> list[ast.AST]:
+        out = []
+        while node in self.parents:
+            node = self.parents[node]
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                out.append(node)
+        return out
+
+    def _local_defs(self, fn: ast.AST) -> dict[str, tuple[str, int, ast.AST]]:
+        """Names bound inside ``fn`` to a def, class or lambda (none of which pickle by reference)."""
+        found: dict[str, tuple[str, int, ast.AST]] = {}
+        for node in ast.walk(fn):
+            if node is fn:
+                continue
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found.setdefault(node.name, ("function", node.lineno, node))
+            elif isinstance(node, ast.ClassDef):
+                found.setdefault(node.name, ("class", node.lineno, node))
+            elif isinstance(node, ast.Assign):
+                for t in node.targets:
+                    if isinstance(t, ast.Name):
+                        if isinstance(node.value, ast.Lambda):
+                            found.setdefault(t.id, ("lambda", node.lineno, node))
+                        elif isinstance(node.value, ast.Call):
+                            found.setdefault(t.id, ("value", node.lineno, node.value))
+        return found
+
+    def _resolve(self, name: str, scopes: list[ast.AST]) -> tuple[str, int, ast.AST] | None:
+        for fn in scopes:
+            hit = self._local_defs(fn).get(name)
+            if hit:
+                return hit
+        if name in self.module_lambdas:
+            return ("lambda", self.module_lambdas[name], None)
+        return None
+
+    def _pickling(self, call: ast.Call) -> list[Finding]:
+        findings = []
+        scopes = self._enclosing_functions(call)
+        for param in ("collate_fn", "worker_init_fn"):
+            node = _arg(call, param)
+            if isinstance(node, ast.Lambda):
+                findings.append(self._unpicklable(call, param, "a lambda", node.lineno))
+            elif isinstance(node, ast.Name):
+                hit = self._resolve(node.id, scopes)
+                if hit and hit[0] in ("function", "lambda", "class"):
+                    what = f"{node.id!r}, a lambda" if hit[0] == "lambda" else \
+                        f"{node.id!r}, a {hit[0]} defined inside a function"
+                    findings.append(self._unpicklable(call, param, what, hit[1]))
+        dataset = _arg(call, "dataset")
+        if isinstance(dataset, ast.Name):
+            hit = self._resolve(dataset.id, scopes)
+            dataset = hit[2] if hit and hit[0] == "value" else None
+        if isinstance(dataset, ast.Call) and isinstance(dataset.func, ast.Name):
+            hit = self._resolve(dataset.func.id, scopes)
+            if hit and hit[0] == "class":
+                findings.append(self._unpicklable(
+                    call, "dataset", f"an instance of {dataset.func.id!r}, a class defined inside a function", hit[1]))
+        return findings
+
+    @staticmethod
+    def _unpicklable(call: ast.Call, param: str, what: str, defined: int) -> Finding:
+        return Finding(call.lineno, "unpicklable",
+                       f"DataLoader {param} is {what} (line {defined}); under spawn it is pickled by name to each "
+                       "worker, and this cannot be (AttributeError: Can't pickle local object / Can't get attribute)",
+                       PICKLE_FIX)
+
+    def _nested_datasets(self) -> list[Finding]:
+        out = []
+        for node in ast.walk(self.tree):
+            if not isinstance(node, ast.ClassDef) or not self._enclosing_functions(node):
+                continue
+            bases = [b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else "" for b in node.bases]
+            if any(b.endswith("Dataset") for b in bases):
+                out.append(Finding(node.lineno, "unpicklable",
+                                   f"Dataset subclass {node.name!r} is defined inside a function; DataLoader workers "
+                                   "started with spawn cannot unpickle it", PICKLE_FIX))
+        return out

@@ -1,0 +1,90 @@
+"""End-to-end fixtures: a real engine, the local base image, a torch wheelhouse and the host CA bundle.
+
+The profile is "in the spirit of NGC's recommended flags": sized shm, cpuset, memory,
+memlock/stack/nofile ulimits, a non-root user, a local base image, an offline torch
+wheelhouse and a CA certificate (the host's bundle, which this machine's TLS-inspecting
+proxy needs for pip inside the build).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.dockerutil import base_image, leftover_containers, require_base_image, require_docker
+
+TORCH = "2.13.0"
+HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
+E2E_TAG = "envkit/e2e-ngc:test"
+
+
+def ngc_profile(base: str, *, memlock: int | str = 8 * 1024 * 1024, tag: str = E2E_TAG, extra_image: str = "",
+                shm: str = "512m") -> str:
+    return f"""\
+envkit: 1
+name: e2e-ngc
+image:
+  base: {base}
+  tag: {tag}
+  torch: {{version: "{TORCH}", variant: cpu, find_links: [wheels]}}
+  user: {{name: trainer, uid: 1234, gid: 1234}}
+  ca_certificates: [certs/host-ca.pem]
+  env: {{OMP_NUM_THREADS: "1"}}
+{extra_image}run:
+  shm_size: {shm}
+  ipc: private
+  cpuset: "0-1"
+  memory: 4g
+  ulimits:
+    memlock: {memlock}
+    stack: 67108864
+    nofile: 65536
+loader:
+  num_workers: 2
+  batch_size: 32
+  sample_shape: [3, 224, 224]
+  dtype: float32
+  prefetch_factor: 2
+  persistent_workers: true
+  start_method: fork
+"""
+
+
+@pytest.fixture(scope="session")
+def engine():
+    eng = require_docker()
+    require_base_image(eng)
+    return eng
+
+
+@pytest.fixture(scope="session")
+def e2e_dir(tmp_path_factory, engine) -> Path:
+    """A project folder with the wheelhouse and CA certificate the profile references."""
+    root = tmp_path_factory.mktemp("e2e")
+    wheels = root / "wheels"
+    wheels.mkdir()
+    # pip finds the CPU wheel on local disk (its find-links); no CUDA build is downloaded.
+    res = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+                          "-d", str(wheels), f"torch=={TORCH}"], capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert list(wheels.glob("torch-*.whl")), "no torch wheel in the wheelhouse"
+    (root / "certs").mkdir()
+    shutil.copy(HOST_CA, root / "certs" / "host-ca.pem")
+    (root / "envkit.yaml").write_text(ngc_profile(base_image()))
+    return root
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_containers(request):
+    """After every test: no container envkit created may remain (any state)."""
+    yield
+    if "engine" in request.fixturenames:
+        eng = request.getfixturevalue("engine")
+        left = leftover_containers(eng)
+        if left:
+            eng.remove_labeled()
+            pytest.fail(f"envkit containers left behind: {left}", pytrace=False)

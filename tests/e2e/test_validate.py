@@ -1,0 +1,85 @@
+"""envkit build + validate against a real Docker engine, real DataLoaders, real files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import run_envkit
+from tests.dockerutil import base_image
+from tests.e2e.conftest import E2E_TAG, ngc_profile
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+BUILD_TIMEOUT = 1800
+
+
+@pytest.fixture(scope="session")
+def built(engine, e2e_dir):
+    """Build once per session with `envkit build` (streams progress)."""
+    res = run_envkit("build", str(e2e_dir / "envkit.yaml"), cwd=e2e_dir, timeout=BUILD_TIMEOUT)
+    assert res.returncode == 0, res.stderr[-4000:]
+    assert res.stdout.strip() == E2E_TAG
+    assert "[step 1/" in res.stderr and "FROM " + base_image() in res.stderr
+    return E2E_TAG
+
+
+def test_validate_compare_default(built, e2e_dir):
+    res = run_envkit("validate", str(e2e_dir / "envkit.yaml"), "--image", built, "--compare-default", "--json",
+                     cwd=e2e_dir, timeout=900)
+    assert res.returncode == 0, res.stderr[-4000:]
+    doc = json.loads(res.stdout)
+    assert doc["image"] == built and doc["verdict"] in ("pass", "warn")
+    gen = {c["name"]: c for c in doc["generated"]["checks"]}
+    # Every check that can run without a GPU passes inside the container.
+    for name in ("shm", "cpus", "ulimits", "loader"):
+        assert gen[name]["status"] == "pass", gen[name]
+    assert gen["pinned_transfer"]["status"] == "skip" and "CUDA" in gen["pinned_transfer"]["message"]
+    env = doc["generated"]["environment"]
+    # Settings read back from inside: user, shm size, CPUs.
+    assert env["user"] == "trainer" and env["uid"] == 1234
+    assert env["shm"]["size_bytes"] == 512 * 1024 * 1024
+    assert env["usable_cpus"] == 2
+    assert env["container"]["detected"] is True
+    assert gen["loader"]["measured"].get("samples_per_s", gen["loader"]["measured"].get("samples_per_sec", 1)) > 0
+
+    # Docker's defaults: 64 MB /dev/shm cannot hold 2 workers x 2 batches of 19 MB.
+    default = {c["name"]: c for c in doc["default"]["checks"]}
+    assert doc["default"]["verdict"] == "fail"
+    assert default["shm"]["status"] == "fail"
+    assert default["loader"]["status"] == "fail"
+    assert default["loader"]["measured"]["failure"] == "shm_exhausted", default["loader"]
+    assert "--shm-size=" in default["loader"]["remedy"]
+    assert doc["default"]["environment"]["shm"]["size_bytes"] == 64 * 1024 * 1024
+
+
+def test_validate_table_output(built, e2e_dir):
+    res = run_envkit("validate", str(e2e_dir / "envkit.yaml"), "--image", built, "--quick", cwd=e2e_dir, timeout=600)
+    assert res.returncode == 0, res.stderr[-4000:]
+    assert "verdict: generated settings PASS" in res.stdout or "verdict: generated settings WARN" in res.stdout
+    assert "user: trainer (uid 1234)" in res.stdout and "/dev/shm: 512.0 MiB" in res.stdout
+
+
+def test_memlock_unlimited_is_refused_clearly(built, e2e_dir, tmp_path):
+    (e2e_dir / "memlock.yaml").write_text(ngc_profile(base_image(), memlock=-1))
+    res = run_envkit("validate", str(e2e_dir / "memlock.yaml"), "--image", built, cwd=e2e_dir, timeout=300)
+    assert res.returncode == 3, res.stderr
+    assert "Traceback" not in res.stderr
+    assert "memlock" in res.stderr and "unlimited" in res.stderr
+    assert "8 MiB" in res.stderr  # the host's limit, named
+    assert "LimitMEMLOCK=infinity" in res.stderr and "default-ulimits" in res.stderr
+
+
+def test_build_failure_names_the_step(engine, e2e_dir):
+    bad = ngc_profile(base_image(), tag="envkit/e2e-broken:test",
+                      extra_image="  system_packages: [envkit-no-such-package]\n")
+    (e2e_dir / "broken.yaml").write_text(bad)
+    res = run_envkit("build", str(e2e_dir / "broken.yaml"), cwd=e2e_dir, timeout=900)
+    assert res.returncode == 3, res.stderr[-3000:]
+    assert "failing step: Step" in res.stderr and "apt-get" in res.stderr
+    assert "envkit-no-such-package" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_no_engine_is_explained(tmp_path):
+    res = run_envkit("validate", "--image", "x", env={"DOCKER_HOST": f"unix://{tmp_path}/none.sock"}, timeout=60)
+    assert res.returncode == 3 and "cannot reach a Docker engine" in res.stderr and "Traceback" not in res.stderr

@@ -1,0 +1,92 @@
+"""``python -m envkit.harness``: exit codes 0/1/2, one JSON document with --json, the table otherwise."""
+
+import json
+
+import jsonschema
+import pytest
+
+CHECK = {
+    "type": "object", "additionalProperties": False,
+    "required": ["name", "status", "measured", "expected", "message", "remedy"],
+    "properties": {
+        "name": {"enum": ["shm", "cpus", "ulimits", "gpus", "loader", "pinned_transfer", "workers_sweep"]},
+        "status": {"enum": ["pass", "warn", "fail", "skip"]},
+        "measured": {"type": "object"}, "expected": {"type": "object"},
+        "message": {"type": "string", "minLength": 1}, "remedy": {"type": ["string", "null"]},
+    },
+}
+REPORT_SCHEMA = {
+    "type": "object", "required": ["envkit_harness", "verdict", "environment", "checks"],
+    "properties": {
+        "envkit_harness": {"const": 1}, "verdict": {"enum": ["pass", "warn", "fail"]},
+        "environment": {"type": "object", "required": [
+            "os", "kernel", "wsl", "container", "python", "torch", "cuda_available", "cpu_count", "usable_cpus",
+            "cgroup", "start_method", "sharing_strategy", "uid", "user", "shm"]},
+        "checks": {"type": "array", "items": CHECK},
+    },
+}
+
+
+def test_json_report_healthy_exit_0(run_cli, write_expect, small_loader):
+    p = run_cli("--json", "--quick", "--expect", write_expect(small_loader, {"gpus": "none"}))
+    assert p.returncode == 0, p.stderr
+    report = json.loads(p.stdout)  # exactly one document: json.loads rejects trailing data
+    jsonschema.validate(report, REPORT_SCHEMA)
+    names = [c["name"] for c in report["checks"]]
+    assert names == ["shm", "cpus", "ulimits", "gpus", "loader", "pinned_transfer"]
+    by = {c["name"]: c for c in report["checks"]}
+    assert by["loader"]["status"] == "pass" and by["loader"]["measured"]["samples_per_s"] > 0
+    assert by["pinned_transfer"]["status"] == "skip" and "CUDA" in by["pinned_transfer"]["message"]
+    assert report["verdict"] in ("pass", "warn")
+    assert "loader: batch" in p.stderr  # progress goes to stderr, never stdout
+
+
+def test_failing_check_exits_1(run_cli, write_expect):
+    # the profile wants a GPU; this machine has none (the loader part is kept tiny)
+    p = run_cli("--json", "--quick", "--num-workers", "0", "--expect", write_expect({"batch_size": 4}, {"gpus": "all"}))
+    assert p.returncode == 1, p.stderr
+    report = json.loads(p.stdout)
+    assert report["verdict"] == "fail"
+    gpus = next(c for c in report["checks"] if c["name"] == "gpus")
+    assert gpus["status"] == "fail" and "--gpus all" in gpus["remedy"]
+
+
+def test_table_without_json(run_cli, small_loader, write_expect):
+    p = run_cli("--quick", "--num-workers", "1", "--expect", write_expect(small_loader))
+    assert p.returncode == 0, p.stderr
+    assert "verdict" in p.stdout and "CHECK" in p.stdout and "loader" in p.stdout
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(p.stdout)
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--bogus"], "unrecognized arguments"),
+    (["--num-workers", "x"], "invalid int value"),
+    (["--expect", "/nonexistent/envkit_expect.json"], "cannot read"),
+    (["--dataset", "no_such_module_xyz:make"], "--dataset no_such_module_xyz:make"),
+    (["--dataset", "harness_datasets:not_there"], "cannot import"),
+    (["--dataset", "no_colon"], "MODULE:CALLABLE"),
+    (["--timeout", "0"], "--timeout"),
+])
+def test_usage_errors_exit_2_without_traceback(run_cli, args, needle):
+    p = run_cli(*args)
+    assert p.returncode == 2
+    assert needle in p.stderr
+    assert "Traceback" not in p.stderr and p.stdout == ""
+
+
+@pytest.mark.parametrize("content", ["{not json", '{"envkit_expect": 1, "loader": {"dtype": "float8"}}',
+                                     '{"profile": "x"}'])
+def test_invalid_expect_exits_2(run_cli, tmp_path, content):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    p = run_cli("--json", "--expect", str(path))
+    assert p.returncode == 2 and "Traceback" not in p.stderr and p.stdout == ""
+    assert str(path) in p.stderr or "expect" in p.stderr
+
+
+def test_failing_dataset_via_cli_reports_classification(run_cli, small_loader, write_expect):
+    p = run_cli("--json", "--quick", "--dataset", "harness_datasets:segfault", "--expect", write_expect(small_loader))
+    assert p.returncode == 1
+    loader = next(c for c in json.loads(p.stdout)["checks"] if c["name"] == "loader")
+    assert loader["measured"]["failure"] == "worker_killed" and "Segmentation fault" in loader["message"]

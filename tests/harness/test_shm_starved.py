@@ -1,0 +1,52 @@
+"""A starved /dev/shm: a private mount namespace with an 8 MiB tmpfs over /dev/shm (needs root).
+
+Skips when not root or unshare/mount is unavailable, except when
+ENVKIT_REQUIRE_DOCKER=1 (CI, which is root): then it fails instead.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from envkit.harness.sizing import docker_size, recommended_shm_bytes, shm_required_bytes
+
+
+def _unavailable():
+    if os.geteuid() != 0:
+        return "needs root to mount a tmpfs"
+    if not shutil.which("unshare"):
+        return "unshare(1) is not installed"
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=1m tmpfs /dev/shm"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        return f"cannot mount a private tmpfs: {probe.stderr.strip()}"
+    return None
+
+
+@pytest.fixture
+def need_unshare():
+    reason = _unavailable()
+    if reason:
+        if os.environ.get("ENVKIT_REQUIRE_DOCKER") == "1":
+            pytest.fail(f"ENVKIT_REQUIRE_DOCKER=1 but {reason}")
+        pytest.skip(reason)
+
+
+def test_starved_shm_is_shm_exhausted(need_unshare, run_cli, write_expect):
+    loader = {"num_workers": 2, "batch_size": 64, "sample_shape": [3, 128, 128], "dtype": "float32",
+              "prefetch_factor": 2}  # one batch alone is 12 MiB > 8 MiB
+    expect = write_expect(loader)
+    script = 'mount -t tmpfs -o size=8m tmpfs /dev/shm && exec "$@"'
+    p = run_cli("--json", "--quick", "--timeout", "30", "--expect", expect,
+                prefix=("unshare", "-m", "sh", "-c", script, "sh"))
+    assert p.returncode == 1, p.stderr
+    checks = {c["name"]: c for c in json.loads(p.stdout)["checks"]}
+    size = docker_size(recommended_shm_bytes(shm_required_bytes(**{k: loader[k] for k in loader})))
+    shm, ld = checks["shm"], checks["loader"]
+    assert shm["status"] == "fail" and shm["measured"]["size_bytes"] == 8 << 20
+    assert f"--shm-size={size}" in shm["remedy"]
+    assert ld["status"] == "fail" and ld["measured"]["failure"] == "shm_exhausted"
+    assert "shm" in ld["message"] and f"--shm-size={size}" in ld["remedy"]

@@ -1,0 +1,65 @@
+"""--sweep (real runs over num_workers, recommendation, --plot PNG) and the pinned_transfer check."""
+
+import sys
+
+import pytest
+
+from envkit.harness import sweep
+from envkit.harness.core import run_checks
+from envkit.harness.expect import resolve_loader
+from envkit.harness.transfer import check_pinned_transfer, measure_h2d
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def test_recommend_is_smallest_within_5_percent():
+    assert sweep.recommend({0: 100.0, 1: 190.0, 2: 200.0, 4: 198.0}) == 1
+    assert sweep.recommend({0: 100.0, 1: 150.0, 2: 200.0}) == 2
+    assert sweep.recommend({}) is None
+    assert sweep.worker_counts(2) == [0, 1, 2, 4]
+    assert sweep.worker_counts(64)[-1] == 32
+
+
+def test_sweep_and_plot_through_run_checks(tmp_path):
+    png = tmp_path / "sweep.png"
+    expect = {"envkit_expect": 1, "loader": {"num_workers": 1, "batch_size": 16, "sample_shape": [3, 32, 32]}}
+    lines = []
+    report = run_checks(expect, quick=True, sweep=True, plot=str(png), timeout=30, progress=lines.append)
+    c = next(c for c in report["checks"] if c["name"] == "workers_sweep")
+    m = c["measured"]
+    assert c["status"] in ("pass", "warn")
+    assert [r["num_workers"] for r in m["table"]] == sweep.worker_counts(report["environment"]["usable_cpus"])
+    assert all(r["samples_per_s"] > 0 for r in m["table"])
+    assert m["recommended"] in c["expected"]["counts"]
+    assert m["recommended_samples_per_s"] >= 0.95 * m["best_samples_per_s"]
+    assert f"num_workers={m['recommended']}" in c["message"]
+    assert png.read_bytes()[:8] == PNG_MAGIC and png.stat().st_size > 1000
+    assert any(line.startswith("workers_sweep: batch") for line in lines)
+
+
+def test_plot_without_matplotlib_gives_clear_message(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    s = resolve_loader({"envkit_expect": 1, "loader": {"batch_size": 4, "sample_shape": [4]}}, usable=1)
+    c = sweep.check_workers_sweep(s, usable=1, quick=True, timeout=30, plot=str(tmp_path / "x.png"), counts=[0, 1])
+    assert "matplotlib is not installed" in c["measured"]["plot_error"]
+    assert "matplotlib is not installed" in capsys.readouterr().err
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_pinned_transfer_skips_without_cuda():
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA; the skip path is for CPU-only hosts")
+    s = resolve_loader(None, usable=2)
+    c = check_pinned_transfer(s, cuda_available=False)
+    assert c["status"] == "skip" and "CUDA" in c["message"]
+    with pytest.raises(RuntimeError, match="CUDA"):
+        measure_h2d(1 << 20, loops=1, trials=1)
+
+
+@pytest.mark.skipif("not __import__('torch').cuda.is_available()", reason="needs a CUDA GPU")
+def test_measure_h2d_on_gpu():
+    bw = measure_h2d(64 << 20, loops=4, trials=3)
+    assert bw["pinned_gbps"] > 0 and bw["pageable_gbps"] > 0
+    assert bw["pinned_gbps"] > bw["pageable_gbps"]  # page-locked sources skip the staging copy
+    assert len(bw["pinned_trials_gbps"]) == 3

@@ -1,0 +1,87 @@
+"""The single-file zipapp: reproducible bytes, self-contained (stdlib + torch), torch-free imports."""
+
+import ast
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import envkit.harness
+from envkit.harness.zipapp import build_zipapp
+
+PKG = Path(envkit.harness.__file__).parent
+REPO = PKG.parents[2]
+STDLIB = set(sys.stdlib_module_names)
+
+
+def test_build_is_byte_identical(tmp_path):
+    build_zipapp(tmp_path / "a")
+    build_zipapp(tmp_path / "b" / "other.pyz")
+    a = (tmp_path / "a" / "envkit_harness.pyz").read_bytes()
+    assert a == (tmp_path / "b" / "other.pyz").read_bytes()
+    with zipfile.ZipFile(tmp_path / "a" / "envkit_harness.pyz") as zf:
+        infos = zf.infolist()
+    names = [i.filename for i in infos]
+    assert names[0] == "__main__.py" and names[1:] == sorted(names[1:])
+    assert all(n.startswith("envkit_harness/") and n.endswith(".py") for n in names[1:])
+    assert {f"envkit_harness/{p.name}" for p in PKG.glob("*.py")} == set(names[1:])
+    assert all(i.date_time == (1980, 1, 1, 0, 0, 0) and (i.external_attr >> 16) == 0o100644 for i in infos)
+    assert a.startswith(b"#!/usr/bin/env python3\n")
+
+
+def test_package_imports_are_relative_stdlib_or_torch():
+    for path in PKG.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                roots = [a.name.split(".")[0] for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                roots = [node.module.split(".")[0]]
+            else:
+                continue
+            for root in roots:
+                assert root in STDLIB or root in ("torch", "matplotlib", "__future__"), f"{path.name}: {root}"
+
+
+def test_importing_package_and_sizing_does_not_import_torch():
+    code = ("import sys, envkit.harness, envkit.harness.sizing, envkit.harness.cli, envkit.harness.core;"
+            "assert 'torch' not in sys.modules, 'torch imported'")
+    subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ, PYTHONPATH=str(REPO / "src")))
+
+
+@pytest.fixture(scope="session")
+def torch_only_python(tmp_path_factory):
+    """A fresh venv with only torch (and its dependencies) installed, reused for the session."""
+    given = os.environ.get("ENVKIT_TORCH_ONLY_PYTHON")  # an existing such interpreter, to save the install
+    if given:
+        return given
+    venv = tmp_path_factory.mktemp("torch-only") / "venv"
+    subprocess.run([sys._base_executable, "-m", "venv", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    p = subprocess.run([str(py), "-m", "pip", "install", "-q", "-c", str(REPO / "constraints.txt"), "torch==2.13.0"],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        pytest.skip(f"cannot install torch into a fresh venv: {p.stderr[-500:]}")
+    return str(py)
+
+
+@pytest.mark.slow
+def test_zipapp_runs_in_clean_torch_only_interpreter(tmp_path, torch_only_python):
+    build_zipapp(tmp_path)
+    check = subprocess.run([torch_only_python, "-c", "import importlib.util as u; print(u.find_spec('envkit'))"],
+                           capture_output=True, text=True, cwd=tmp_path)
+    assert check.stdout.strip() == "None", "the clean interpreter must not see envkit"
+    # spawn workers must unpickle the synthetic dataset from inside the zip
+    (tmp_path / "e.json").write_text(json.dumps({"envkit_expect": 1, "loader": {
+        "num_workers": 1, "batch_size": 8, "sample_shape": [3, 16, 16], "start_method": "spawn"}, "run": {"gpus": "none"}}))
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    p = subprocess.run([torch_only_python, "envkit_harness.pyz", "--json", "--quick", "--expect", "e.json"],
+                       capture_output=True, text=True, cwd=tmp_path, env=env, timeout=180)
+    assert p.returncode == 0, p.stderr
+    report = json.loads(p.stdout)
+    loader = next(c for c in report["checks"] if c["name"] == "loader")
+    assert loader["status"] == "pass" and loader["expected"]["start_method"] == "spawn"
+    assert report["environment"]["executable"] == torch_only_python
