@@ -8,6 +8,7 @@ proxy needs for pip inside the build).
 
 from __future__ import annotations
 
+import resource
 import shutil
 import subprocess
 import sys
@@ -22,8 +23,17 @@ HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 E2E_TAG = "envkit/e2e-ngc:test"
 
 
-def ngc_profile(base: str, *, memlock: int | str = 8 * 1024 * 1024, tag: str = E2E_TAG, extra_image: str = "",
+def _fits(resource_id: int, wanted: int) -> int:
+    """NGC's values, capped at this host's hard limit: the daemon cannot grant more (see the memlock test)."""
+    hard = resource.getrlimit(resource_id)[1]
+    return wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+
+
+def ngc_profile(base: str, *, memlock: int | str | None = None, tag: str = E2E_TAG, extra_image: str = "",
                 shm: str = "512m") -> str:
+    if memlock is None:
+        memlock = _fits(resource.RLIMIT_MEMLOCK, 64 * 1024 * 1024)
+    nofile = _fits(resource.RLIMIT_NOFILE, 65536)
     return f"""\
 envkit: 1
 name: e2e-ngc
@@ -42,7 +52,7 @@ image:
   ulimits:
     memlock: {memlock}
     stack: 67108864
-    nofile: 65536
+    nofile: {nofile}
 loader:
   num_workers: 2
   batch_size: 32

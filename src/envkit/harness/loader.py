@@ -100,7 +100,7 @@ def run_loader_child(runs: list[dict], *, timeout: float, progress=None, label: 
                      stop_on_error: bool = True) -> dict:
     """Run DataLoader configurations in a watched child; return events, stats and failure evidence.
 
-    Returns ``{"results": {run_index: stats}, "error": event|None, "hang": bool,
+    Returns ``{"results": {run_index: stats}, "errors": {run_index: event}, "error": last event|None, "hang": bool,
     "returncode": int|None, "stderr_tail": str, "child_pid": int, "leftover": [pids]}``.
     """
     rfd, wfd = os.pipe()
@@ -108,7 +108,7 @@ def run_loader_child(runs: list[dict], *, timeout: float, progress=None, label: 
               "fd": wfd, "runs": runs, "stop_on_error": stop_on_error}
     env = dict(os.environ, PYTORCH_NVML_BASED_CUDA_CHECK="1", PYTHONUNBUFFERED="1")
     stderr = tempfile.TemporaryFile()
-    out = {"results": {}, "error": None, "hang": False, "returncode": None, "stderr_tail": "",
+    out = {"results": {}, "errors": {}, "error": None, "hang": False, "returncode": None, "stderr_tail": "",
            "child_pid": None, "leftover": [], "last_batch": 0}
     with _subreaper():
         proc = subprocess.Popen([sys.executable, "-c", BOOTSTRAP, json.dumps(config)], pass_fds=(wfd,),
@@ -145,7 +145,10 @@ def _watch(proc, rfd: int, timeout: float, progress, label: str, out: dict) -> N
             buf += chunk
             while b"\n" in buf:
                 line, buf = buf.split(b"\n", 1)
-                event = json.loads(line)
+                try:
+                    event = json.loads(line)
+                except ValueError:  # not ours (nothing else should write to this fd); ignore
+                    continue
                 kind = event.get("event")
                 if kind == "ready":
                     # spawn/forkserver workers re-import torch before their first batch: the
@@ -160,7 +163,7 @@ def _watch(proc, rfd: int, timeout: float, progress, label: str, out: dict) -> N
                 elif kind == "run_done":
                     out["results"][event["run"]] = event["stats"]
                 elif kind == "error":
-                    out["error"] = event
+                    out["error"] = out["errors"][event["run"]] = event
                 elif kind == "done":
                     return
         if eof or proc.poll() is not None:
@@ -175,7 +178,7 @@ def _watch(proc, rfd: int, timeout: float, progress, label: str, out: dict) -> N
                     with contextlib.suppress(ValueError):
                         event = json.loads(line)
                         if event.get("event") == "error":
-                            out["error"] = event
+                            out["error"] = out["errors"][event["run"]] = event
                         elif event.get("event") == "run_done":
                             out["results"][event["run"]] = event["stats"]
             return
@@ -217,9 +220,10 @@ def evaluate(child: dict, run_index: int = 0) -> tuple[dict | None, dict]:
     stats = child["results"].get(run_index)
     if stats is not None:
         return stats, {}
-    if child["hang"]:
+    err = child["errors"].get(run_index)
+    if child["hang"] and not err:  # an error reported before a slow shutdown is the real cause
         return None, {"failure": "hang", "detail": "no batch within the timeout"}
-    err = child["error"] or {}
+    err = err or {}
     text = "\n".join(filter(None, [err.get("message"), err.get("traceback"), child["stderr_tail"]]))
     rc = None if child.get("killed_by_harness") else child["returncode"]
     nw = err.get("nw", 1)

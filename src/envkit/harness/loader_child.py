@@ -67,13 +67,14 @@ def _to_device(batch, device, non_blocking: bool):
 
 def run_one(index: int, run: dict, emit) -> dict:
     """Iterate one DataLoader configuration; return the stats dict (raises on loader failure)."""
-    import torch
-    from torch.utils.data import DataLoader
-
-    from .synthetic import SyntheticDataset
-
-    phase = "build"
+    phase = "setup"
     try:
+        import torch
+        from torch.utils.data import DataLoader
+
+        from .synthetic import SyntheticDataset
+
+        phase = "build"
         if run["dataset"] == "synthetic":
             dataset = SyntheticDataset(run["batches"] * run["batch_size"], run["sample_shape"], run["dtype"])
         else:
@@ -146,7 +147,7 @@ def child_main(config: dict) -> None:
         try:
             stats = run_one(index, run, emit)
         except Exception as exc:  # reported, classified by the parent
-            emit({"event": "error", "run": index, "phase": getattr(exc, "envkit_phase", "build"),
+            emit({"event": "error", "run": index, "phase": getattr(exc, "envkit_phase", "setup"),
                   "nw": run.get("num_workers", 0),
                   "type": type(exc).__name__, "message": str(exc),
                   "traceback": "".join(traceback.format_exception(exc))[-6000:]})

@@ -1,0 +1,152 @@
+"""envkit doctor on fixture hosts: WSL2, WSL1 and plain Linux (tests/doctor/fixtures/*)."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from envkit.commands import doctor as doctor_cmd
+from envkit.doctor import diagnose, render_table
+from envkit.doctor.checks import detect_wsl
+from envkit.doctor.host import Host
+from envkit.profile import load_profile_bytes
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+PROFILE = """envkit: 1
+name: d
+image: {base: 'debian:bookworm'}
+run: {shm_size: 2g, memory: 12g, cpuset: "0-7", gpus: all, ulimits: {memlock: -1}}
+loader: {num_workers: 4, batch_size: 32}
+"""
+GOOD_SCRIPT = """from torch.utils.data import DataLoader
+def main():
+    for _ in DataLoader(ds, num_workers=4):
+        pass
+if __name__ == "__main__":
+    main()
+"""
+
+
+def _host(name: str, tmp_path: Path, cwd: str = "/home/me/project", **kw) -> Host:
+    root = tmp_path / name
+    shutil.copytree(FIXTURES / name, root)
+    env = {"linux": {}, "wsl1": {"WSL_DISTRO_NAME": "Ubuntu"},
+           "wsl2": {"WSL_DISTRO_NAME": "Ubuntu", "WSL_INTEROP": "/run/WSL/1_interop"}}[name]
+    return Host(root, environ=env, cwd=cwd, **kw)
+
+
+def _profile(text: str = PROFILE):
+    return load_profile_bytes(text.encode(), "p.yaml", Path.cwd()).profile
+
+
+def _by_name(doc: dict) -> dict:
+    return {c["name"]: c for c in doc["checks"]}
+
+
+def test_check_records_have_the_harness_shape(tmp_path):
+    doc = diagnose(_host("linux", tmp_path), _profile(), [], [])
+    assert set(doc) == {"envkit_doctor", "verdict", "host", "checks"}
+    for c in doc["checks"]:
+        assert set(c) == {"name", "status", "measured", "expected", "message", "remedy"}
+        assert c["status"] in ("pass", "warn", "fail", "skip")
+    json.dumps(doc)
+
+
+def test_wsl2_host(tmp_path):
+    host = _host("wsl2", tmp_path, cwd="/mnt/c/Users/me/project")
+    data = host.path("/mnt/c/data")
+    data.mkdir(parents=True)
+    (data / "part0.bin").write_bytes(b"\0" * (3 << 20))
+    doc = diagnose(host, _profile(), [], [Path("/mnt/c/data")])
+    checks = _by_name(doc)
+    assert doc["host"]["wsl"] == 2 and doc["host"]["distro"] == "Ubuntu"
+    assert checks["os"]["status"] == "pass" and "WSL 2" in checks["os"]["message"]
+    assert checks["workdir"]["status"] == "warn" and "9p" in checks["workdir"]["message"]
+    assert "~/" in checks["workdir"]["remedy"]
+    data_check = checks["data:/mnt/c/data"]
+    assert data_check["status"] == "warn" and data_check["measured"]["read"]["bytes"] == 3 << 20
+    assert "MB/s" in data_check["message"]
+    assert checks["gpu"]["status"] == "pass" and "libcuda" in checks["gpu"]["message"]
+    assert checks["gpu_runtime"]["status"] == "pass"
+    assert checks["memory"]["status"] == "pass"  # ~15.6 GiB for a 12g container
+    assert checks["cpus"]["status"] == "pass"
+    assert checks["memlock"]["status"] == "warn" and "NCCL" in checks["memlock"]["message"]
+    assert "pinned memory" in checks["memlock"]["message"]
+
+
+def test_wsl2_memory_too_small_points_at_wslconfig(tmp_path):
+    doc = diagnose(_host("wsl2", tmp_path), _profile(PROFILE.replace("memory: 12g", "memory: 24g")), [], [])
+    mem = _by_name(doc)["memory"]
+    assert mem["status"] == "fail" and ".wslconfig" in mem["remedy"]
+    assert doc["verdict"] == "fail"
+
+
+def test_wsl1_host(tmp_path):
+    doc = diagnose(_host("wsl1", tmp_path, cwd="/mnt/c/src"), _profile(), [], [])
+    checks = _by_name(doc)
+    assert doc["host"]["wsl"] == 1
+    assert checks["os"]["status"] == "fail" and "wsl --set-version" in checks["os"]["remedy"]
+    assert checks["docker"]["status"] == "fail" and "WSL integration" in checks["docker"]["remedy"]
+    assert checks["workdir"]["status"] == "warn" and "drvfs" in checks["workdir"]["message"]
+    assert checks["gpu"]["status"] == "fail"
+    assert doc["verdict"] == "fail"
+
+
+def test_linux_host(tmp_path):
+    doc = diagnose(_host("linux", tmp_path, cwd="/mnt/c/src"), _profile(), [], [])
+    checks = _by_name(doc)
+    assert doc["host"]["wsl"] is None and doc["host"]["cpus"] == 16
+    assert checks["os"]["status"] == "pass" and "Linux" in checks["os"]["message"]
+    # /mnt/c on plain Linux is just a disk: no 9P warning.
+    assert checks["workdir"]["status"] == "pass"
+    assert checks["gpu"]["status"] == "pass" and checks["memlock"]["status"] == "pass"
+    assert doc["verdict"] == "pass"
+
+
+def test_cpuset_beyond_the_machine_fails(tmp_path):
+    doc = diagnose(_host("wsl2", tmp_path), _profile(PROFILE.replace('"0-7"', '"0-11"')), [], [])
+    cpus = _by_name(doc)["cpus"]
+    assert cpus["status"] == "fail" and "Requested CPUs are not available" in cpus["message"]
+
+
+def test_custom_kernel_wsl2_is_detected_from_env():
+    h = Host(Path("/nonexistent"), environ={"WSL_INTEROP": "/run/WSL/1_interop"})
+    assert detect_wsl(h)["version"] == 2
+
+
+@pytest.mark.parametrize("script, status", [(GOOD_SCRIPT, "pass"),
+                                            ("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=2)\n", "fail")])
+def test_scripts_and_exit_code(tmp_path, script, status):
+    path = tmp_path / "train.py"
+    path.write_text(script)
+    out = io.StringIO()
+    rc = doctor_cmd.run(None, [path], [], True, out, io.StringIO(),
+                        host=_host("linux", tmp_path, docker_probe=lambda: {"reachable": True, "runtimes": ["nvidia"]}))
+    doc = json.loads(out.getvalue())
+    check = _by_name(doc)[f"script:{path}"]
+    assert check["status"] == status
+    if status == "fail":
+        assert "line 2" in check["message"] and '__name__ == "__main__"' in check["remedy"]
+    # The default profile's other checks pass on the linux fixture, so the script decides the exit code.
+    assert rc == (1 if status == "fail" else 0)
+
+
+def test_missing_script_fails(tmp_path):
+    doc = diagnose(_host("linux", tmp_path), _profile(), [tmp_path / "nope.py"], [])
+    assert _by_name(doc)[f"script:{tmp_path / 'nope.py'}"]["status"] == "fail"
+
+
+def test_table_output(tmp_path):
+    doc = diagnose(_host("wsl2", tmp_path, cwd="/mnt/c/x"), _profile(), [], [])
+    text = render_table(doc)
+    assert text.splitlines()[0].startswith("envkit doctor: verdict WARN (WSL 2, 8 CPUs")
+    assert "CHECK" in text and "How to fix:" in text and "workdir" in text
+
+
+def test_docker_probe_is_injectable(tmp_path):
+    doc = diagnose(_host("linux", tmp_path, docker_probe=lambda: None), _profile(), [], [])
+    assert _by_name(doc)["docker"]["status"] == "skip"

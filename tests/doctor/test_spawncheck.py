@@ -1,0 +1,83 @@
+"""spawncheck: the AST check for spawn-safe training scripts."""
+
+from __future__ import annotations
+
+import pytest
+
+from envkit.doctor.spawncheck import check_source
+
+HEAD = "import torch\nfrom torch.utils.data import DataLoader, Dataset\n"
+
+
+def _kinds(src: str) -> list[tuple[int, str]]:
+    return [(f.line, f.kind) for f in check_source(src)]
+
+
+def test_unguarded_module_level_loader():
+    assert _kinds(HEAD + "dl = DataLoader(ds, batch_size=8, num_workers=4)\n") == [(3, "unguarded")]
+
+
+def test_guarded_script_passes():
+    src = HEAD + (
+        "class DS(Dataset):\n    pass\n"
+        "def collate(b):\n    return b\n"
+        "def main():\n    dl = DataLoader(DS(), num_workers=4, collate_fn=collate)\n"
+        "if __name__ == '__main__':\n    main()\n")
+    assert check_source(src) == []
+
+
+def test_function_called_from_unguarded_code_is_followed():
+    src = HEAD + "def build():\n    return DataLoader(ds, num_workers=2)\ndef main():\n    build()\nmain()\n"
+    (f,) = check_source(src)
+    assert f.line == 4 and f.kind == "unguarded" and "main() called at line 7" in f.message
+
+
+def test_non_literal_num_workers_counts_as_workers():
+    assert _kinds(HEAD + "n = 4\nDataLoader(ds, num_workers=n)\n") == [(4, "unguarded")]
+    assert _kinds(HEAD + "DataLoader(ds, **kw)\n") == [(3, "unguarded")]
+    assert _kinds(HEAD + "torch.utils.data.DataLoader(ds, 8, True, None, None, 3)\n") == [(3, "unguarded")]
+
+
+@pytest.mark.parametrize("src", [
+    HEAD + "dl = DataLoader(ds, num_workers=0, collate_fn=lambda b: b)\n",
+    HEAD + "dl = DataLoader(ds)\n",
+    HEAD + "def main():\n    class DS(Dataset):\n        pass\n    DataLoader(DS(), num_workers=0)\nmain()\n",
+])
+def test_zero_workers_pass(src):
+    assert check_source(src) == []
+
+
+def test_lambda_collate_is_flagged_even_when_guarded():
+    src = HEAD + "def main():\n    DataLoader(ds, num_workers=2, collate_fn=lambda b: b)\nif __name__ == '__main__':\n    main()\n"
+    (f,) = check_source(src)
+    assert (f.line, f.kind) == (4, "unpicklable") and "collate_fn is a lambda" in f.message
+
+
+def test_module_level_lambda_name_is_flagged():
+    src = HEAD + "collate = lambda b: b\nif __name__ == '__main__':\n    DataLoader(ds, num_workers=2, collate_fn=collate)\n"
+    assert _kinds(src) == [(5, "unpicklable")]
+
+
+def test_nested_dataset_class_and_worker_init_fn():
+    src = HEAD + (
+        "def main():\n"
+        "    class Local(Dataset):\n        pass\n"
+        "    def init(i):\n        pass\n"
+        "    ds = Local()\n"
+        "    DataLoader(ds, num_workers=2, worker_init_fn=init)\n"
+        "if __name__ == '__main__':\n    main()\n")
+    kinds = _kinds(src)
+    assert (4, "unpicklable") in kinds  # the nested Dataset subclass definition
+    msgs = " ".join(f.message for f in check_source(src))
+    assert "worker_init_fn is 'init', a function defined inside a function (line 6)" in msgs
+    assert "an instance of 'Local', a class defined inside a function (line 4)" in msgs
+
+
+def test_syntax_error_is_reported_with_line():
+    (f,) = check_source("x = 1\ndef broken(:\n")
+    assert (f.line, f.kind) == (2, "syntax")
+
+
+def test_else_branch_of_main_guard_is_unguarded():
+    src = HEAD + "if __name__ == '__main__':\n    pass\nelse:\n    DataLoader(ds, num_workers=1)\n"
+    assert _kinds(src) == [(6, "unguarded")]

@@ -1,0 +1,33 @@
+"""The README documents every profile key and the two commands that .ci/run relies on."""
+
+from __future__ import annotations
+
+import re
+
+from envkit.profile.load import _model_in
+from envkit.profile.model import Profile
+from tests.conftest import ROOT
+
+
+def _paths(model, prefix=""):
+    for name, field in model.model_fields.items():
+        path = prefix + name
+        yield path
+        sub = _model_in(field.annotation)
+        if sub is not None and name != "ulimits":
+            yield from _paths(sub, path + ".")
+
+
+def test_every_profile_key_is_documented():
+    readme = (ROOT / "README.md").read_text()
+    missing = [p for p in _paths(Profile) if f"`{p}`" not in readme]
+    assert not missing, f"README reference lacks: {missing}"
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```bash\n(.*?)\n```", readme.split("## The two commands", 1)[1], re.S)
+    test_cmd = blocks[1].strip()
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "ENVKIT_REQUIRE_DOCKER=1" in ci
+    assert test_cmd in ci.splitlines()
