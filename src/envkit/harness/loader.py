@@ -70,13 +70,13 @@ def kill_and_reap(proc: subprocess.Popen, pgid: int, grace: float = 5.0) -> None
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
         try:
-            pid, _ = os.waitpid(-pgid, os.WNOHANG)  # only members of *this* group, never others' children
+            # Only members of *this* group that re-parented to us (we are a subreaper), never
+            # anyone else's children; loop until none is left, zombies included.
+            pid, _ = os.waitpid(-pgid, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
-            if not group_members(pgid):
-                return
-            time.sleep(0.02)
+            time.sleep(0.01)
 
 
 def group_members(pgid: int) -> list[int]:
@@ -256,7 +256,7 @@ def check_loader(settings: dict, *, timeout: float = 60.0, quick: bool = False, 
     measured.update(bad, last_batch=child["last_batch"], returncode=child["returncode"],
                     stderr_tail=child["stderr_tail"][-1500:])
     if bad["failure"] == "shm_exhausted":
-        from .checks_sys import shm_required_bytes
+        from .sizing import shm_required_bytes
         from .env import shm_stats
         from .report import human_bytes
         st = shm_stats() or {}
