@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from envkit import __version__
-from envkit.errors import EnvkitError
+from envkit.errors import EnvkitError, UsageError
 
 TARGETS = ("dockerfile", "run", "compose", "devcontainer", "wsl")
 
@@ -55,10 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("schema", help="print the profile's JSON Schema")
 
-    h = sub.add_parser("harness", add_help=False,
-                       help="run the loader harness here (envkit harness --help for its options)")
-    h.add_argument("--profile", type=Path, default=None)
-    h.add_argument("rest", nargs=argparse.REMAINDER)
+    # `envkit harness ...` never reaches this parser (see main); listed here for --help.
+    sub.add_parser("harness", add_help=False,
+                   help="run the loader harness on this host (envkit harness --help for its options)")
 
     b = sub.add_parser("build", help="build the image through the Docker engine")
     _profile_arg(b)
@@ -104,9 +103,6 @@ def dispatch(args: argparse.Namespace) -> int:
     if cmd == "schema":
         from envkit.commands import schema
         return schema.run(out=out)
-    if cmd == "harness":
-        from envkit.commands import harness
-        return harness.run(args.profile, args.rest)
     if cmd == "build":
         from envkit.commands import build
         return build.run(args.profile, tag=args.tag, no_cache=args.no_cache, out=out, err=err)
@@ -123,12 +119,39 @@ def dispatch(args: argparse.Namespace) -> int:
     raise AssertionError(cmd)
 
 
+def split_harness_argv(argv: list[str]) -> tuple[Path | None, list[str]]:
+    """``--profile P`` is envkit's; every other harness flag belongs to the harness's own parser.
+
+    >>> split_harness_argv(["--quick", "--profile", "p.yaml", "--json"])
+    (PosixPath('p.yaml'), ['--quick', '--json'])
+    """
+    profile, rest, i = None, [], 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--profile":
+            if i + 1 >= len(argv):
+                raise UsageError("harness: --profile needs a profile file")
+            profile, i = Path(argv[i + 1]), i + 2
+            continue
+        if arg.startswith("--profile="):
+            profile = Path(arg.split("=", 1)[1])
+        else:
+            rest.append(arg)
+        i += 1
+    return profile, rest
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``envkit`` console script and ``python -m envkit``."""
     argv = sys.argv[1:] if argv is None else argv
     # envkit uses no pydantic plugins; skipping their entry-point scan saves ~40 ms per run.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     try:
+        if argv[:1] == ["harness"]:
+            from envkit.commands import harness
+
+            profile, rest = split_harness_argv(argv[1:])
+            return harness.run(profile, rest)
         args = build_parser().parse_args(argv)
         return dispatch(args)
     except EnvkitError as e:

@@ -12,7 +12,7 @@ import pytest
 from envkit.harness.expect import resolve_loader
 from envkit.harness.loader import check_loader, plan_batches
 
-from conftest import child_pids, group_pids
+from harness_procs import child_pids, group_pids
 
 
 def settings(dataset=None, **loader):
