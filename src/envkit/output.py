@@ -4,7 +4,7 @@ A manifest (``.envkit-manifest.json`` in the output directory) records the
 sha256 of every file envkit wrote. On the next run a file whose content no
 longer matches its recorded hash was edited by someone (or was never ours):
 ``write_outputs`` refuses to touch any file until ``force=True``, and then
-keeps a backup of each such file before replacing it.
+keeps a backup (``FILE.envkit-bak-<UTC time>``) of each such file before replacing it.
 
 Example:
     >>> # write_outputs(Path("out"), files, force=False) -> WriteReport(written=[...], unchanged=[...], backups=[])
@@ -17,8 +17,8 @@ import json
 import os
 import shutil
 import tempfile
-import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 from envkit.errors import EnvkitError, OutputConflict
@@ -47,9 +47,14 @@ def _read_manifest(out_dir: Path) -> dict[str, str]:
         return {}
 
 
-def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Write via a temporary file in the same folder and ``os.replace``: readers never see half a file."""
+def atomic_write(path: Path, data: bytes, mode: int | None = 0o644) -> None:
+    """Write via a temporary file in the same folder and ``os.replace``: readers never see half a file.
+
+    ``mode=None`` keeps the permissions of the file being replaced (0644 for a new one).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
+    if mode is None:
+        mode = (path.stat().st_mode & 0o777) if path.exists() else 0o644
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -63,17 +68,32 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
         raise
 
 
-def backup_path(path: Path) -> Path:
-    """``file.envkit-bak``, or a timestamped name when that exists: a backup is never overwritten."""
-    candidate = path.with_name(path.name + ".envkit-bak")
-    if candidate.exists():
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        candidate = path.with_name(f"{path.name}.envkit-bak-{stamp}")
-        n = 1
-        while candidate.exists():
-            candidate = path.with_name(f"{path.name}.envkit-bak-{stamp}-{n}")
-            n += 1
+def backup_path(path: Path, now: datetime | None = None) -> Path:
+    """``PATH.envkit-bak-<UTC time>``; ``-1``, ``-2``... when that name is taken."""
+    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+    candidate = path.with_name(f"{path.name}.envkit-bak-{stamp}")
+    n = 1
+    while candidate.exists():
+        candidate = path.with_name(f"{path.name}.envkit-bak-{stamp}-{n}")
+        n += 1
     return candidate
+
+
+def write_backup(path: Path, raw: bytes | None = None) -> Path:
+    """Copy ``path`` (or ``raw``, the file as it was read) to a fresh backup name; never overwrites a file."""
+    data = path.read_bytes() if raw is None else raw
+    while True:
+        target = backup_path(path)
+        try:
+            # "x": fail rather than overwrite if another process took the name meanwhile.
+            with open(target, "xb") as f:
+                f.write(data)
+            shutil.copymode(path, target)
+            return target
+        except FileExistsError:
+            continue
+        except OSError as e:
+            raise EnvkitError(f"{target}: cannot write the backup: {e.strerror}; nothing was changed") from None
 
 
 def _same_copy(src: Path, dst: Path) -> bool:
@@ -128,14 +148,12 @@ def write_outputs(out_dir: Path, files: list[OutputFile], *, force: bool = False
         listed = ", ".join(str(out_dir / c) for c in conflicts)
         raise OutputConflict(
             f"not overwriting {listed}: changed since envkit wrote it (or not written by envkit); nothing was written",
-            hint="move your changes into the profile, or pass --force (envkit keeps a .envkit-bak copy of each file)",
+            hint="move your changes into the profile, or pass --force (envkit keeps a FILE.envkit-bak-<time> copy of each)",
         )
     for f in plan:
         target = out_dir / f.path
         if f.path in conflicts and target.is_file():
-            bak = backup_path(target)
-            shutil.copy2(target, bak)
-            report.backups.append(str(bak))
+            report.backups.append(str(write_backup(target)))
         if f.source is not None:
             _place_copy(f.source, target)
         else:

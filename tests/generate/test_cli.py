@@ -70,7 +70,8 @@ def test_init_writes_default_and_refuses_overwrite(tmp_path):
     res = run_envkit("init", str(target))
     assert res.returncode == 1 and "already exists" in res.stderr
     assert run_envkit("init", str(target), "--force").returncode == 0
-    assert (tmp_path / "envkit.yaml.envkit-bak").read_text().endswith("# mine\n")
+    (backup,) = tmp_path.glob("envkit.yaml.envkit-bak-*")
+    assert backup.read_text().endswith("# mine\n")
 
 
 def test_schema_validates_examples_and_default():

@@ -48,3 +48,16 @@ def test_default_profile_renders_every_target(tmp_path):
     paths = {f.path for f in render_all(load_profile(None), tmp_path)}
     assert {"Dockerfile", ".dockerignore", "run.sh", "compose.yaml", ".devcontainer/devcontainer.json",
             ".wslconfig", "wsl.conf", "setup-wsl.ps1", "envkit_harness.pyz", "envkit_expect.json"} <= paths
+
+
+@pytest.mark.parametrize("example", [p.name for p in example_profiles()])
+def test_dockerfile_has_no_placebo_lines(example, tmp_path):
+    """shm, sysctls and ulimits are run-time settings: a Dockerfile line about them does nothing."""
+    dockerfile = _rendered(example, tmp_path)["Dockerfile"].decode()
+    instructions = [line for line in dockerfile.splitlines() if not line.lstrip().startswith("#")]
+    text = "\n".join(instructions)
+    for placebo in ("sysctl", "/dev/shm", "ulimit", "swappiness", "limits.conf"):
+        assert placebo not in text, f"{example}: placebo setting {placebo!r} in the Dockerfile"
+    # Layer order for caching: system packages, then torch, then pip packages, then env/user.
+    order = [text.find(marker) for marker in ("apt-get install", "python3 -m venv", "useradd", "COPY envkit_harness.pyz")]
+    assert order == sorted(order) and -1 not in order

@@ -46,14 +46,15 @@ def test_edited_file_is_not_overwritten_without_force(tmp_path):
 
     res = run_envkit("generate", str(profile), "-o", str(out), "--force")
     assert res.returncode == 0, res.stderr
-    backup = out / "compose.yaml.envkit-bak"
+    (backup,) = out.glob("compose.yaml.envkit-bak-*")
     assert backup.read_text().endswith("# my edit\n")
     assert "shm_size: 2g" in compose.read_text()
     # A second forced run keeps the first backup and makes a new one.
     compose.write_text("edited again\n")
     assert run_envkit("generate", str(profile), "-o", str(out), "--force").returncode == 0
     assert backup.read_text().endswith("# my edit\n")
-    assert any(p.name.startswith("compose.yaml.envkit-bak-") for p in out.iterdir())
+    backups = sorted(out.glob("compose.yaml.envkit-bak-*"))
+    assert len(backups) == 2 and "edited again\n" in [b.read_text() for b in backups]
 
 
 def test_foreign_file_is_not_overwritten(tmp_path):

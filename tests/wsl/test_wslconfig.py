@@ -103,8 +103,8 @@ def test_ps1_warns_about_windows11_keys(tmp_path):
     assert "wsl2.memory'; Build" not in text
 
 
+# The examples' wsl files are covered by tests/generate/test_golden.py; the default profile is here.
 GOLDEN_PROFILES = {
-    "windows-laptop": ROOT / "examples" / "windows-laptop.yaml",
     "default": None,
 }
 

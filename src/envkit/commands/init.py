@@ -6,12 +6,11 @@ Example:
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import TextIO
 
 from envkit.errors import OutputConflict
-from envkit.output import atomic_write, backup_path
+from envkit.output import atomic_write, write_backup
 from envkit.profile import default_profile_text
 
 
@@ -23,9 +22,8 @@ def run(path: Path, *, force: bool, out: TextIO) -> int:
             return 0
         if not force:
             raise OutputConflict(f"{path} already exists; not overwriting it",
-                                 hint="pass --force to replace it (a .envkit-bak copy is kept)")
-        bak = backup_path(path)
-        shutil.copy2(path, bak)
+                                 hint="pass --force to replace it (a .envkit-bak-<time> copy is kept)")
+        bak = write_backup(path)
         print(f"backed up {path} to {bak}", file=out)
     atomic_write(path, text)
     print(f"wrote {path}; edit it, then run `envkit generate {path}`", file=out)

@@ -21,14 +21,11 @@ Example:
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TextIO
 
 from envkit.errors import ProfileError, UsageError
+from envkit.output import atomic_write, backup_path, write_backup  # noqa: F401 (backup_path: tests)
 from envkit.profile import load_profile
 from envkit.targets.wsl import wslconfig_sections
 from envkit.wslmerge import Decoded, decode_config, encode_config, merge_ini
@@ -75,53 +72,7 @@ def run(profile_path: Path | None, wslconfig: Path, dry_run: bool, out: TextIO, 
     if exists:
         backup = write_backup(wslconfig, raw)
         print(f"Backup: {backup}", file=out)
-    write_atomic(wslconfig, encode_config(result.text, decoded))
+    atomic_write(wslconfig, encode_config(result.text, decoded), mode=None)
     print("Run `wsl --shutdown` from Windows (PowerShell or cmd) so WSL restarts with these settings; "
           "WSL reads .wslconfig only when its VM starts.", file=out)
     return 0
-
-
-def backup_path(path: Path, now: datetime | None = None) -> Path:
-    """``PATH.envkit-bak-<UTC time>``; ``-1``, ``-2``... when that name is taken."""
-    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
-    candidate = path.with_name(f"{path.name}.envkit-bak-{stamp}")
-    n = 1
-    while candidate.exists():
-        candidate = path.with_name(f"{path.name}.envkit-bak-{stamp}-{n}")
-        n += 1
-    return candidate
-
-
-def write_backup(path: Path, raw: bytes) -> Path:
-    """Copy ``raw`` (the file as it was) to a fresh backup name; never overwrites a file."""
-    while True:
-        target = backup_path(path)
-        try:
-            # "x": fail rather than overwrite if another process took the name meanwhile.
-            with open(target, "xb") as f:
-                f.write(raw)
-            shutil.copymode(path, target)
-            return target
-        except FileExistsError:
-            continue
-        except OSError as e:
-            raise ProfileError(f"{target}: cannot write the backup: {e.strerror}; nothing was changed") from None
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path`` and rename it over ``path``."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.envkit-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        if path.exists():
-            shutil.copymode(path, tmp)
-        else:
-            os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
