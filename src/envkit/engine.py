@@ -16,10 +16,7 @@ Example:
 from __future__ import annotations
 
 import abc
-import contextlib
-import os
 import re
-import uuid
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -253,146 +250,10 @@ def _as_limit(v: Any) -> int:
     return -1 if v in (None, "unlimited", "infinity") else int(v)
 
 
-# ---------------------------------------------------------------- docker implementation
-class DockerEngine(Engine):
-    """:class:`Engine` over the Docker SDK. ``labels`` go on everything it creates."""
+def __getattr__(name: str):
+    # DockerEngine lives in envkit.engine_docker and is loaded on first use, with docker-py.
+    if name == "DockerEngine":
+        from envkit.engine_docker import DockerEngine
 
-    def __init__(self, client: Any, labels: dict[str, str] | None = None) -> None:
-        import docker.errors
-        import requests.exceptions  # docker-py's own transport; its timeouts surface as these
-        self.client, self._errors, self._requests_exc = client, docker.errors, requests.exceptions
-        self.labels = {**(labels or {}), LABEL: "1"}
-
-    @classmethod
-    def connect(cls, labels: dict[str, str] | None = None) -> "DockerEngine":
-        """Connect via DOCKER_HOST / the default socket; EngineError (with hint) if no engine."""
-        import docker  # here, not at module top: `envkit generate` must never import it
-        try:
-            client = docker.from_env()
-            client.ping()
-        except Exception as exc:  # DockerException, requests errors, FileNotFoundError ...
-            where = os.environ.get("DOCKER_HOST") or "the default socket (/var/run/docker.sock)"
-            raise EngineError(f"cannot reach a Docker engine at {where}: {exc}",
-                              hint=START_HINT) from None
-        return cls(client, labels)
-
-    def ping(self) -> dict[str, Any]:
-        try:
-            info, ver = self.client.info(), self.client.version()
-        except self._errors.DockerException as exc:
-            raise EngineError(f"the engine stopped answering: {exc}", hint=START_HINT) from None
-        runtimes, host = sorted(info.get("Runtimes") or {}), {}
-        for n in ("memlock", "nofile", "stack"):
-            if v := self._host_limit(n):
-                host[n] = {"soft": v[0], "hard": v[1], "source": v[2]}
-        return {
-            "server_version": ver.get("Version"), "api_version": ver.get("ApiVersion"),
-            "os": info.get("OperatingSystem"), "os_type": info.get("OSType"),
-            "arch": info.get("Architecture"), "kernel": info.get("KernelVersion"),
-            "cgroup_version": info.get("CgroupVersion"), "cgroup_driver": info.get("CgroupDriver"),
-            "runtimes": runtimes, "nvidia_runtime": "nvidia" in runtimes,
-            "default_runtime": info.get("DefaultRuntime"),
-            "ncpu": info.get("NCPU"), "mem_total": info.get("MemTotal"),
-            # The API does not expose daemon.json default-ulimits; the daemon's own hard
-            # limits are the ceiling containers inherit, so report those where readable.
-            "host_ulimits": host}
-
-    def _daemon_pid(self) -> int | None:
-        if not os.environ.get("DOCKER_HOST", "unix://").startswith("unix://"):
-            return None  # remote daemon: its /proc is not ours
-        for comm in Path("/proc").glob("[0-9]*/comm"):
-            try:
-                if comm.read_text().strip() == "dockerd":
-                    return int(comm.parent.name)
-            except OSError:  # the process exited while we looked
-                pass
-        return None
-
-    def _host_limit(self, name: str) -> tuple[int, int, str] | None:
-        """(soft, hard, where): the daemon's limit (the containers' ceiling), else ours."""
-        pid = self._daemon_pid()
-        with contextlib.suppress(OSError):  # not ours to read (other user) or just exited
-            lim = parse_proc_limits(Path(f"/proc/{pid}/limits").read_text()) if pid else {}
-            if name in lim:
-                return (*lim[name], f"/proc/{pid}/limits of dockerd")
-        if name not in _RLIMITS:  # not a Linux rlimit we know
-            return None
-        import resource  # POSIX-only: keep `import envkit.engine` working on Windows
-        soft, hard = resource.getrlimit(_RLIMITS[name][0])
-        return (soft, hard, "this process's limit (`ulimit -H`), as the daemon's was not readable")
-
-    def build(self, context_dir: Path, tag: str, *, labels: dict[str, str] | None = None,
-              nocache: bool = False,
-              on_event: Callable[[BuildEvent], None] | None = None) -> str:
-        parser, emit = BuildStreamParser(), on_event or (lambda _e: None)
-        try:
-            # Low-level API: images.build() only reports after the build ends; we stream.
-            # rm/forcerm: intermediate containers must not outlive a failed step.
-            for chunk in self.client.api.build(
-                    path=str(context_dir), tag=tag, labels={**(labels or {}), **self.labels},
-                    nocache=nocache, rm=True, forcerm=True, decode=True):
-                for ev in parser.feed(chunk):
-                    emit(ev)
-        except (self._errors.DockerException, OSError, TypeError) as exc:
-            why = getattr(exc, "explanation", None) or exc  # APIError: the daemon's own words
-            raise BuildFailed(f"docker build of {tag} failed: {why}", step=parser.step_text,
-                              log=list(parser.tail)) from None
-        for ev in parser.close():
-            emit(ev)
-        if parser.error or not parser.image_id:
-            step, hint = parser.step_text, None
-            if step and re.match(r"Step \d+/\d+ : FROM", step, re.I):
-                hint = f"The base image is not available locally; {BASE_IMAGE_HINT}."
-            raise BuildFailed(f"docker build of {tag} failed at {step or 'start'}: "
-                              f"{parser.error or 'no image id'}", step=step,
-                              log=list(parser.tail), hint=hint)
-        return parser.image_id
-
-    def run(self, image: str, command: list[str], *, settings: dict[str, Any],
-            labels: dict[str, str] | None = None, timeout: float = 600) -> RunResult:
-        errors, rexc, kwargs = self._errors, self._requests_exc, to_create_kwargs(settings)
-        # Our own unique name (a caller's is overridden) lets the finally remove the container
-        # even if interrupted between the daemon creating it and create() returning.
-        name = kwargs["name"] = f"envkit-run-{uuid.uuid4().hex[:12]}"
-        try:
-            try:
-                # create + start, not run(remove=True): that leaves a "Created" container
-                # behind when start fails.
-                c = self.client.containers.create(
-                    image, command, labels={**(labels or {}), **self.labels}, detach=True, **kwargs)
-                c.start()
-            except errors.ImageNotFound as exc:
-                raise EngineError(f"image {image!r} not found: {exc.explanation}",
-                                  hint=BASE_IMAGE_HINT) from None
-            except TypeError as exc:  # docker-py rejects unknown keyword arguments
-                raise EngineError(f"unsupported container setting: {exc}") from None
-            except errors.APIError as exc:
-                raise explain_start_error(str(exc.explanation or exc), settings,
-                                          self._host_limit) from None
-            timed_out = False
-            try:
-                code = int(c.wait(timeout=timeout).get("StatusCode", -1))
-            except (rexc.ReadTimeout, rexc.ConnectionError):  # docker-py's wait timeout
-                timed_out, code = True, -1
-                with contextlib.suppress(errors.APIError, rexc.RequestException):
-                    c.kill()  # if this fails the finally's forced remove still kills it
-                    code = int(c.wait(timeout=30).get("StatusCode", -1))
-            out = c.logs(stdout=True, stderr=False).decode("utf-8", "replace")
-            err = c.logs(stdout=False, stderr=True).decode("utf-8", "replace")
-            return RunResult(code, out, err, timed_out)
-        except errors.APIError as exc:
-            raise EngineError(f"the engine failed while running {image}: "
-                              f"{exc.explanation or exc}") from None
-        finally:
-            # Always, also after start failures, timeouts and KeyboardInterrupt. APIError:
-            # never created (NotFound) or a removal already in progress.
-            with contextlib.suppress(errors.APIError):
-                self.client.api.remove_container(name, force=True)
-
-    def remove_labeled(self, label_key: str = LABEL) -> int:
-        n = 0
-        for c in self.client.containers.list(all=True, filters={"label": label_key}):
-            with contextlib.suppress(self._errors.NotFound):  # raced with another remover
-                c.remove(force=True)
-                n += 1
-        return n
+        return DockerEngine
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

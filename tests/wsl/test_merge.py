@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from envkit import output
 from envkit.commands import wsl_apply
 from envkit.errors import EnvkitError, ProfileError
 from envkit.wslmerge import decode_config, encode_config, merge_ini
@@ -128,9 +129,9 @@ def test_backup_never_overwrites(tmp_path):
     from datetime import datetime, timezone
     cfg = tmp_path / ".wslconfig"
     now = datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
-    first = wsl_apply.backup_path(cfg, now)
+    first = output.backup_path(cfg, now)
     first.write_text("old backup")
-    second = wsl_apply.backup_path(cfg, now)
+    second = output.backup_path(cfg, now)
     assert first.name == ".wslconfig.envkit-bak-20250102T030405Z"
     assert second.name == ".wslconfig.envkit-bak-20250102T030405Z-1"
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TextIO
 
 from envkit.errors import ProfileError, UsageError
-from envkit.output import atomic_write, backup_path, write_backup  # noqa: F401 (backup_path: tests)
+from envkit.output import atomic_write, write_backup
 from envkit.profile import load_profile
 from envkit.targets.wsl import wslconfig_sections
 from envkit.wslmerge import Decoded, decode_config, encode_config, merge_ini

@@ -13,7 +13,6 @@ Example:
 from __future__ import annotations
 
 import math
-import os
 import re
 import time
 from pathlib import Path
