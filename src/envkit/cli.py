@@ -164,6 +164,10 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as e:  # the file system said no (permissions, full disk, a path through a file)
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"envkit: error: {where}{e.strerror or e}", file=sys.stderr)
+        return 1
     except Exception as e:  # a bug in envkit: one line for the user, the traceback on request
         if os.environ.get("ENVKIT_DEBUG"):
             raise

@@ -119,6 +119,10 @@ def write_outputs(out_dir: Path, files: list[OutputFile], *, force: bool = False
     """Write ``files`` under ``out_dir``; raise ``OutputConflict`` (writing nothing) on edited files."""
     if out_dir.exists() and not out_dir.is_dir():
         raise EnvkitError(f"{out_dir}: exists and is not a directory")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise EnvkitError(f"{out_dir}: cannot create the output folder: {e.strerror or e}") from None
     manifest = _read_manifest(out_dir)
     report = WriteReport()
     conflicts: list[str] = []
@@ -141,8 +145,9 @@ def write_outputs(out_dir: Path, files: list[OutputFile], *, force: bool = False
                 continue
             if manifest.get(f.path) != current:
                 conflicts.append(f.path)
-        elif target.exists():
-            conflicts.append(f.path)
+        elif target.exists() or target.is_symlink():
+            raise EnvkitError(f"{target}: exists and is not a regular file; nothing was written",
+                              hint="move it away, or generate into another folder with -o")
         plan.append(f)
     if conflicts and not force:
         listed = ", ".join(str(out_dir / c) for c in conflicts)
@@ -150,17 +155,28 @@ def write_outputs(out_dir: Path, files: list[OutputFile], *, force: bool = False
             f"not overwriting {listed}: changed since envkit wrote it (or not written by envkit); nothing was written",
             hint="move your changes into the profile, or pass --force (envkit keeps a FILE.envkit-bak-<time> copy of each)",
         )
-    for f in plan:
-        target = out_dir / f.path
-        if f.path in conflicts and target.is_file():
-            report.backups.append(str(write_backup(target)))
-        if f.source is not None:
-            _place_copy(f.source, target)
-        else:
-            atomic_write(target, f.content, f.mode)
-            manifest[f.path] = sha256(f.content)
-        report.written.append(f.path)
-    if plan or not (out_dir / MANIFEST).exists():
-        doc = {"envkit_manifest": 1, "files": dict(sorted(manifest.items()))}
-        atomic_write(out_dir / MANIFEST, (json.dumps(doc, indent=2) + "\n").encode())
+    try:
+        for f in plan:
+            target = out_dir / f.path
+            try:
+                if f.path in conflicts and target.is_file():
+                    report.backups.append(str(write_backup(target)))
+                if f.source is not None:
+                    _place_copy(f.source, target)
+                else:
+                    atomic_write(target, f.content, f.mode)
+                    manifest[f.path] = sha256(f.content)
+            except OSError as e:
+                raise EnvkitError(f"{target}: cannot write: {e.strerror or e}; "
+                                  f"{len(report.written)} file(s) were written before this one") from None
+            report.written.append(f.path)
+    finally:
+        # Record whatever was written, also after a failure, so the next run can tell
+        # envkit's files from the user's.
+        if report.written or not (out_dir / MANIFEST).exists():
+            doc = {"envkit_manifest": 1, "files": dict(sorted(manifest.items()))}
+            try:
+                atomic_write(out_dir / MANIFEST, (json.dumps(doc, indent=2) + "\n").encode())
+            except OSError as e:
+                raise EnvkitError(f"{out_dir / MANIFEST}: cannot write: {e.strerror or e}") from None
     return report

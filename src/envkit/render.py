@@ -6,14 +6,15 @@ an empty string (StrictUndefined).
 
 Example:
     >>> env = make_env()
-    >>> env.from_string("echo {{ x|shquote }}").render(x="it's")
-    "echo 'it'\\"'\\"'s'"
+    >>> print(env.from_string("echo {{ x|shquote }}").render(x="it's"))
+    echo 'it'"'"'s'
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 from pathlib import Path
 
@@ -41,9 +42,26 @@ def _to_json(data) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False)
 
 
+# PowerShell reads the typographic single quotes as quotes too; each is escaped by doubling.
+_PS_QUOTES = re.compile("(['\u2018\u2019\u201a\u201b])")
+
+
 def _ps_quote(value: object) -> str:
-    """A PowerShell single-quoted string literal ('' escapes a quote)."""
-    return "'" + str(value).replace("'", "''") + "'"
+    """A PowerShell single-quoted string literal: every kind of single quote is doubled.
+
+    >>> _ps_quote("it's \u2019x\u2019")
+    "'it''s \u2019\u2019x\u2019\u2019'"
+    """
+    return "'" + _PS_QUOTES.sub(r"\1\1", str(value)) + "'"
+
+
+def _dockerfile_str(value: object) -> str:
+    """A double-quoted Dockerfile word (ENV, ARG, LABEL) in which ``$`` stays literal.
+
+    >>> print(_dockerfile_str('a "b" $HOME'))
+    "a \\"b\\" \\$HOME"
+    """
+    return json.dumps(str(value), ensure_ascii=False).replace("$", "\\$")
 
 
 def _bytecode_cache() -> jinja2.BytecodeCache | None:
@@ -76,5 +94,6 @@ def make_env(directory: Path | None = None) -> jinja2.Environment:
     env.filters["psquote"] = _ps_quote
     env.filters["to_yaml"] = _to_yaml
     env.filters["to_json"] = _to_json
+    env.filters["dockerfile_str"] = _dockerfile_str
     env.globals["envkit_version"] = __version__
     return env

@@ -131,8 +131,16 @@ def docker_flags(rs: RunSettings, volume_source=lambda v: v.source) -> list[str]
     return flags
 
 
+def compose_escape(text: str) -> str:
+    """Compose interpolates ``$VAR``; ``$$`` is a literal ``$`` (so a proxy password survives)."""
+    return text.replace("$", "$$")
+
+
 def compose_service(rs: RunSettings, volume_source=lambda v: v.source) -> dict:
-    """The run-time part of a compose service (keys as the Compose Specification names them)."""
+    """The run-time part of a compose service (keys as the Compose Specification names them).
+
+    Values are escaped for compose's interpolation, so compose passes exactly what run.sh does.
+    """
     svc: dict = {}
     if rs.shm_size is not None:
         svc["shm_size"] = format_size(rs.shm_size)
@@ -146,9 +154,10 @@ def compose_service(rs: RunSettings, volume_source=lambda v: v.source) -> dict:
     if rs.ulimits:
         svc["ulimits"] = {u.name: (u.soft if u.soft == u.hard else {"soft": u.soft, "hard": u.hard}) for u in rs.ulimits}
     if rs.volumes:
-        svc["volumes"] = [":".join([volume_source(v), v.target] + ([v.mode] if v.mode else [])) for v in rs.volumes]
+        svc["volumes"] = [compose_escape(":".join([volume_source(v), v.target] + ([v.mode] if v.mode else [])))
+                          for v in rs.volumes]
     if rs.env:
-        svc["environment"] = dict(rs.env)
+        svc["environment"] = {k: compose_escape(v) for k, v in rs.env}
     if rs.gpus is not None:
         device = {"driver": "nvidia", "capabilities": ["gpu"]}
         if rs.gpus == "all":

@@ -7,6 +7,8 @@ translation), normalised to one vocabulary, and compared.
 from __future__ import annotations
 
 import json
+import os
+import re
 import shlex
 
 import pytest
@@ -19,7 +21,18 @@ from envkit.units import parse_size
 from tests.conftest import copy_example, example_profiles
 
 
-def _from_flags(flags: list[str]) -> dict:
+def _compose_literal(text: str) -> str:
+    """What compose passes for a value: ``$$`` is a literal ``$``; a lone ``$`` would be interpolated."""
+    assert not re.search(r"(?<!\$)\$(?!\$)", text.replace("$$", "")), f"unescaped $ in compose value {text!r}"
+    return text.replace("$$", "$")
+
+
+def _vol(spec: str, base: str) -> str:
+    src, dst = spec.split(":", 2)[:2]
+    return os.path.normpath(os.path.join(base, src)) + ":" + dst
+
+
+def _from_flags(flags: list[str], base: str = "/") -> dict:
     s: dict = {"ulimits": {}, "volumes": [], "env": {}}
     for flag in flags:
         key, _, value = flag.partition("=")
@@ -40,7 +53,7 @@ def _from_flags(flags: list[str]) -> dict:
             soft, _, hard = lim.partition(":")
             s["ulimits"][name] = (int(soft), int(hard or soft))
         elif key == "--volume":
-            s["volumes"].append(value.split(":", 2)[1])  # compare container targets: sources are per-target
+            s["volumes"].append(_vol(value, base))
         elif key == "--env":
             k, _, v = value.partition("=")
             s["env"][k] = v
@@ -49,16 +62,17 @@ def _from_flags(flags: list[str]) -> dict:
     return s
 
 
-def _from_run_sh(text: str) -> dict:
+def _from_run_sh(text: str, out_dir: str) -> dict:
     body = text.split("flags=(\n", 1)[1].split("\n)\n", 1)[0]
-    flags = [shlex.split(line.replace('"${here}/"', ""))[0] for line in body.splitlines()]
+    # "${here}" is the script's folder, i.e. the output directory.
+    flags = [shlex.split(line.replace('"${here}/"', out_dir + "/"))[0] for line in body.splitlines()]
     return _from_flags(flags)
 
 
-def _from_compose(text: str) -> dict:
+def _from_compose(text: str, out_dir: str) -> dict:
     doc = yaml.safe_load(text)
     (svc,) = doc["services"].values()
-    s: dict = {"ulimits": {}, "volumes": [], "env": dict(svc.get("environment", {}))}
+    s: dict = {"ulimits": {}, "volumes": [], "env": {k: _compose_literal(v) for k, v in svc.get("environment", {}).items()}}
     if "shm_size" in svc:
         s["shm"] = parse_size(svc["shm_size"])
     s["ipc"] = svc["ipc"]
@@ -69,7 +83,7 @@ def _from_compose(text: str) -> dict:
         s["memory"] = parse_size(svc["mem_limit"])
     for name, lim in svc.get("ulimits", {}).items():
         s["ulimits"][name] = (lim, lim) if isinstance(lim, int) else (lim["soft"], lim["hard"])
-    s["volumes"] = [v.split(":", 2)[1] for v in svc.get("volumes", [])]
+    s["volumes"] = [_vol(_compose_literal(v), out_dir) for v in svc.get("volumes", [])]
     devices = svc.get("deploy", {}).get("resources", {}).get("reservations", {}).get("devices")
     if devices:
         d = devices[0]
@@ -79,7 +93,7 @@ def _from_compose(text: str) -> dict:
 
 def _from_sdk(kw: dict) -> dict:
     s: dict = {"ulimits": {u["name"]: (u["soft"], u["hard"]) for u in kw.get("ulimits", [])},
-               "volumes": [v.split(":", 2)[1] for v in kw.get("volumes", [])], "env": kw.get("environment", {}),
+               "volumes": [_vol(v, "/") for v in kw.get("volumes", [])], "env": kw.get("environment", {}),
                "ipc": kw["ipc_mode"]}
     if "shm_size" in kw:
         s["shm"] = kw["shm_size"]
@@ -95,17 +109,32 @@ def _from_sdk(kw: dict) -> dict:
     return s
 
 
-@pytest.mark.parametrize("example", [p.name for p in example_profiles()])
+TRICKY = """envkit: 1
+name: tricky
+image: {base: debian:bookworm, proxy: {http: "http://u:p$w@proxy:3128"}}
+run:
+  volumes: ["./da ta:/data:ro", "/abs/$dir:/abs"]
+  env: {PRICE: "5$ and $HOME and ${X}", QUOTES: "it's \\"q\\" `id`"}
+"""
+
+
+@pytest.mark.parametrize("example", [p.name for p in example_profiles()] + ["<tricky>"])
 def test_targets_agree(example, tmp_path):
-    profile_path = copy_example(example, tmp_path)
+    if example == "<tricky>":
+        profile_path = tmp_path / "tricky.yaml"
+        profile_path.write_text(TRICKY)
+    else:
+        profile_path = copy_example(example, tmp_path)
     loaded = load_profile(profile_path)
     files = {f.path: f.content.decode() for f in render_all(loaded, tmp_path / "out") if f.source is None
              and f.path.endswith((".sh", ".yaml", ".json"))}
-    run_sh = _from_run_sh(files["run.sh"])
-    compose = _from_compose(files["compose.yaml"])
+    out = str((tmp_path / "out").resolve())
+    run_sh = _from_run_sh(files["run.sh"], out)
+    compose = _from_compose(files["compose.yaml"], out)
     devc = json.loads(files[".devcontainer/devcontainer.json"].split("\n", 1)[1])
-    devcontainer = _from_flags(devc["runArgs"])
-    sdk = _from_sdk(sdk_kwargs(RunSettings.from_profile(loaded.profile)))
+    devcontainer = _from_flags([a.replace("${localWorkspaceFolder}", out) for a in devc["runArgs"]])
+    sdk = _from_sdk(sdk_kwargs(RunSettings.from_profile(loaded.profile),
+                               volume_source=lambda v: str(loaded.resolve(v.source)) if v.is_relative else v.source))
     assert run_sh == compose == devcontainer == sdk
     # And they say what the profile says.
     run = loaded.profile.run

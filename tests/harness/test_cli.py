@@ -67,12 +67,38 @@ def test_table_without_json(run_cli, small_loader, write_expect):
     (["--dataset", "harness_datasets:not_there"], "cannot import"),
     (["--dataset", "no_colon"], "MODULE:CALLABLE"),
     (["--timeout", "0"], "--timeout"),
+    (["--timeout", "nan"], "--timeout"),
+    (["--timeout", "inf"], "--timeout"),
+    (["--timeout", "-5"], "--timeout"),
+    (["--timeout=-inf"], "--timeout"),
+    (["--plot", "/nonexistent/dir/x.png"], "/nonexistent/dir"),
+    (["--sweep", "--plot", "/nonexistent/dir/x.png"], "does not exist"),
 ])
 def test_usage_errors_exit_2_without_traceback(run_cli, args, needle):
     p = run_cli(*args)
     assert p.returncode == 2
     assert needle in p.stderr
     assert "Traceback" not in p.stderr and p.stdout == ""
+
+
+@pytest.mark.parametrize("args", [["--timeout", "nan"], ["--timeout", "inf"], ["--timeout", "-1"],
+                                  ["--plot", "/nonexistent/dir/x.png"]])
+def test_refused_before_anything_runs_in_one_line(run_cli, args):
+    # before the fix: nan/inf ran with a watchdog that never fires, and a bad --plot folder ran the
+    # whole sweep, then crashed in savefig with a traceback
+    p = run_cli("--quick", *args, timeout=60)
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("envkit-harness: error: "), p.stderr
+    assert "environment" not in p.stderr and "loader" not in p.stderr
+
+
+def test_plot_path_that_is_a_file_folder_or_directory_is_refused(run_cli, tmp_path):
+    (tmp_path / "afile").write_text("x")
+    p = run_cli("--plot", str(tmp_path / "afile" / "x.png"))
+    assert p.returncode == 2 and "is not a directory" in p.stderr and "Traceback" not in p.stderr
+    p = run_cli("--plot", str(tmp_path))
+    assert p.returncode == 2 and "is a directory" in p.stderr and "Traceback" not in p.stderr
 
 
 @pytest.mark.parametrize("content", ["{not json", '{"envkit_expect": 1, "loader": {"dtype": "float8"}}',

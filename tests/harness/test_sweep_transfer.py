@@ -46,15 +46,46 @@ def test_plot_without_matplotlib_gives_clear_message(tmp_path, monkeypatch, caps
     assert not (tmp_path / "x.png").exists()
 
 
-def test_pinned_transfer_skips_without_cuda():
+def test_pinned_transfer_skips_without_cuda(monkeypatch):
+    # runs on every machine: cuda_available=False is injected, and measure_h2d sees no CUDA either
     import torch
-    if torch.cuda.is_available():
-        pytest.skip("this machine has CUDA; the skip path is for CPU-only hosts")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     s = resolve_loader(None, usable=2)
     c = check_pinned_transfer(s, cuda_available=False)
     assert c["status"] == "skip" and "CUDA" in c["message"]
     with pytest.raises(RuntimeError, match="CUDA"):
         measure_h2d(1 << 20, loops=1, trials=1)
+
+
+def test_pinned_transfer_skip_test_runs_where_cuda_is_present(monkeypatch):
+    # the test above must not skip itself on a CUDA host (it tests the skip path, not the host)
+    import torch
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    try:
+        test_pinned_transfer_skips_without_cuda(monkeypatch)
+    except pytest.skip.Exception as exc:
+        pytest.fail(f"the skip-path test skipped itself on a CUDA host: {exc}")
+
+
+def test_plot_to_unwritable_path_records_plot_error(tmp_path, capsys):
+    s = resolve_loader({"envkit_expect": 1, "loader": {"batch_size": 4, "sample_shape": [4]}}, usable=1)
+    target = tmp_path / "missing" / "x.png"
+    c = sweep.check_workers_sweep(s, usable=1, quick=True, timeout=30, plot=str(target), counts=[0, 1])
+    assert c["status"] in ("pass", "warn") and c["measured"]["recommended"] in (0, 1)
+    assert "plot" not in c["measured"]
+    assert "cannot write the plot" in c["measured"]["plot_error"] and str(target) in c["measured"]["plot_error"]
+    assert "cannot write the plot" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf"), 0, -1.0, "60", None, True])
+def test_non_finite_or_non_positive_timeout_is_refused_everywhere(bad):
+    from envkit.harness.expect import UsageError
+    from envkit.harness.loader import run_loader_child
+    with pytest.raises(UsageError, match="timeout"):
+        run_checks(None, timeout=bad, quick=True)
+    # the watchdog itself refuses a deadline that could never fire (before starting a child)
+    with pytest.raises(ValueError, match="timeout"):
+        run_loader_child([], timeout=bad)
 
 
 @pytest.mark.skipif("not __import__('torch').cuda.is_available()", reason="needs a CUDA GPU")

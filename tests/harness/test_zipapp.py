@@ -52,6 +52,30 @@ def test_importing_package_and_sizing_does_not_import_torch():
     subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ, PYTHONPATH=str(REPO / "src")))
 
 
+def in_ci(environ=None) -> bool:
+    """CI must run the clean-interpreter test: ENVKIT_REQUIRE_DOCKER=1 or CI=true."""
+    environ = os.environ if environ is None else environ
+    return environ.get("ENVKIT_REQUIRE_DOCKER") == "1" or environ.get("CI", "").lower() in ("true", "1")
+
+
+def torch_only_unavailable(reason: str, environ=None):
+    """Skip locally, but fail under CI: a green CI run must have exercised the zipapp in a clean venv."""
+    if in_ci(environ):
+        pytest.fail(f"{reason} (under CI this test must run, not skip)", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.mark.parametrize("environ, outcome", [
+    ({"CI": "true"}, pytest.fail.Exception),
+    ({"ENVKIT_REQUIRE_DOCKER": "1"}, pytest.fail.Exception),
+    ({}, pytest.skip.Exception),
+    ({"CI": "false", "ENVKIT_REQUIRE_DOCKER": "0"}, pytest.skip.Exception),
+])
+def test_missing_torch_only_interpreter_fails_under_ci(environ, outcome):
+    with pytest.raises(outcome, match="cannot install torch"):
+        torch_only_unavailable("cannot install torch into a fresh venv: pip said no", environ)
+
+
 @pytest.fixture(scope="session")
 def torch_only_python(tmp_path_factory):
     """A fresh venv with only torch (and its dependencies) installed, reused for the session."""
@@ -59,12 +83,14 @@ def torch_only_python(tmp_path_factory):
     if given:
         return given
     venv = tmp_path_factory.mktemp("torch-only") / "venv"
-    subprocess.run([sys._base_executable, "-m", "venv", str(venv)], check=True)
+    made = subprocess.run([sys._base_executable, "-m", "venv", str(venv)], capture_output=True, text=True)
+    if made.returncode != 0:
+        torch_only_unavailable(f"cannot create a fresh venv: {made.stderr[-500:]}")
     py = venv / "bin" / "python"
     p = subprocess.run([str(py), "-m", "pip", "install", "-q", "-c", str(REPO / "constraints.txt"), "torch==2.13.0"],
                        capture_output=True, text=True)
     if p.returncode != 0:
-        pytest.skip(f"cannot install torch into a fresh venv: {p.stderr[-500:]}")
+        torch_only_unavailable(f"cannot install torch into a fresh venv: {p.stderr[-500:]}")
     return str(py)
 
 

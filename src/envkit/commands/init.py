@@ -9,13 +9,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TextIO
 
-from envkit.errors import OutputConflict
+from envkit.errors import OutputConflict, UsageError
 from envkit.output import atomic_write, write_backup
 from envkit.profile import default_profile_text
 
 
 def run(path: Path, *, force: bool, out: TextIO) -> int:
     text = default_profile_text().encode()
+    if path.is_dir():
+        raise UsageError(f"{path}: is a folder; give the profile's file name (e.g. {path / 'envkit.yaml'})")
     if path.exists():
         if path.read_bytes() == text:
             print(f"{path} already holds the default profile", file=out)

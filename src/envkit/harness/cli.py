@@ -1,7 +1,8 @@
 """Command line: ``python -m envkit.harness`` (or ``python3 envkit_harness.pyz``).
 
 Exit status: 0 no check failed, 1 a check failed, 2 usage error (bad flag,
-unreadable/invalid --expect, --dataset not importable). With ``--json`` stdout
+unreadable/invalid --expect, --dataset not importable, --timeout not a finite
+number > 0, --plot in a folder that does not exist or is not writable). With ``--json`` stdout
 holds exactly one JSON document; progress always goes to stderr.
 
 Example:
@@ -11,10 +12,11 @@ Example:
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
-from .core import DEFAULT_TIMEOUT_S, run_checks
+from .core import DEFAULT_TIMEOUT_S, check_timeout, run_checks
 from .expect import UsageError, load_expect
 from .report import FAIL, render_table, to_json
 
@@ -34,6 +36,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", metavar="FILE.png", help="with the sweep: plot samples/s vs num_workers (needs matplotlib)")
     p.add_argument("--json", action="store_true", help="print one JSON report on stdout")
     return p
+
+
+def check_plot_path(path: str) -> None:
+    """Refuse a ``--plot`` path that cannot be written, before the sweep runs (:class:`UsageError`)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise UsageError(f"--plot {path}: is a directory; give a file name such as {os.path.join(path, 'sweep.png')}")
+    if not os.path.isdir(folder):
+        what = "is not a directory" if os.path.exists(folder) else "does not exist"
+        raise UsageError(f"--plot {path}: the folder {folder} {what}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"--plot {path}: the folder {folder} is not writable")
 
 
 class _Progress:
@@ -64,6 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # argparse already printed the usage error
         return int(exc.code or 0) if exc.code in (0, None) else 2
     try:
+        check_timeout(args.timeout)  # NaN/inf/0/negative: refused before anything runs
+        if args.plot:
+            check_plot_path(args.plot)
         expect = load_expect(args.expect) if args.expect else None
         report = run_checks(expect, dataset=args.dataset, num_workers=args.num_workers,
                             batch_size=args.batch_size, timeout=args.timeout, quick=args.quick,

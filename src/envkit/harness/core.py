@@ -8,12 +8,29 @@ Example:
 
 from __future__ import annotations
 
+import math
+
 from . import env as envmod
 from .checks_sys import check_cpus, check_gpus, check_shm, check_ulimits
 from .expect import UsageError, resolve_loader, validate_expect
 from .report import make_report
 
 DEFAULT_TIMEOUT_S = 60.0
+
+
+def check_timeout(timeout) -> float:
+    """Return ``timeout`` as a float if it is a finite number of seconds > 0, else raise :class:`UsageError`.
+
+    NaN and infinity are refused: a deadline of ``now + nan`` or ``now + inf`` never fires, so the
+    watchdog could never report a hang.
+
+    >>> check_timeout(30)
+    30.0
+    """
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) \
+            or timeout <= 0:
+        raise UsageError(f"--timeout must be a finite number of seconds > 0, got {timeout!r}")
+    return float(timeout)
 
 
 def _check_dataset(spec: str) -> None:
@@ -36,8 +53,7 @@ def run_checks(expect: dict | None, *, dataset: str | None = None, num_workers=N
     """
     if expect is not None:
         validate_expect(expect)
-    if timeout is None or timeout <= 0:
-        raise UsageError("--timeout must be a positive number of seconds")
+    check_timeout(timeout)
     if dataset:
         _check_dataset(dataset)
     say = progress or (lambda line: None)

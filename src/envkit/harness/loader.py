@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import json
+import math
 import os
 import select
 import signal
@@ -102,7 +103,12 @@ def run_loader_child(runs: list[dict], *, timeout: float, progress=None, label: 
 
     Returns ``{"results": {run_index: stats}, "errors": {run_index: event}, "error": last event|None, "hang": bool,
     "returncode": int|None, "stderr_tail": str, "child_pid": int, "leftover": [pids]}``.
+    Raises :class:`ValueError` unless ``timeout`` is a finite number > 0 (a NaN or infinite
+    timeout would make the watchdog's deadline never fire).
     """
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) \
+            or timeout <= 0:
+        raise ValueError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
     rfd, wfd = os.pipe()
     config = {"sys_path": [p for p in sys.path if p], "module": f"{_PACKAGE}.loader_child",
               "fd": wfd, "runs": runs, "stop_on_error": stop_on_error}
@@ -153,7 +159,9 @@ def _watch(proc, rfd: int, timeout: float, progress, label: str, out: dict) -> N
                 if kind == "ready":
                     # spawn/forkserver workers re-import torch before their first batch: the
                     # parent passes that start-up allowance as "grace" (0 under fork).
-                    deadline = time.monotonic() + timeout + float(event.get("grace", 0.0))
+                    grace = event.get("grace", 0.0)
+                    grace = float(grace) if isinstance(grace, (int, float)) and math.isfinite(grace) else 0.0
+                    deadline = time.monotonic() + timeout + max(0.0, grace)
                 elif kind in ("batch", "run_done"):
                     deadline = time.monotonic() + timeout
                 if kind == "batch":

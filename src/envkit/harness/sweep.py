@@ -42,24 +42,29 @@ def recommend(rates: dict) -> int | None:
 
 
 def plot_sweep(table: list[dict], path: str, recommended=None) -> None:
-    """Write samples/s vs num_workers as a PNG (matplotlib, Agg backend). Raises ImportError without it."""
+    """Write samples/s vs num_workers as a PNG (matplotlib, Agg backend).
+
+    Raises ImportError without matplotlib, OSError when ``path`` cannot be written.
+    """
     import matplotlib
     matplotlib.use("Agg")  # no display in a container
     import matplotlib.pyplot as plt
 
     rows = [r for r in table if r.get("samples_per_s") is not None]
     fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot([r["num_workers"] for r in rows], [r["samples_per_s"] for r in rows], marker="o")
-    if recommended is not None:
-        ax.axvline(recommended, linestyle="--", color="gray", label=f"recommended: {recommended}")
-        ax.legend()
-    ax.set_xlabel("num_workers")
-    ax.set_ylabel("samples/s")
-    ax.set_title("DataLoader throughput vs num_workers")
-    ax.grid(True, alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, format="png")
-    plt.close(fig)
+    try:
+        ax.plot([r["num_workers"] for r in rows], [r["samples_per_s"] for r in rows], marker="o")
+        if recommended is not None:
+            ax.axvline(recommended, linestyle="--", color="gray", label=f"recommended: {recommended}")
+            ax.legend()
+        ax.set_xlabel("num_workers")
+        ax.set_ylabel("samples/s")
+        ax.set_title("DataLoader throughput vs num_workers")
+        ax.grid(True, alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(path, format="png")
+    finally:
+        plt.close(fig)
 
 
 def check_workers_sweep(settings: dict, *, usable: int, timeout: float = 60.0, quick: bool = False,
@@ -94,6 +99,9 @@ def check_workers_sweep(settings: dict, *, usable: int, timeout: float = 60.0, q
             measured["plot"] = plot
         except ImportError:
             measured["plot_error"] = "matplotlib is not installed: pip install matplotlib to use --plot"
+            print(f"workers_sweep: {measured['plot_error']}", file=sys.stderr)
+        except OSError as exc:  # e.g. the folder vanished or is not writable: keep the measured sweep
+            measured["plot_error"] = f"cannot write the plot {plot}: {exc.strerror or exc}"
             print(f"workers_sweep: {measured['plot_error']}", file=sys.stderr)
     failed = [r for r in table if r["samples_per_s"] is None]
     evidence = ", ".join(f"{r['num_workers']}: {r['samples_per_s']:.0f}" if r["samples_per_s"] is not None

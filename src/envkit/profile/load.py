@@ -42,7 +42,8 @@ _EXPECTED = {
 # Plain-words descriptions of the patterns, by key name.
 _PATTERNS = {
     "name": "lowercase letters, digits, '_', '.', '-' (starting with a letter or digit), e.g. vision-train",
-    "volumes": "a bind mount 'HOST_PATH:/CONTAINER_PATH' with an optional ':ro' or ':rw'",
+    "volumes": "a bind mount 'HOST_PATH:/CONTAINER_PATH' with an optional ':ro' or ':rw' (HOST_PATH absolute or "
+               "relative to the profile, not starting with '~'; CONTAINER_PATH of letters, digits and . _ / + -)",
     "system_packages": "a Debian package name, optionally '=version' (e.g. numactl, git=1:2.39.5-0+deb12u1)",
     "pip_packages": "a pip requirement such as 'pillow', 'numpy<2' or 'pkg[extra]>=1.0'",
     "base": "an image reference such as 'nvidia/cuda:12.4.1-runtime-ubuntu22.04' (digest goes in image.digest)",
@@ -51,7 +52,10 @@ _PATTERNS = {
     "version": "a release such as '2.5.1'",
     "variant": "'cpu', 'cuXYZ' (e.g. cu124) or 'rocmX.Y'",
     "index_url": "an http(s):// or file:// URL",
-    "workdir": "an absolute path such as /workspace",
+    "workdir": "an absolute path of letters, digits and . _ / + - such as /workspace",
+    "env": "text without control characters (no newlines)",
+    "http": "a proxy URL without spaces", "https": "a proxy URL without spaces",
+    "no_proxy": "a comma-separated host list without spaces",
     "root": "an absolute path such as /mnt/",
 }
 
@@ -107,7 +111,7 @@ def _check_version(data: dict, pos: dict, source: str) -> None:
         raise ProfileError(f"{source}:1:1: envkit: required key missing; the first line of a profile is 'envkit: 1'")
     v = data["envkit"]
     if v not in SUPPORTED_VERSIONS or isinstance(v, bool):
-        line, col = pos[("envkit",)]
+        line, col = pos.get(("envkit",), (1, 1))  # a merge key (<<) leaves no position
         raise ProfileError(
             f"{source}:{line}:{col}: envkit: profile version {v!r} is not supported by envkit {__version__}; "
             f"supported: {', '.join(map(str, SUPPORTED_VERSIONS))}"

@@ -16,9 +16,9 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from envkit.harness.sizing import DTYPE_ITEMSIZE
+from envkit.harness.sizing import DTYPE_ITEMSIZE, batch_bytes
 from envkit.profile.types import (
-    AbsPath, Cpuset, DebPackage, EnvName, Name, PipRequirement, PositiveInt, Size,
+    AbsPath, Cpuset, DebPackage, EnvName, EnvValue, Name, PipRequirement, PositiveInt, Size,
 )
 from envkit.profile.wsl import Wsl
 from envkit.units import ULIMIT_NAMES, did_you_mean, parse_cpuset
@@ -60,9 +60,9 @@ class Torch(Model):
 class Proxy(Model):
     """Proxy settings, applied to the build (as build args, not baked into the image) and the run."""
 
-    http: Annotated[str, Field(pattern=r"^\S+$")] | None = None
-    https: Annotated[str, Field(pattern=r"^\S+$")] | None = None
-    no_proxy: Annotated[str, Field(pattern=r"^\S*$")] | None = None
+    http: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]+$")] | None = None
+    https: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]+$")] | None = None
+    no_proxy: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]*$")] | None = None
 
 
 class Image(Model):
@@ -75,7 +75,7 @@ class Image(Model):
     pip_packages: tuple[PipRequirement, ...] = ()
     torch: Torch | None = None
     user: User = User()
-    env: dict[EnvName, str] = {}
+    env: dict[EnvName, EnvValue] = {}
     ca_certificates: tuple[str, ...] = ()
     proxy: Proxy | None = None
     workdir: AbsPath = "/workspace"
@@ -96,8 +96,8 @@ class Ulimit(Model):
                    {k: schema.pop(k) for k in list(schema) if k in ("type", "properties", "required",
                                                                        "additionalProperties")}]}))
 
-    soft: Annotated[int, Field(ge=-1)]
-    hard: Annotated[int, Field(ge=-1)]
+    soft: Annotated[int, Field(ge=-1, le=2**63 - 1)]
+    hard: Annotated[int, Field(ge=-1, le=2**63 - 1)]
 
     @model_validator(mode="before")
     @classmethod
@@ -116,7 +116,9 @@ class Ulimit(Model):
         return self
 
 
-GpuSpec = Union[Literal["all", "none"], Annotated[int, Field(ge=1)], tuple[Union[int, str], ...]]
+GpuId = Union[Annotated[int, Field(ge=0, le=1023)], Annotated[str, Field(pattern=r"^(GPU-)?[A-Za-z0-9-]{1,64}$")]]
+GpuSpec = Union[Literal["all", "none"], Annotated[int, Field(ge=1, le=1024)],
+                Annotated[tuple[GpuId, ...], Field(min_length=1)]]
 
 
 class Run(Model):
@@ -129,8 +131,8 @@ class Run(Model):
     memory: Size | None = None
     gpus: GpuSpec = "none"
     ulimits: Annotated[dict[str, Ulimit], Field(json_schema_extra={"propertyNames": {"enum": list(ULIMIT_NAMES)}})] = {}
-    volumes: tuple[Annotated[str, Field(pattern=r"^[^:\x00-\x1f]+:/[^:\x00-\x1f]*(:(ro|rw|z|Z|ro,z|ro,Z))?$")], ...] = ()
-    env: dict[EnvName, str] = {}
+    volumes: tuple[Annotated[str, Field(pattern=r"^[^:~\x00-\x1f]([^:\x00-\x1f]*):/[A-Za-z0-9._/+-]*(:(ro|rw|z|Z|ro,z|ro,Z))?$")], ...] = ()
+    env: dict[EnvName, EnvValue] = {}
 
     @field_validator("ulimits", mode="before")
     @classmethod
@@ -160,12 +162,19 @@ class Loader(Model):
 
     num_workers: Annotated[int, Field(ge=0, le=256)] | Literal["auto"] = "auto"
     batch_size: PositiveInt = 32
-    sample_shape: tuple[PositiveInt, ...] = (3, 224, 224)
+    sample_shape: Annotated[tuple[Annotated[int, Field(ge=1, le=2**20)], ...], Field(min_length=1, max_length=8)] = (3, 224, 224)
     dtype: Dtype = "float32"
     pin_memory: bool = True
     prefetch_factor: PositiveInt = 2
     persistent_workers: bool = True
     start_method: Literal["fork", "spawn", "forkserver"] = "fork"
+
+    @model_validator(mode="after")
+    def _batch_fits_a_machine(self):
+        size = batch_bytes(self.batch_size, self.sample_shape, self.dtype)
+        if size > 2**40:
+            raise ValueError(f"one batch would be {size} bytes (over 1 TiB); check batch_size and sample_shape")
+        return self
 
 
 class Profile(Model):

@@ -38,7 +38,10 @@ Cpuset = Annotated[
 
 Name = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]*$", max_length=63)]
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
-AbsPath = Annotated[str, StringConstraints(pattern=r"^/[^\s:]*$")]
+# Paths and values that land in Dockerfile RUN lines and mount specs: a conservative
+# alphabet, so no value can be read as shell syntax or as an extra mount option.
+AbsPath = Annotated[str, StringConstraints(pattern=r"^/[A-Za-z0-9._/+-]*$")]
+EnvValue = Annotated[str, StringConstraints(pattern=r"^[^\x00-\x1f\x7f]*$")]
 DebPackage = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+:~-]+)?$")]
 # A PEP 508 requirement without environment markers or URLs: enough for pins,
 # extras and ranges, and nothing a shell could misread even before quoting.

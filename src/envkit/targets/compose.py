@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from envkit.runsettings import compose_service
+from envkit.runsettings import compose_escape, compose_service
 from envkit.targets import GenContext, OutputFile
 from envkit.targets.dockerfile import build_args
 
@@ -23,7 +23,7 @@ def document(ctx: GenContext) -> dict:
     build: dict = {"context": ".", "dockerfile": "Dockerfile"}
     args = build_args(ctx)
     if args:
-        build["args"] = dict(args)
+        build["args"] = {k: compose_escape(v) for k, v in args}
     service = {"build": build, "image": p.image_tag, "init": True}
     service.update(compose_service(ctx.settings, volume_source=ctx.relative_source))
     service["stdin_open"] = True
