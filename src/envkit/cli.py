@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from pathlib import Path
@@ -27,6 +28,17 @@ class _Parser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         print(f"envkit: error: {message}", file=sys.stderr)
         raise SystemExit(2)
+
+
+def _seconds(text: str) -> float:
+    """A finite, positive number of seconds (nan or inf would make a deadline never fire)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds above 0, got {text!r}")
+    return value
 
 
 def _profile_arg(p: argparse.ArgumentParser) -> None:
@@ -69,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--image", default=None, help="validate this image instead of building")
     v.add_argument("--compare-default", action="store_true", help="also run under Docker's defaults, side by side")
     v.add_argument("--json", action="store_true")
-    v.add_argument("--timeout", type=float, default=300.0, help="seconds for each harness run (default 300)")
+    v.add_argument("--timeout", type=_seconds, default=300.0, help="seconds for each harness run (default 300)")
     v.add_argument("--quick", action="store_true", help="fewer batches and a smaller transfer buffer")
 
     d = sub.add_parser("doctor", help="check this host (Linux, WSL2, Windows) and training scripts")

@@ -150,3 +150,130 @@ def test_table_output(tmp_path):
 def test_docker_probe_is_injectable(tmp_path):
     doc = diagnose(_host("linux", tmp_path, docker_probe=lambda: None), _profile(), [], [])
     assert _by_name(doc)["docker"]["status"] == "skip"
+
+
+# -- the docker check goes through envkit.engine (the one engine seam) ------------------------------
+
+PING = {"server_version": "27.3.1", "os": "Docker Desktop", "runtimes": ["nvidia", "runc"], "nvidia_runtime": True,
+        "host_ulimits": {}, "cgroup_version": "2"}
+
+
+def test_engine_ping_is_injectable_and_feeds_the_docker_checks(tmp_path):
+    doc = diagnose(_host("wsl1", tmp_path, engine_ping=lambda: dict(PING)), _profile(), [], [])
+    checks = _by_name(doc)  # the wsl1 fixture's docker.json says unreachable: the ping wins
+    assert checks["docker"]["status"] == "pass" and "27.3.1" in checks["docker"]["message"]
+    assert checks["docker"]["measured"]["server_version"] == "27.3.1"
+    assert checks["gpu_runtime"]["status"] == "pass"
+
+
+def test_engine_error_from_the_seam_is_a_failed_docker_check(tmp_path):
+    from envkit.errors import EngineError
+
+    def no_daemon():
+        raise EngineError("cannot reach a Docker engine at the default socket: refused", hint="start it")
+
+    doc = diagnose(_host("linux", tmp_path, engine_ping=no_daemon), _profile(), [], [])
+    checks = _by_name(doc)
+    assert checks["docker"]["status"] == "fail" and "cannot reach a Docker engine" in checks["docker"]["message"]
+    assert checks["docker"]["measured"]["reachable"] is False
+    assert checks["gpu_runtime"]["status"] == "skip"
+
+
+def test_real_host_asks_envkit_engine_docker_engine(monkeypatch):
+    import envkit.engine
+    from envkit.errors import EngineError
+    calls = []
+
+    class FakeEngine:
+        def __init__(self):
+            self.client = self
+
+        @classmethod
+        def connect(cls):
+            calls.append("connect")
+            if fail:
+                raise EngineError("no daemon", hint="start one")
+            return cls()
+
+        def ping(self):
+            calls.append("ping")
+            return {**PING, "runtimes": ["runc"], "nvidia_runtime": False}
+
+        def close(self):
+            calls.append("close")
+
+    monkeypatch.setattr(envkit.engine, "DockerEngine", FakeEngine, raising=False)
+    fail = False
+    info = Host(Path("/"), environ={}).docker()
+    assert calls == ["connect", "ping", "close"]
+    assert info["reachable"] is True and info["runtimes"] == ["runc"] and info["nvidia_runtime"] is False
+    fail = True
+    info = Host(Path("/"), environ={}).docker()
+    assert info["reachable"] is False and info["error"] == "no daemon" and info["hint"] == "start one"
+
+
+def test_doctor_host_does_not_talk_to_docker_itself():
+    import ast
+    import envkit.doctor.host as host_mod
+    tree = ast.parse(Path(host_mod.__file__).read_text())
+    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    assert "docker" not in imported and "subprocess" not in imported
+    assert not any(isinstance(n, ast.Constant) and n.value == "info" for n in ast.walk(tree))  # no `docker info`
+
+
+# -- scripts that cannot be checked are failed checks, not crashes ---------------------------------
+
+def _script_check(tmp_path, path, host_name="linux"):
+    doc = diagnose(_host(host_name, tmp_path), _profile(), [path], [])
+    return _by_name(doc)[f"script:{path}"]
+
+
+def test_script_that_is_a_directory_says_so(tmp_path):
+    d = tmp_path / "project"
+    d.mkdir()
+    c = _script_check(tmp_path, d)
+    assert c["status"] == "fail" and "is a directory" in c["message"] and "no such file" not in c["message"]
+    assert c["remedy"]
+
+
+def test_script_that_is_not_utf8_says_so(tmp_path):
+    p = tmp_path / "train.py"
+    p.write_bytes(b"x = 1\ns = '\xff\xfe caf\xe9'\n")
+    c = _script_check(tmp_path, p)
+    assert c["status"] == "fail" and "not UTF-8" in c["message"] and "line 2" in c["message"]
+
+
+def test_script_with_a_coding_line_is_decoded_as_python_does(tmp_path):
+    p = tmp_path / "train.py"
+    p.write_bytes(b"# -*- coding: latin-1 -*-\nname = 'caf\xe9'\n" + GOOD_SCRIPT.encode())
+    assert _script_check(tmp_path, p)["status"] == "pass"
+
+
+def test_unreadable_script_says_so(tmp_path, monkeypatch):
+    import envkit.doctor as doctor_pkg
+    p = tmp_path / "train.py"
+    p.write_text(GOOD_SCRIPT)
+
+    def denied(path):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(doctor_pkg, "check_file", denied)  # chmod 000 does not stop root
+    c = _script_check(tmp_path, p)
+    assert c["status"] == "fail" and "cannot be read" in c["message"] and "Permission denied" in c["message"]
+
+
+def test_script_that_is_a_fifo_is_not_opened(tmp_path):
+    import os
+    p = tmp_path / "train.py"
+    os.mkfifo(p)  # opening it for reading would block forever
+    c = _script_check(tmp_path, p)
+    assert c["status"] == "fail" and "not a regular file" in c["message"]
+
+
+def test_directory_script_through_the_command_exits_1(tmp_path):
+    out = io.StringIO()
+    rc = doctor_cmd.run(None, [tmp_path], [], True, out, io.StringIO(),
+                        host=_host("linux", tmp_path / "h", docker_probe=lambda: None))
+    assert rc == 1
+    assert "is a directory" in _by_name(json.loads(out.getvalue()))[f"script:{tmp_path}"]["message"]

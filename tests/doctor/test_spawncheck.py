@@ -81,3 +81,43 @@ def test_syntax_error_is_reported_with_line():
 def test_else_branch_of_main_guard_is_unguarded():
     src = HEAD + "if __name__ == '__main__':\n    pass\nelse:\n    DataLoader(ds, num_workers=1)\n"
     assert _kinds(src) == [(6, "unguarded")]
+
+
+@pytest.mark.parametrize("src, line", [
+    # the review's case: an aliased name at module level used to pass
+    ("from torch.utils.data import DataLoader as DL\nDL(ds, num_workers=4)\n", 2),
+    ("import torch.utils.data as tud\ntud.DataLoader(ds, num_workers=4)\n", 2),
+    ("import torch.utils.data\ntorch.utils.data.DataLoader(ds, num_workers=4)\n", 2),
+    ("import torch as T\nT.utils.data.DataLoader(ds, num_workers=4)\n", 2),
+    ("from torch.utils import data as D\nD.DataLoader(ds, num_workers=4)\n", 2),
+    ("from torch.utils.data.dataloader import DataLoader as Loader\nLoader(ds, num_workers=4)\n", 2),
+    ("from torch.utils.data import DataLoader as DL\nMakeLoader = DL\nMakeLoader(ds, num_workers=4)\n", 3),
+    ("from torch.utils.data import DataLoader as DL\ndef build():\n    return DL(ds, num_workers=2)\nbuild()\n", 3),
+])
+def test_aliased_dataloader_at_import_time_is_flagged(src, line):
+    assert _kinds(src) == [(line, "unguarded")]
+
+
+@pytest.mark.parametrize("src", [
+    "from torch.utils.data import DataLoader as DL\nif __name__ == '__main__':\n    DL(ds, num_workers=4)\n",
+    "import torch.utils.data as tud\ntud.DataLoader(ds, num_workers=0)\n",
+    "from torch.utils.data import DataLoader as DL\ndef main():\n    DL(ds, num_workers=4)\n",
+])
+def test_aliased_dataloader_guarded_or_without_workers_passes(src):
+    assert _kinds(src) == []
+
+
+def test_aliased_loader_with_lambda_collate_and_aliased_nested_dataset():
+    src = ("from torch.utils.data import DataLoader as DL, Dataset as DS\n"
+           "def main():\n"
+           "    class Local(DS):\n        pass\n"
+           "    DL(Local(), num_workers=2, collate_fn=lambda b: b)\n"
+           "if __name__ == '__main__':\n    main()\n")
+    kinds = _kinds(src)
+    assert (3, "unpicklable") in kinds  # nested Dataset subclass, through the alias DS
+    assert (5, "unpicklable") in kinds  # lambda collate_fn on the aliased loader
+    assert sum(1 for _, k in kinds if k == "unpicklable") == 3  # the class instance, the lambda, the class
+
+
+def test_non_loader_names_are_not_flagged():
+    assert _kinds("from mylib import Loader as DL\nDL(ds, num_workers=4)\n") == []

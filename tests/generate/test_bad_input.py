@@ -114,3 +114,9 @@ def test_cli_missing_file(tmp_path):
 def test_cli_usage_error_exit_2():
     res = run_envkit("generate", "--target", "dockerfle")
     assert res.returncode == 2 and "invalid choice" in res.stderr and "Traceback" not in res.stderr
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "0", "-5", "soon"])
+def test_validate_timeout_must_be_finite_and_positive(value):
+    res = run_envkit("validate", "--timeout", value)
+    assert res.returncode == 2 and "--timeout" in res.stderr and "Traceback" not in res.stderr

@@ -36,10 +36,23 @@ __all__ = ["Host", "diagnose", "render_table", "check_script"]
 
 def check_script(path: Path, shown: str | None = None) -> dict:
     """One ``script`` check: the spawn-safety findings of :mod:`.spawncheck` for ``path``."""
-    name = f"script:{shown or path}"
-    if not path.is_file():
-        return make_check(name, FAIL, {"path": str(path)}, {}, f"{shown or path}: no such file")
-    findings = check_file(path)
+    name, label = f"script:{shown or path}", shown or str(path)
+
+    def unreadable(problem: str, remedy: str) -> dict:
+        return make_check(name, FAIL, {"path": str(path), "error": problem}, {"spawn_safe": True},
+                          f"{label}: {problem}", remedy)
+
+    if path.is_dir():
+        return unreadable("is a directory, not a script", "pass the training script itself: --script DIR/train.py")
+    if not path.exists():
+        return unreadable("no such file", "check the path (relative paths start in the current directory)")
+    if not path.is_file():  # a FIFO or device: reading it could block or never end
+        return unreadable("is not a regular file", "pass the training script (a .py file)")
+    try:
+        findings = check_file(path)
+    except OSError as exc:  # permission denied, I/O error, vanished since the checks above
+        return unreadable(f"cannot be read ({exc.strerror or exc})",
+                          "make it readable by this user (ls -l shows its permissions)")
     measured = {"path": str(path), "findings": [{"line": f.line, "kind": f.kind, "message": f.message}
                                                 for f in findings]}
     if not findings:

@@ -195,18 +195,22 @@ def check_docker(host: Host, profile: Profile) -> list[dict]:
         return [make_check("docker", SKIP, {}, {}, "Docker engine not probed")]
     reachable, runtimes = info.get("reachable"), list(info.get("runtimes") or [])
     measured = {"reachable": reachable, "runtimes": runtimes, "error": info.get("error")}
+    measured.update({k: info[k] for k in ("server_version", "os") if info.get(k) is not None})
+    nvidia = bool(info.get("nvidia_runtime")) or "nvidia" in runtimes
     if not reachable:
         checks = [make_check("docker", FAIL, measured, {"reachable": True},
                              f"no Docker engine answers: {info.get('error') or 'unreachable'}",
                              "WSL2: enable Docker Desktop's WSL integration for this distribution, or install "
                              "docker.io in it and start it (sudo service docker start); Linux: start dockerd")]
     else:
-        checks = [make_check("docker", PASS, measured, {}, f"engine reachable; runtimes: {', '.join(runtimes) or 'none'}")]
+        version = f"Docker {measured['server_version']}; " if measured.get("server_version") else ""
+        checks = [make_check("docker", PASS, measured, {},
+                             f"engine reachable; {version}runtimes: {', '.join(runtimes) or 'none'}")]
     if not profile.run.wants_gpus:
         checks.append(make_check("gpu_runtime", SKIP, measured, {}, "the profile asks for no GPUs"))
     elif not reachable:
         checks.append(make_check("gpu_runtime", SKIP, measured, {"runtime": "nvidia"}, "no engine to ask"))
-    elif "nvidia" in runtimes:
+    elif nvidia:
         checks.append(make_check("gpu_runtime", PASS, measured, {"runtime": "nvidia"}, "the nvidia runtime is registered"))
     else:
         checks.append(make_check("gpu_runtime", WARN, measured, {"runtime": "nvidia"},

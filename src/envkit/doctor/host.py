@@ -14,7 +14,9 @@ looked up under ``root``. What cannot live in a file tree comes from
 
 A fixture host without a file answers "unknown" (None). With ``root`` "/",
 the real calls are made (``os.statvfs``, ``resource.getrlimit``,
-``shutil.which``, the Docker SDK or CLI).
+``shutil.which``). The Docker engine is only ever asked through envkit's one
+engine seam, :class:`envkit.engine.DockerEngine` (``connect()`` then
+``ping()``, loaded lazily); ``Host.engine_ping`` replaces that call in tests.
 
 Example:
     >>> h = Host(Path("/nonexistent"), environ={})
@@ -24,17 +26,18 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
+
+from envkit.errors import EngineError
 
 FIXTURE_DIR = ".envkit-fixture"
-DOCKER_TIMEOUT_S = 5.0
 
 
 def _environ() -> dict[str, str]:
@@ -45,7 +48,11 @@ def _environ() -> dict[str, str]:
 class Host:
     """A machine to inspect: the real one (``root`` "/") or a fixture tree.
 
-    ``docker_probe`` replaces the Docker engine probe (tests; or ``lambda: None`` to skip it).
+    ``engine_ping`` replaces the engine call: a callable returning
+    :meth:`envkit.engine.Engine.ping`'s dict, or raising :class:`~envkit.errors.EngineError`
+    when no engine answers (default on the real host: :func:`engine_ping`).
+    ``docker_probe`` replaces the whole probe with a ready ``{"reachable", "runtimes", "error"}``
+    dict (or ``lambda: None`` to skip the docker checks).
     ``cwd`` is the working directory the checks judge (default: the process's).
     """
 
@@ -53,6 +60,7 @@ class Host:
     environ: Mapping[str, str] = field(default_factory=_environ)
     cwd: str = field(default_factory=os.getcwd)
     docker_probe: Callable[[], dict | None] | None = None
+    engine_ping: Callable[[], dict[str, Any]] | None = None
 
     @property
     def is_real(self) -> bool:
@@ -128,42 +136,40 @@ class Host:
         return sum(1 for line in cpuinfo.splitlines() if line.split(":")[0].strip() == "processor") or None
 
     def docker(self) -> dict | None:
-        """``{"reachable", "runtimes", "error"}`` for the Docker engine, or None when not probed."""
+        """``{"reachable", "runtimes", "nvidia_runtime", "server_version", "os", "error"}``, or None when not probed."""
         if self.docker_probe is not None:
             return self.docker_probe()
+        if self.engine_ping is not None:
+            return probe_engine(self.engine_ping)
         if not self.is_real:
             return self._fixture("docker.json")
-        return probe_docker()
+        return probe_engine(engine_ping)
 
 
-def probe_docker() -> dict:
-    """Ping the engine with the docker SDK (imported lazily), falling back to the docker CLI."""
+def engine_ping() -> dict[str, Any]:
+    """``DockerEngine.connect().ping()`` through :mod:`envkit.engine`; raises EngineError without an engine."""
+    from envkit.engine import DockerEngine  # lazily: loads docker-py only when the doctor asks
+
+    engine = DockerEngine.connect()
     try:
-        import docker  # noqa: PLC0415 - optional at import time; doctor must run without it
-        client = docker.from_env(timeout=int(DOCKER_TIMEOUT_S))
-        try:
-            client.ping()
-            info = client.info()
-        finally:
-            client.close()
-        return {"reachable": True, "runtimes": sorted((info.get("Runtimes") or {}).keys()), "error": None}
-    except ImportError:
-        pass
-    except Exception as e:  # the SDK raises many types for "no engine"; all mean unreachable here
-        sdk_error = str(e).splitlines()[0] if str(e) else type(e).__name__
-        if not shutil.which("docker"):
-            return {"reachable": False, "runtimes": [], "error": sdk_error}
-    if not shutil.which("docker"):
-        return {"reachable": False, "runtimes": [], "error": "neither the docker Python package nor the docker CLI is installed"}
+        return engine.ping()
+    finally:
+        close = getattr(getattr(engine, "client", None), "close", None)
+        if callable(close):
+            with contextlib.suppress(Exception):  # closing a half-dead connection must not hide the answer
+                close()
+
+
+def probe_engine(ping: Callable[[], dict[str, Any]]) -> dict:
+    """Turn an engine ``ping`` (or its :class:`EngineError`) into the doctor's docker facts."""
     try:
-        proc = subprocess.run(["docker", "info", "--format", "{{json .Runtimes}}"], capture_output=True,
-                              text=True, timeout=DOCKER_TIMEOUT_S + 5)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return {"reachable": False, "runtimes": [], "error": str(e)}
-    if proc.returncode != 0:
-        return {"reachable": False, "runtimes": [], "error": (proc.stderr.strip().splitlines() or ["docker info failed"])[-1]}
-    try:
-        runtimes = sorted(json.loads(proc.stdout or "{}").keys())
-    except ValueError:
-        runtimes = []
-    return {"reachable": True, "runtimes": runtimes, "error": None}
+        info = ping() or {}
+    except EngineError as exc:
+        return {"reachable": False, "runtimes": [], "nvidia_runtime": False, "error": str(exc), "hint": exc.hint}
+    except ImportError as exc:  # the docker package is missing from this installation
+        return {"reachable": False, "runtimes": [], "nvidia_runtime": False,
+                "error": f"the docker Python package cannot be imported ({exc}); reinstall envkit", "hint": None}
+    runtimes = sorted(info.get("runtimes") or [])
+    return {"reachable": True, "runtimes": runtimes,
+            "nvidia_runtime": bool(info.get("nvidia_runtime")) or "nvidia" in runtimes,
+            "server_version": info.get("server_version"), "os": info.get("os"), "error": None}

@@ -27,6 +27,8 @@ Example:
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 from dataclasses import dataclass
 
 # DataLoader's positional parameters (torch/utils/data/dataloader.py), by name.
@@ -49,14 +51,24 @@ class Finding:
 
 
 def check_file(path) -> list[Finding]:
-    """Read ``path`` (UTF-8, as Python does) and check it."""
+    """Read ``path`` and check it, decoding it as Python does (UTF-8, or its PEP 263 coding line).
+
+    Raises :class:`OSError` when the file cannot be read (the caller reports that).
+    """
     with open(path, "rb") as f:
         raw = f.read()
     try:
-        source = raw.decode("utf-8-sig")
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    except SyntaxError as e:  # an unknown coding declaration, or a BOM that contradicts it
+        return [Finding(getattr(e, "lineno", None) or 1, "syntax", f"the script's encoding is invalid: {e.msg}",
+                        "save it as UTF-8 and drop the coding line")]
+    try:
+        source = raw.decode(encoding)
     except UnicodeDecodeError as e:
         line = raw[: e.start].count(b"\n") + 1
-        return [Finding(line, "syntax", "the script is not UTF-8 text", "save it as UTF-8")]
+        what = "UTF-8" if encoding in ("utf-8", "utf-8-sig") else f"valid {encoding} (its coding line)"
+        return [Finding(line, "syntax", f"the script is not {what} text (undecodable byte 0x{raw[e.start]:02x})",
+                        "save it as UTF-8")]
     return check_source(source, str(path))
 
 
@@ -82,9 +94,53 @@ def _is_main_guard(node: ast.AST) -> bool:
     return bool(names and consts)
 
 
-def _is_dataloader(call: ast.Call) -> bool:
-    f = call.func
-    return (isinstance(f, ast.Name) and f.id == "DataLoader") or (isinstance(f, ast.Attribute) and f.attr == "DataLoader")
+def import_aliases(tree: ast.Module) -> dict[str, str]:
+    """Local names bound by imports (anywhere) and by module-level ``X = Y`` re-bindings, to dotted names.
+
+    >>> t = ast.parse("import torch.utils.data as tud\\nfrom torch.utils.data import DataLoader as DL\\nL = DL\\n")
+    >>> sorted(import_aliases(t).items())
+    [('DL', 'torch.utils.data.DataLoader'), ('L', 'torch.utils.data.DataLoader'), ('tud', 'torch.utils.data')]
+    """
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    aliases[a.asname] = a.name
+                else:  # `import torch.utils.data` binds `torch`
+                    top = a.name.split(".")[0]
+                    aliases.setdefault(top, top)
+        elif isinstance(node, ast.ImportFrom):
+            base = "." * node.level + (node.module or "")
+            for a in node.names:
+                if a.name != "*":
+                    aliases[a.asname or a.name] = f"{base}.{a.name}" if base else a.name
+    for stmt in tree.body:  # `DL = DataLoader`, `Loader = tud.DataLoader`
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, (ast.Name, ast.Attribute)):
+            target = dotted_name(stmt.value, aliases)
+            for t in stmt.targets:
+                if isinstance(t, ast.Name) and target and target != t.id:
+                    aliases[t.id] = target
+    return aliases
+
+
+def dotted_name(node: ast.AST, aliases: dict[str, str]) -> str | None:
+    """``tud.DataLoader`` -> ``torch.utils.data.DataLoader`` through ``aliases``; None for a non-name."""
+    if isinstance(node, ast.Name):
+        return aliases.get(node.id, node.id)
+    if isinstance(node, ast.Attribute):
+        base = dotted_name(node.value, aliases)
+        return f"{base or '?'}.{node.attr}"
+    return None
+
+
+def _is_named(qualified: str | None, name: str) -> bool:
+    return bool(qualified) and (qualified == name or qualified.endswith("." + name))
+
+
+def _is_dataloader(call: ast.Call, aliases: dict[str, str] | None = None) -> bool:
+    """``DataLoader(...)``, ``torch.utils.data.DataLoader(...)``, or any alias of it (``DL(...)``, ``tud.DataLoader``)."""
+    return _is_named(dotted_name(call.func, aliases or {}), "DataLoader")
 
 
 def _arg(call: ast.Call, name: str) -> ast.AST | None:
@@ -130,6 +186,7 @@ def _shallow_calls(stmts) -> list[ast.Call]:
 class _Checker:
     def __init__(self, tree: ast.Module) -> None:
         self.tree = tree
+        self.aliases = import_aliases(tree)
         self.functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self.module_lambdas = {t.id: n.lineno for n in tree.body if isinstance(n, ast.Assign)
                                and isinstance(n.value, ast.Lambda) for t in n.targets if isinstance(t, ast.Name)}
@@ -140,7 +197,7 @@ class _Checker:
 
     def run(self) -> list[Finding]:
         findings = self._unguarded()
-        loaders = [n for n in ast.walk(self.tree) if isinstance(n, ast.Call) and _is_dataloader(n)]
+        loaders = [n for n in ast.walk(self.tree) if isinstance(n, ast.Call) and _is_dataloader(n, self.aliases)]
         spawning = [c for c in loaders if workers_of(c) != 0]
         for call in spawning:
             findings.extend(self._pickling(call))
@@ -172,7 +229,7 @@ class _Checker:
         while queue:
             calls, via = queue.pop(0)
             for call in sorted(calls, key=lambda c: c.lineno):
-                if _is_dataloader(call):
+                if _is_dataloader(call, self.aliases):
                     n = workers_of(call)
                     if n == 0:
                         continue
@@ -266,7 +323,7 @@ class _Checker:
         for node in ast.walk(self.tree):
             if not isinstance(node, ast.ClassDef) or not self._enclosing_functions(node):
                 continue
-            bases = [b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else "" for b in node.bases]
+            bases = [dotted_name(b, self.aliases) or "" for b in node.bases]
             if any(b.endswith("Dataset") for b in bases):
                 out.append(Finding(node.lineno, "unpicklable",
                                    f"Dataset subclass {node.name!r} is defined inside a function; DataLoader workers "
