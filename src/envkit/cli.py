@@ -14,7 +14,9 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from envkit import __version__
@@ -153,11 +155,23 @@ def split_harness_argv(argv: list[str]) -> tuple[Path | None, list[str]]:
     return profile, rest
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (docker stop, a CI cancel), raised like Ctrl-C so every ``finally`` cleans up."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``envkit`` console script and ``python -m envkit``."""
     argv = sys.argv[1:] if argv is None else argv
     # envkit uses no pydantic plugins; skipping their entry-point scan saves ~40 ms per run.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    if threading.current_thread() is threading.main_thread():
+        # Containers and temporary build folders are removed in `finally` blocks: make SIGTERM
+        # unwind through them as Ctrl-C does, instead of killing the process where it stands.
+        signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         if argv[:1] == ["harness"]:
             from envkit.commands import harness
@@ -171,9 +185,9 @@ def main(argv: list[str] | None = None) -> int:
         if e.hint:
             print(f"envkit: hint: {e.hint}", file=sys.stderr)
         return e.exit_code
-    except KeyboardInterrupt:
-        print("envkit: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        print("envkit: interrupted; cleaned up", file=sys.stderr)
+        return 143 if isinstance(e, Terminated) else 130
     except BrokenPipeError:
         return 0
     except OSError as e:  # the file system said no (permissions, full disk, a path through a file)

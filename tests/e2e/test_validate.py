@@ -88,3 +88,36 @@ def test_build_failure_names_the_step(engine, e2e_dir):
 def test_no_engine_is_explained(tmp_path):
     res = run_envkit("validate", "--image", "x", env={"DOCKER_HOST": f"unix://{tmp_path}/none.sock"}, timeout=60)
     assert res.returncode == 3 and "cannot reach a Docker engine" in res.stderr and "Traceback" not in res.stderr
+
+
+@pytest.mark.parametrize("sig, code", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_interrupting_validate_leaves_no_container(built, e2e_dir, engine, sig, code):
+    """Ctrl-C (or SIGTERM) while the harness runs: the container is removed anyway."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from envkit.engine import LABEL
+
+    # A CI runner may start us with SIGINT ignored; a user's terminal does not.
+    proc = subprocess.Popen([sys.executable, "-m", "envkit", "validate", str(e2e_dir / "envkit.yaml"), "--image",
+                             built], cwd=e2e_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if engine.client.containers.list(all=True, filters={"label": LABEL}):
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail("validate never started a container")
+        proc.send_signal(getattr(signal, sig))
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+    assert proc.returncode == code, err
+    assert "interrupted" in err and "Traceback" not in err
+    assert engine.client.containers.list(all=True, filters={"label": LABEL}) == []
