@@ -63,11 +63,11 @@ class FakeEngine(Engine):
         return dict(self.info)
 
     def build(self, context_dir: Path, tag: str, *, labels: dict[str, str] | None = None,
-              nocache: bool = False,
+              nocache: bool = False, buildargs: dict[str, str] | None = None,
               on_event: Callable[[BuildEvent], None] | None = None) -> str:
         self.calls.append(("build", {"context_dir": Path(context_dir), "tag": tag,
                                      "labels": {**(labels or {}), LABEL: "1"},
-                                     "nocache": nocache}))
+                                     "nocache": nocache, "buildargs": dict(buildargs or {})}))
         for ev in self.build_events:
             if on_event:
                 on_event(ev)

@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from envkit.harness.sizing import (
     DOCKER_DEFAULT_SHM, GIB, MIB, batch_bytes, recommended_shm_bytes, shm_required_bytes,
@@ -55,6 +56,20 @@ def shm_need(profile: Profile) -> int:
 
 def _gib(n: int) -> str:
     return f"{n / GIB:.1f} GiB" if n >= GIB else f"{n / MIB:.0f} MiB"
+
+
+def file_warnings(profile: Profile, base_dir: Path) -> list[str]:
+    """Warnings about the files a profile points at (relative to its folder)."""
+    out: list[str] = []
+    torch = profile.image.torch
+    if torch and torch.find_links:
+        wanted = (f"torch-{torch.version}+{torch.variant}-", f"torch-{torch.version}-")
+        wheels = [w.name for rel in torch.find_links for w in (base_dir / rel).glob("torch-*.whl")]
+        if not any(name.startswith(wanted) for name in wheels):
+            out.append(f"image.torch.find_links: no torch {torch.version}+{torch.variant} wheel in "
+                       f"{', '.join(torch.find_links)} (found: {', '.join(sorted(wheels)) or 'none'}); the build "
+                       f"will look for it on the index instead (pip download torch=={torch.version} --no-deps -d <dir>)")
+    return out
 
 
 def profile_warnings(profile: Profile) -> list[str]:

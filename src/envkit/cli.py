@@ -95,7 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     w = sub.add_parser("wsl", help="WSL2 helpers")
     wsub = w.add_subparsers(dest="wsl_command", required=True, metavar="COMMAND", parser_class=_Parser)
     wa = wsub.add_parser("apply", help="merge the profile's keys into a .wslconfig (backup first)")
-    _profile_arg(wa)
+    # No default profile here: its example values would silently land in a real .wslconfig.
+    wa.add_argument("profile", type=Path, metavar="PROFILE", help="profile YAML with a wsl: section")
     wa.add_argument("--wslconfig", type=Path, required=True, help="path to .wslconfig (%%UserProfile%%\\.wslconfig)")
     wa.add_argument("--dry-run", action="store_true")
     return parser
@@ -110,7 +111,7 @@ def dispatch(args: argparse.Namespace) -> int:
                             out=out, err=err)
     if cmd == "flags":
         from envkit.commands import flags
-        return flags.run(args.profile, out=out)
+        return flags.run(args.profile, out=out, err=err)
     if cmd == "init":
         from envkit.commands import init
         return init.run(args.path, force=args.force, out=out)

@@ -86,9 +86,12 @@ class Engine(abc.ABC):
 
     @abc.abstractmethod
     def build(self, context_dir: Path, tag: str, *, labels: dict[str, str] | None = None,
-              nocache: bool = False,
+              nocache: bool = False, buildargs: dict[str, str] | None = None,
               on_event: Callable[[BuildEvent], None] | None = None) -> str:
-        """Build ``context_dir``/Dockerfile as ``tag``; return the image id, or BuildFailed."""
+        """Build ``context_dir``/Dockerfile as ``tag``; return the image id, or BuildFailed.
+
+        ``buildargs`` are --build-arg values (the proxy settings), never written into the Dockerfile.
+        """
 
     @abc.abstractmethod
     def run(self, image: str, command: list[str], *, settings: dict[str, Any],

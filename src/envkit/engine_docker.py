@@ -92,7 +92,7 @@ class DockerEngine(Engine):
         return (soft, hard, "this process's limit (`ulimit -H`), as the daemon's was not readable")
 
     def build(self, context_dir: Path, tag: str, *, labels: dict[str, str] | None = None,
-              nocache: bool = False,
+              nocache: bool = False, buildargs: dict[str, str] | None = None,
               on_event: Callable[[BuildEvent], None] | None = None) -> str:
         parser, emit = BuildStreamParser(), on_event or (lambda _e: None)
         try:
@@ -100,7 +100,7 @@ class DockerEngine(Engine):
             # rm/forcerm: intermediate containers must not outlive a failed step.
             for chunk in self.client.api.build(
                     path=str(context_dir), tag=tag, labels={**(labels or {}), **self.labels},
-                    nocache=nocache, rm=True, forcerm=True, decode=True):
+                    nocache=nocache, rm=True, forcerm=True, decode=True, buildargs=dict(buildargs or {})):
                 for ev in parser.feed(chunk):
                     emit(ev)
         except (self._errors.DockerException, OSError, TypeError) as exc:

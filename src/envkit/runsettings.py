@@ -41,10 +41,11 @@ class Volume:
     source: str
     target: str
     mode: str | None
+    project: bool = False  # the profile's own folder, mounted at image.workdir
 
     @property
     def is_relative(self) -> bool:
-        return not self.source.startswith("/") and not self.source.startswith("~")
+        return not self.source.startswith("/")
 
 
 @dataclass(frozen=True)
@@ -60,18 +61,22 @@ class RunSettings:
     ulimits: tuple[Ulimit, ...]
     volumes: tuple[Volume, ...]
     env: tuple[tuple[str, str], ...]
+    # An init process as PID 1 forwards signals and reaps exited DataLoader workers.
+    init: bool = True
+
+    @property
+    def project_volume(self) -> Volume | None:
+        return next((v for v in self.volumes if v.project), None)
 
     @classmethod
     def from_profile(cls, p: Profile) -> "RunSettings":
         env = dict(p.run.env)
-        proxy = p.image.proxy
-        if proxy:
-            # Run-time downloads (datasets, hub models) need the proxy as much as the build does.
-            for key, value in (("http_proxy", proxy.http), ("https_proxy", proxy.https), ("no_proxy", proxy.no_proxy)):
-                if value is not None:
-                    env.setdefault(key, value)
-                    env.setdefault(key.upper(), value)
+        # Run-time downloads (datasets, hub models) need the proxy as much as the build does.
+        for key, value in proxy_build_args(p):
+            env.setdefault(key, value)
         vols = []
+        if p.run.mount_project:
+            vols.append(Volume(".", p.image.workdir, None, project=True))
         for spec in p.run.volumes:
             src, dst, *mode = spec.split(":", 2)
             vols.append(Volume(src, dst, mode[0] if mode else None))
@@ -96,6 +101,17 @@ class RunSettings:
         return self.shm_size if self.shm_size is not None else DEFAULT_SHM
 
 
+def proxy_build_args(p: Profile) -> list[tuple[str, str]]:
+    """``image.proxy`` as the lower- and upper-case variables tools read (build args and run env)."""
+    proxy = p.image.proxy
+    out: list[tuple[str, str]] = []
+    if proxy:
+        for key, value in (("http_proxy", proxy.http), ("https_proxy", proxy.https), ("no_proxy", proxy.no_proxy)):
+            if value is not None:
+                out += [(key, value), (key.upper(), value)]
+    return out
+
+
 def _cpus_text(cpus: float) -> str:
     return f"{cpus:g}"
 
@@ -107,15 +123,18 @@ def gpus_flag_value(gpus) -> str:
     return '"device=' + ",".join(str(g) for g in gpus) + '"'
 
 
-def docker_flags(rs: RunSettings, volume_source=lambda v: v.source) -> list[str]:
+def docker_flags(rs: RunSettings, volume_source=lambda v: v.source, *, project: bool = True) -> list[str]:
     """``docker run`` flags, one list item per flag (never shell-joined here).
 
-    ``volume_source`` maps a Volume to the host path text to use (callers resolve relative paths).
+    ``volume_source`` maps a Volume to the host path text to use (callers resolve relative paths);
+    ``project=False`` leaves out the project mount (devcontainer.json states it as workspaceMount).
     """
     flags: list[str] = []
     if rs.shm_size is not None:
         flags.append(f"--shm-size={format_size(rs.shm_size)}")
     flags.append(f"--ipc={rs.ipc}")
+    if rs.init:
+        flags.append("--init")
     if rs.cpuset:
         flags.append(f"--cpuset-cpus={rs.cpuset}")
     if rs.cpus is not None:
@@ -126,6 +145,8 @@ def docker_flags(rs: RunSettings, volume_source=lambda v: v.source) -> list[str]
         flags.append(f"--gpus={gpus_flag_value(rs.gpus)}")
     flags.extend(f"--ulimit={u.flag_value}" for u in rs.ulimits)
     for v in rs.volumes:
+        if v.project and not project:
+            continue
         flags.append("--volume=" + ":".join([volume_source(v), v.target] + ([v.mode] if v.mode else [])))
     flags.extend(f"--env={k}={val}" for k, val in rs.env)
     return flags
@@ -145,6 +166,8 @@ def compose_service(rs: RunSettings, volume_source=lambda v: v.source) -> dict:
     if rs.shm_size is not None:
         svc["shm_size"] = format_size(rs.shm_size)
     svc["ipc"] = rs.ipc
+    if rs.init:
+        svc["init"] = True
     if rs.cpuset:
         svc["cpuset"] = rs.cpuset
     if rs.cpus is not None:
@@ -173,6 +196,8 @@ def compose_service(rs: RunSettings, volume_source=lambda v: v.source) -> dict:
 def sdk_kwargs(rs: RunSettings, volume_source=lambda v: v.source) -> dict:
     """docker-py ``containers.create`` keyword arguments (plain data; the engine seam builds SDK types)."""
     kw: dict = {"ipc_mode": rs.ipc}
+    if rs.init:
+        kw["init"] = True
     if rs.shm_size is not None:
         kw["shm_size"] = rs.shm_size
     if rs.cpuset:

@@ -40,6 +40,8 @@ def _from_flags(flags: list[str], base: str = "/") -> dict:
             s["shm"] = parse_size(value)
         elif key == "--ipc":
             s["ipc"] = value
+        elif key == "--init":
+            s["init"] = True
         elif key == "--cpuset-cpus":
             s["cpuset"] = value
         elif key == "--cpus":
@@ -65,7 +67,7 @@ def _from_flags(flags: list[str], base: str = "/") -> dict:
 def _from_run_sh(text: str, out_dir: str) -> dict:
     body = text.split("flags=(\n", 1)[1].split("\n)\n", 1)[0]
     # "${here}" is the script's folder, i.e. the output directory.
-    flags = [shlex.split(line.replace('"${here}/"', out_dir + "/"))[0] for line in body.splitlines()]
+    flags = [shlex.split(line.replace('"${here}"', out_dir))[0] for line in body.splitlines()]
     return _from_flags(flags)
 
 
@@ -76,6 +78,8 @@ def _from_compose(text: str, out_dir: str) -> dict:
     if "shm_size" in svc:
         s["shm"] = parse_size(svc["shm_size"])
     s["ipc"] = svc["ipc"]
+    if svc.get("init"):
+        s["init"] = True
     for src, dst in (("cpuset", "cpuset"), ("cpus", "cpus")):
         if src in svc:
             s[dst] = svc[src]
@@ -95,6 +99,8 @@ def _from_sdk(kw: dict) -> dict:
     s: dict = {"ulimits": {u["name"]: (u["soft"], u["hard"]) for u in kw.get("ulimits", [])},
                "volumes": [_vol(v, "/") for v in kw.get("volumes", [])], "env": kw.get("environment", {}),
                "ipc": kw["ipc_mode"]}
+    if kw.get("init"):
+        s["init"] = True
     if "shm_size" in kw:
         s["shm"] = kw["shm_size"]
     if "cpuset_cpus" in kw:
@@ -133,6 +139,9 @@ def test_targets_agree(example, tmp_path):
     compose = _from_compose(files["compose.yaml"], out)
     devc = json.loads(files[".devcontainer/devcontainer.json"].split("\n", 1)[1])
     devcontainer = _from_flags([a.replace("${localWorkspaceFolder}", out) for a in devc["runArgs"]])
+    mount = dict(kv.split("=", 1) for kv in devc["workspaceMount"].replace("${localWorkspaceFolder}", out).split(","))
+    devcontainer["volumes"].insert(0, _vol(f"{mount['source']}:{mount['target']}", "/"))
+    assert devc["workspaceFolder"] == loaded.profile.image.workdir
     sdk = _from_sdk(sdk_kwargs(RunSettings.from_profile(loaded.profile),
                                volume_source=lambda v: str(loaded.resolve(v.source)) if v.is_relative else v.source))
     assert run_sh == compose == devcontainer == sdk

@@ -46,7 +46,7 @@ def test_structural_errors(text, expected):
         ("imgae:\n  base: x\n", "p.yaml:5:1: imgae", "did you mean 'image'?"),
         ("  tourch: {version: '2.5'}\n", "p.yaml:5:3: image.tourch", "did you mean 'torch'?"),
         ("run:\n  shm_sise: 8g\n", "p.yaml:6:3: run.shm_sise", "did you mean 'shm_size'?"),
-        ("run:\n  ulimits: {memlok: -1}\n", "p.yaml:6:3: run.ulimits", "did you mean 'memlock'?"),
+        ("run:\n  ulimits: {memlok: -1}\n", "p.yaml:6:13: run.ulimits.memlok", "did you mean 'memlock'?"),
         ("run:\n  shm_size: 8gg\n", "p.yaml:6:3: run.shm_size", "did you mean 8g?"),
         ("run:\n  ipc: hosst\n", "p.yaml:6:3: run.ipc", "did you mean 'host'?"),
         ("run:\n  cpuset: '7-3'\n", "p.yaml:6:3: run.cpuset", "runs backwards"),

@@ -83,3 +83,14 @@ def test_strict_turns_warnings_into_errors(tmp_path):
     assert "use shm_size: 2g" in res.stderr
     res = run_envkit("generate", str(p), "-o", str(tmp_path / "o2"), "--strict")
     assert res.returncode == 2 and not (tmp_path / "o2").exists()
+
+
+def test_generating_into_the_profiles_folder_leaves_its_certs_and_wheels_alone(tmp_path):
+    profile = copy_example("corporate.yaml", tmp_path)
+    before = _tree(tmp_path / "certs")
+    res = run_envkit("generate", str(profile), "-o", str(tmp_path))
+    assert res.returncode == 0, res.stderr
+    assert _tree(tmp_path / "certs") == before
+    assert (tmp_path / ".envkit" / "certs" / "00-corp-root.crt").read_bytes() == before["corp-root.pem"]
+    # The example wheelhouse is empty: say so now, not at build time.
+    assert "image.torch.find_links: no torch 2.5.1+cu121 wheel in wheels" in res.stderr

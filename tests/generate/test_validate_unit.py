@@ -56,7 +56,9 @@ def test_validate_runs_the_harness_with_the_profiles_settings(profile):
     loaded = load_profile(profile)
     expected = sdk_kwargs(RunSettings.from_profile(loaded.profile),
                           volume_source=lambda v: str(loaded.resolve(v.source)))
-    expected["volumes"] = [v for v in expected["volumes"] if "/data:ro" in v]  # missing host paths are skipped
+    # Missing host paths are skipped; the profile's folder (mounted at the workdir) and ./data exist.
+    expected["volumes"] = [v for v in expected["volumes"] if "missing" not in v]
+    assert expected["volumes"][0].endswith(":/workspace") and len(expected["volumes"]) == 2
     assert gen["settings"] == expected
     assert dflt["settings"] == {}  # Docker's defaults: no shm, cpuset, memory, ulimits
     assert gen["command"][:4] == ["python3", "/opt/envkit/envkit_harness.pyz", "--expect", "/opt/envkit/envkit_expect.json"]

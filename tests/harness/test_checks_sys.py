@@ -60,6 +60,17 @@ def test_ulimits_fail_only_when_lower():
     assert check_ulimits({"ulimits": want}, limits=higher)["status"] == "pass"
 
 
+def test_ulimits_print_unlimited_as_a_word_not_minus_one():
+    have = {"memlock": lim(8388608, 8388608), "stack": lim(8 << 20, -1), "nofile": lim(1024, 4096)}
+    c = check_ulimits({"ulimits": {"memlock": lim(-1, -1)}}, limits=have)
+    assert c["status"] == "fail"
+    assert "memlock soft is 8388608 but the profile asks for unlimited" in c["message"]
+    assert "< -1" not in c["message"] and " -1" not in c["message"]
+    assert "--ulimit memlock=-1:-1" in c["remedy"] and "-1 means unlimited" in c["remedy"]
+    ok = check_ulimits({}, limits=have)
+    assert ok["status"] == "pass" and "stack 8388608/unlimited" in ok["message"] and "-1" not in ok["message"]
+
+
 def test_ulimits_real_getrlimit():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     assert check_ulimits({"ulimits": {"nofile": lim(soft, None)}})["status"] == "pass"

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TextIO
 
 from envkit.commands.generate import render_all, report_warnings
+from envkit.runsettings import proxy_build_args
 from envkit.engine import LABEL, BuildEvent, BuildFailed, Engine
 from envkit.errors import EngineError
 from envkit.output import write_outputs
@@ -47,7 +48,8 @@ def build_image(loaded: LoadedProfile, engine: Engine, *, tag: str | None, no_ca
         write_outputs(context, render_all(loaded, context, ("dockerfile",)))
         print(f"envkit: building {tag} from {loaded.source}", file=err, flush=True)
         try:
-            engine.build(context, tag, labels=labels, nocache=no_cache, on_event=progress)
+            engine.build(context, tag, labels=labels, nocache=no_cache, on_event=progress,
+                         buildargs=dict(proxy_build_args(loaded.profile)))
         except BuildFailed as e:
             tail = "\n".join(f"    {line}" for line in e.log[-LOG_TAIL:])
             raise EngineError(f"{e}\nfailing step: {e.step or 'unknown'}\nlast lines of its output:\n{tail}",

@@ -13,12 +13,14 @@ import shlex
 from pathlib import Path
 from typing import TextIO
 
+from envkit.commands.generate import report_warnings
 from envkit.profile import load_profile
 from envkit.runsettings import RunSettings, docker_flags
 
 
-def run(profile_path: Path | None, *, out: TextIO) -> int:
+def run(profile_path: Path | None, *, out: TextIO, err: TextIO) -> int:
     loaded = load_profile(profile_path)
+    report_warnings(loaded, False, err)  # stderr: `$(envkit flags)` still captures only the flags
     rs = RunSettings.from_profile(loaded.profile)
 
     def source(v):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TextIO
 
-from envkit.checks import profile_warnings
+from envkit.checks import file_warnings, profile_warnings
 from envkit.errors import ProfileError
 from envkit.output import write_outputs
 from envkit.profile import LoadedProfile, load_profile
@@ -26,7 +26,7 @@ def render_all(loaded: LoadedProfile, out_dir: Path, targets: tuple[str, ...] = 
 
 def report_warnings(loaded: LoadedProfile, strict: bool, err: TextIO) -> None:
     """Print warnings to ``err``; under ``strict`` they are errors (exit 2, nothing written)."""
-    warnings = profile_warnings(loaded.profile)
+    warnings = profile_warnings(loaded.profile) + file_warnings(loaded.profile, loaded.base_dir)
     if strict and warnings:
         raise ProfileError("\n".join(f"{loaded.source}: {w}" for w in warnings),
                            hint="fix the profile, or drop --strict to treat these as warnings")

@@ -128,6 +128,15 @@ def _norm(v: int) -> int:
     return -1 if v == resource.RLIM_INFINITY or v < 0 else int(v)
 
 
+def limit_text(v) -> str:
+    """How a limit reads in a message: ``-1 -> 'unlimited'``, ``8388608 -> '8388608'``.
+
+    >>> limit_text(-1), limit_text(65536)
+    ('unlimited', '65536')
+    """
+    return "unlimited" if v is not None and v < 0 else str(v)
+
+
 def _lower(have: int, want: int) -> bool:
     if want == -1:
         return have != -1
@@ -145,20 +154,22 @@ def check_ulimits(run: dict, limits: dict | None = None) -> dict:
         want = want_all.get(name) or {}
         for kind in ("soft", "hard"):
             if want.get(kind) is not None and _lower(limits[name][kind], want[kind]):
-                low.append(f"{name} {kind} is {limits[name][kind]} < {want[kind]}")
+                low.append(f"{name} {kind} is {limit_text(limits[name][kind])} but the profile asks for "
+                           f"{limit_text(want[kind])}")
         if any(want.get(k) is not None and _lower(limits[name][k], want[k]) for k in ("soft", "hard")):
             flags.append(f"--ulimit {name}={want.get('soft', -1)}:{want.get('hard', want.get('soft', -1))}")
     why = ("CUDA pinned memory (pin_memory=True) is page-locked by the NVIDIA driver and is not bounded by "
            "RLIMIT_MEMLOCK; RDMA/NCCL over InfiniBand is (ibv_reg_mr fails). nofile bounds the shared-memory "
            "file descriptors of the file_descriptor sharing strategy.")
-    summary = ", ".join(f"{n} {limits[n]['soft']}/{limits[n]['hard']}" for n in ULIMITS)
+    summary = ", ".join(f"{n} {limit_text(limits[n]['soft'])}/{limit_text(limits[n]['hard'])}" for n in ULIMITS)
     if low:
         return make_check("ulimits", FAIL, limits, expected,
                           f"lower than the profile: {'; '.join(low)}. {why}",
-                          " ".join(flags) + " (docker run; compose: ulimits: {memlock: {soft: -1, hard: -1}}; "
-                          "--ulimit memlock takes bytes while `ulimit -l` prints KiB)")
+                          " ".join(flags) + " (docker run, where -1 means unlimited; compose: ulimits: "
+                          "{memlock: {soft: -1, hard: -1}}; --ulimit memlock takes bytes while `ulimit -l` "
+                          "prints KiB)")
     return make_check("ulimits", PASS, limits, expected,
-                      f"soft/hard: {summary} (-1 = unlimited); memlock bounds RDMA/NCCL over InfiniBand, "
+                      f"soft/hard: {summary}; memlock bounds RDMA/NCCL over InfiniBand, "
                       "not CUDA pinned memory (the driver page-locks it)")
 
 

@@ -1,6 +1,6 @@
 """Command line: ``python -m envkit.harness`` (or ``python3 envkit_harness.pyz``).
 
-Exit status: 0 no check failed, 1 a check failed, 2 usage error (bad flag,
+Exit status: 0 no check failed, 1 a check failed, 2 usage error (torch not installed, bad flag,
 unreadable/invalid --expect, --dataset not importable, --timeout not a finite
 number > 0, --plot in a folder that does not exist or is not writable). With ``--json`` stdout
 holds exactly one JSON document; progress always goes to stderr.
@@ -17,6 +17,7 @@ import sys
 import time
 
 from .core import DEFAULT_TIMEOUT_S, check_timeout, run_checks
+from .env import quiet_numpy_warning
 from .expect import UsageError, load_expect
 from .report import FAIL, render_table, to_json
 
@@ -50,6 +51,26 @@ def check_plot_path(path: str) -> None:
         raise UsageError(f"--plot {path}: the folder {folder} is not writable")
 
 
+NO_TORCH = ("torch is not installed here: pip install 'envkit[harness]' "
+            "(or run the harness inside the container)")
+
+
+def torch_missing() -> bool:
+    """True when ``import torch`` fails because torch itself is not installed.
+
+    A torch that is installed but broken (a missing CUDA library, say) is not "missing": the checks
+    run and report it.
+    """
+    quiet_numpy_warning()
+    try:
+        import torch  # noqa: F401
+    except ModuleNotFoundError as exc:
+        return exc.name == "torch"  # not torch._C or a dependency: that is a broken install
+    except Exception:
+        return False
+    return False
+
+
 class _Progress:
     """Progress lines on stderr: overwritten in place on a terminal, throttled to ~1/s otherwise."""
 
@@ -77,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse already printed the usage error
         return int(exc.code or 0) if exc.code in (0, None) else 2
+    if torch_missing():  # up front: otherwise every torch-based check fails with ModuleNotFoundError
+        print(NO_TORCH, file=sys.stderr)
+        return 2
     try:
         check_timeout(args.timeout)  # NaN/inf/0/negative: refused before anything runs
         if args.plot:

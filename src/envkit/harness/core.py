@@ -51,6 +51,7 @@ def run_checks(expect: dict | None, *, dataset: str | None = None, num_workers=N
     Raises :class:`UsageError` for an invalid expectation, override or dataset spec.
     ``progress`` is called with short lines like ``"loader: batch 12/40"``.
     """
+    envmod.quiet_numpy_warning()  # torch without numpy warns on import; the harness never uses numpy
     if expect is not None:
         validate_expect(expect)
     check_timeout(timeout)

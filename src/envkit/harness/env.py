@@ -14,10 +14,37 @@ import multiprocessing
 import os
 import platform
 import sys
+import warnings
 from pathlib import Path
 
 V1_CPU_DIRS = ("cpu", "cpu,cpuacct", "cpuacct,cpu")
 CONTAINER_CGROUP_MARKERS = ("docker", "kubepods", "containerd", "libpod", "lxc", "crio")
+
+
+# torch warns "Failed to initialize NumPy: No module named 'numpy'" while importing when numpy is
+# absent. The harness never uses numpy, so that warning is noise (and would end up in stderr tails).
+NUMPY_WARNING = "Failed to initialize NumPy"
+NUMPY_WARNING_OPTION = f"ignore:{NUMPY_WARNING}:UserWarning"  # -W / PYTHONWARNINGS spelling
+
+
+def quiet_numpy_warning() -> None:
+    """Ignore torch's "Failed to initialize NumPy" UserWarning in this process (only that one)."""
+    warnings.filterwarnings("ignore", message=NUMPY_WARNING, category=UserWarning)
+
+
+def child_warnings(environ=None) -> str:
+    """``PYTHONWARNINGS`` for child processes: the caller's options plus the NumPy-warning filter.
+
+    Ours comes last, so it wins over a blanket ``error`` or ``default`` for this one warning.
+
+    >>> child_warnings({"PYTHONWARNINGS": "default"})
+    'default,ignore:Failed to initialize NumPy:UserWarning'
+    """
+    environ = os.environ if environ is None else environ
+    current = [o for o in (environ.get("PYTHONWARNINGS") or "").split(",") if o.strip()]
+    if NUMPY_WARNING_OPTION not in current:
+        current.append(NUMPY_WARNING_OPTION)
+    return ",".join(current)
 
 
 def _read(path: Path) -> str | None:

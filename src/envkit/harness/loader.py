@@ -28,6 +28,7 @@ import tempfile
 import time
 
 from .classify import FAILURES, MESSAGES, classify, failure_remedy  # noqa: F401 (re-exported)
+from .env import child_warnings
 from .loader_child import BOOTSTRAP
 
 STARTUP_GRACE_S = 60.0  # importing torch in the child (and in spawned workers) before the first batch
@@ -112,7 +113,8 @@ def run_loader_child(runs: list[dict], *, timeout: float, progress=None, label: 
     rfd, wfd = os.pipe()
     config = {"sys_path": [p for p in sys.path if p], "module": f"{_PACKAGE}.loader_child",
               "fd": wfd, "runs": runs, "stop_on_error": stop_on_error}
-    env = dict(os.environ, PYTORCH_NVML_BASED_CUDA_CHECK="1", PYTHONUNBUFFERED="1")
+    env = dict(os.environ, PYTORCH_NVML_BASED_CUDA_CHECK="1", PYTHONUNBUFFERED="1",
+               PYTHONWARNINGS=child_warnings())  # inherited by spawned workers too
     stderr = tempfile.TemporaryFile()
     out = {"results": {}, "errors": {}, "error": None, "hang": False, "returncode": None, "stderr_tail": "",
            "child_pid": None, "leftover": [], "last_batch": 0}

@@ -100,7 +100,8 @@ def load_profile_bytes(raw: bytes, source: str, base_dir: Path) -> LoadedProfile
     try:
         profile = Profile.model_validate(data)
     except ValidationError as e:
-        raise ProfileError(_format_errors(e, data, pos, source)) from None
+        lines = raw.decode("utf-8", "replace").splitlines()
+        raise ProfileError(_format_errors(e, data, pos, source, lines)) from None
     _check_files(profile, pos, source, base_dir)
     canonical = json.dumps(profile.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
     return LoadedProfile(profile, source, base_dir, hashlib.sha256(canonical.encode()).hexdigest())
@@ -138,11 +139,13 @@ def _check_files(profile: Profile, pos: dict, source: str, base_dir: Path) -> No
         raise ProfileError("\n".join(problems))
 
 
-def _format_errors(exc: ValidationError, data: dict, pos: dict, source: str) -> str:
+def _format_errors(exc: ValidationError, data: dict, pos: dict, source: str, lines: list[str]) -> str:
     found: dict[tuple, str] = {}
     for err in exc.errors():
         path, extra = _data_path(err["loc"], data)
-        message = _describe(err, path, extra)
+        raw = (_raw_value(lines, *pos[path], item=isinstance(path[-1], int))
+               if path and path in pos and not extra else None)
+        message = _describe(err, path, extra, raw)
         # One line per key path: a union failure yields one error per member.
         if path not in found or err["type"] in ("extra_forbidden", "missing"):
             found[path] = message
@@ -181,7 +184,7 @@ def _position(path: tuple, pos: dict) -> tuple[int, int]:
     return (1, 1)
 
 
-def _describe(err: dict, path: tuple, extra: list) -> str:
+def _describe(err: dict, path: tuple, extra: list, raw: str | None = None) -> str:
     kind = err["type"]
     if kind == "extra_forbidden":
         key = path[-1] if path else "?"
@@ -190,18 +193,67 @@ def _describe(err: dict, path: tuple, extra: list) -> str:
     if kind == "missing":
         missing = extra[0] if extra else "?"
         return f"required key {missing!r} missing"
+    got = _show(err.get("input"), raw)
     if path[-2:] in _EXPECTED or path in _EXPECTED:
         key = path if path in _EXPECTED else path[-2:]
-        return f"expected {_EXPECTED[key]}, got {err.get('input')!r}"
+        return f"expected {_EXPECTED[key]}, got {got}"
     msg = err["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    ctx = err.get("ctx") or {}
     if kind == "literal_error":
-        choices = re.findall(r"'([^']*)'", err["ctx"].get("expected", ""))
-        return f"expected one of {', '.join(map(repr, choices))}, got {err.get('input')!r}{did_you_mean(err.get('input'), choices)}"
+        choices = re.findall(r"'([^']*)'", ctx.get("expected", ""))
+        return f"expected one of {', '.join(map(repr, choices))}, got {got}{did_you_mean(err.get('input'), choices)}"
     if kind == "string_pattern_mismatch":
         key = next((seg for seg in reversed(path) if isinstance(seg, str)), "")
-        what = _PATTERNS.get(key, f"text matching {err['ctx']['pattern']}")
-        return f"{err.get('input')!r} is not valid here; expected {what}"
-    return f"{msg} (got {err.get('input')!r})" if kind not in ("value_error",) else msg
+        what = _PATTERNS.get(key, f"text matching {ctx['pattern']}")
+        hint = ""
+        if key == "volumes" and re.match(r"^[A-Za-z]:[\\/]", str(err.get("input"))):
+            hint = ("; a Windows path: inside WSL2 write /mnt/c/... (slow: 9P), or better, copy the data into "
+                    "the Linux file system (~/data) and mount that")
+        return f"{got} is not valid here; expected {what}{hint}"
+    if kind == "string_type" and isinstance(err.get("input"), (int, float)) and not isinstance(err.get("input"), bool):
+        return (f"expected text, but YAML read {got} as the number {err['input']!r}; "
+                f"put it in quotes, e.g. \"{raw or err['input']}\"")
+    if kind in _RANGES:
+        nums = {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in ctx.items()}
+        return f"expected {_RANGES[kind].format(**nums)}, got {got}"
+    if kind in _TYPES:
+        return f"expected {_TYPES[kind]}, got {got}"
+    return f"{msg} (got {got})" if kind not in ("value_error",) else msg
+
+
+_RANGES = {
+    "greater_than": "a number greater than {gt}", "greater_than_equal": "a number of at least {ge}",
+    "less_than": "a number below {lt}", "less_than_equal": "a number of at most {le}",
+    "too_short": "at least {min_length} item(s)", "too_long": "at most {max_length} item(s)",
+}
+_TYPES = {
+    "int_type": "a whole number", "int_parsing": "a whole number", "int_from_float": "a whole number",
+    "float_type": "a number", "float_parsing": "a number", "bool_type": "true or false",
+    "bool_parsing": "true or false", "string_type": "text", "dict_type": "a mapping (key: value lines)",
+    "tuple_type": "a list", "list_type": "a list", "model_type": "a mapping (key: value lines)",
+    "model_attributes_type": "a mapping (key: value lines)",
+}
+
+
+def _show(value, raw: str | None) -> str:
+    """The value as the user wrote it (the file's text when we have it), not Python's repr."""
+    if raw:
+        return raw
+    if isinstance(value, str):
+        return f"'{value}'"
+    return repr(value)
+
+
+def _raw_value(lines: list[str], line: int, col: int, item: bool = False) -> str | None:
+    """The text of a value as written: after ``key:`` at (line, col), or the list item there."""
+    if not 0 < line <= len(lines):
+        return None
+    rest = lines[line - 1][col - 1:]
+    if item:
+        rest = ": " + rest.removeprefix("- ")
+    m = re.match(r"""[^:]*:\s*("[^"]*"|'[^']*'|[^,}\]#]*)""", rest)
+    text = m.group(1).strip() if m else ""
+    return text or None
 
 
 def _allowed_keys(path: tuple) -> list[str]:

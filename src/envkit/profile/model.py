@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from envkit.harness.sizing import DTYPE_ITEMSIZE, batch_bytes
 from envkit.profile.types import (
@@ -116,6 +116,16 @@ class Ulimit(Model):
         return self
 
 
+def _ulimit_name(name: str) -> str:
+    if name not in ULIMIT_NAMES:
+        raise ValueError(f"unknown ulimit {name!r}{did_you_mean(name, ULIMIT_NAMES)}; "
+                         f"expected one of: {', '.join(ULIMIT_NAMES)}")
+    return name
+
+
+# A key type, so an error points at the misspelt name's own line.
+UlimitName = Annotated[str, AfterValidator(_ulimit_name)]
+
 GpuId = Union[Annotated[int, Field(ge=0, le=1023)], Annotated[str, Field(pattern=r"^(GPU-)?[A-Za-z0-9-]{1,64}$")]]
 GpuSpec = Union[Literal["all", "none"], Annotated[int, Field(ge=1, le=1024)],
                 Annotated[tuple[GpuId, ...], Field(min_length=1)]]
@@ -130,23 +140,18 @@ class Run(Model):
     cpus: Annotated[float, Field(gt=0, le=4096)] | None = None
     memory: Size | None = None
     gpus: GpuSpec = "none"
-    ulimits: Annotated[dict[str, Ulimit], Field(json_schema_extra={"propertyNames": {"enum": list(ULIMIT_NAMES)}})] = {}
+    ulimits: Annotated[dict[UlimitName, Ulimit], Field(json_schema_extra={"propertyNames": {"enum": list(ULIMIT_NAMES)}})] = {}
+    mount_project: bool = True
     volumes: tuple[Annotated[str, Field(pattern=r"^[^:~\x00-\x1f]([^:\x00-\x1f]*):/[A-Za-z0-9._/+-]*(:(ro|rw|z|Z|ro,z|ro,Z))?$")], ...] = ()
     env: dict[EnvName, EnvValue] = {}
 
-    @field_validator("ulimits", mode="before")
+    @field_validator("memory", "shm_size")
     @classmethod
-    def _known_ulimits(cls, v):
-        # Checked before the values, so a typo'd name is reported even when a value is bad too.
-        if not isinstance(v, dict):
-            return v
-        for name in v:
-            if name not in ULIMIT_NAMES:
-                raise ValueError(
-                    f"unknown ulimit {name!r}{did_you_mean(name, ULIMIT_NAMES)}; "
-                    f"expected one of: {', '.join(ULIMIT_NAMES)}"
-                )
-        return dict(sorted(v.items()))
+    def _docker_minimums(cls, v, info):
+        # Docker refuses a memory limit below 6 MB at `docker run`; say so at load time instead.
+        if v is not None and info.field_name == "memory" and v < 6 * 1024 * 1024:
+            raise ValueError(f"Docker's smallest memory limit is 6m; got {v} bytes")
+        return v
 
     @property
     def cpuset_cpus(self) -> tuple[int, ...]:
@@ -186,6 +191,17 @@ class Profile(Model):
     run: Run = Run()
     loader: Loader = Loader()
     wsl: Wsl | None = None
+
+    @model_validator(mode="after")
+    def _project_mount_is_free(self):
+        if self.run.mount_project:
+            for i, spec in enumerate(self.run.volumes):
+                target = spec.split(":")[1]
+                if target.rstrip("/") == self.image.workdir.rstrip("/"):
+                    raise ValueError(
+                        f"run.volumes[{i}] mounts onto image.workdir ({self.image.workdir}), where the profile's "
+                        "folder is mounted; set run.mount_project: false to mount your own")
+        return self
 
     @property
     def image_tag(self) -> str:

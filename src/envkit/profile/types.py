@@ -25,7 +25,17 @@ _SIZE_SCHEMA = {
     "description": "A size: bytes, or a number with a binary unit (512m, 8g, 8GB, 1.5GiB).",
 }
 
-Size = Annotated[int, BeforeValidator(parse_size), WithJsonSchema(_SIZE_SCHEMA)]
+def _profile_size(value: object) -> int:
+    """parse_size, refusing unit-less numbers too small to be meant as bytes (``memory: 32``)."""
+    n = parse_size(value)
+    bare = isinstance(value, int) or (isinstance(value, str) and value.strip().isdigit())
+    if bare and 0 < n < 1024 * 1024:
+        raise ValueError(f"{n} is read as {n} bytes, which is almost certainly missing a unit "
+                         f"(did you mean {n}g or {n}m?); plain numbers are bytes")
+    return n
+
+
+Size = Annotated[int, BeforeValidator(_profile_size), WithJsonSchema(_SIZE_SCHEMA)]
 """Bytes, parsed from Docker-style sizes (binary units)."""
 
 Cpuset = Annotated[

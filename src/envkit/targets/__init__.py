@@ -56,12 +56,28 @@ class GenContext:
                 f"(profile sha256 {self.loaded.sha256[:12]}). Edit the profile and run `envkit generate`.")
 
     def relative_source(self, v: Volume) -> str:
-        """A relative volume source, re-expressed relative to the output directory (compose's rule)."""
+        """A volume source as the generated files should name it.
+
+        Relative sources are relative to the profile's folder. When the output directory lies
+        inside that folder, they are re-expressed relative to the output directory (compose's
+        rule: ``.``, ``./data``, ``../data``), so the files move with the project; otherwise
+        they become absolute.
+        """
         if not v.is_relative:
             return v.source
-        rel = os.path.relpath((self.loaded.base_dir / v.source).resolve(), self.out_dir.resolve())
-        rel = rel.replace(os.sep, "/")
-        return rel if rel.startswith("..") else "./" + rel.removeprefix("./")
+        base, out = self.loaded.base_dir.resolve(), self.out_dir.resolve()
+        target = (base / v.source).resolve()
+        if out != base and base not in out.parents:
+            return str(target)
+        rel = os.path.relpath(target, out).replace(os.sep, "/")
+        return rel if rel == "." or rel.startswith("..") else "./" + rel
+
+    def anchored_source(self, v: Volume, anchor: str) -> str:
+        """``relative_source`` joined to ``anchor`` (a token naming the output directory at run time)."""
+        rel = self.relative_source(v)
+        if rel.startswith("/"):
+            return rel
+        return anchor if rel == "." else f"{anchor}/{rel.removeprefix('./')}"
 
     def render(self, template: str, **context) -> bytes:
         return self.env.get_template(template).render(**context).encode("utf-8")

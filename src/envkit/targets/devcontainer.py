@@ -22,9 +22,14 @@ def document(ctx: GenContext) -> dict:
 
     def source(v):
         # The workspace folder is the folder holding .devcontainer/, i.e. the output directory.
-        rel = ctx.relative_source(v)
-        return "${localWorkspaceFolder}/" + rel.removeprefix("./") if v.is_relative else rel
+        return ctx.anchored_source(v, "${localWorkspaceFolder}")
 
+    project = ctx.settings.project_volume
+    if project is not None:
+        workspace_mount = f"source={source(project)},target={p.image.workdir},type=bind"
+    else:
+        # No project mount asked for: devcontainer.json still needs a workspace; use its default.
+        workspace_mount = f"source=${{localWorkspaceFolder}},target={p.image.workdir},type=bind"
     build: dict = {"dockerfile": "../Dockerfile", "context": ".."}
     args = build_args(ctx)
     if args:
@@ -33,14 +38,14 @@ def document(ctx: GenContext) -> dict:
         "$schema": SCHEMA,
         "name": p.name,
         "build": build,
-        "runArgs": docker_flags(ctx.settings, volume_source=source),
-        "workspaceMount": f"source=${{localWorkspaceFolder}},target={p.image.workdir},type=bind",
+        # The project mount is workspaceMount below; devcontainer adds its own otherwise.
+        "runArgs": docker_flags(ctx.settings, volume_source=source, project=False),
+        "workspaceMount": workspace_mount,
         "workspaceFolder": p.image.workdir,
         "containerUser": p.image.user.name,
         "remoteUser": p.image.user.name,
         # Match the container user's uid/gid to the host user's so bind-mounted files keep their owner.
         "updateRemoteUserUID": not p.image.user.is_root,
-        "init": True,
     }
     if ctx.settings.gpus is not None:
         doc["hostRequirements"] = {"gpu": True}

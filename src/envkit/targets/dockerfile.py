@@ -18,6 +18,7 @@ import os
 
 from envkit import __version__
 from envkit.expect import expectation_json
+from envkit.runsettings import proxy_build_args
 from envkit.targets import GenContext, OutputFile
 
 BASE_APT = ("ca-certificates", "python3", "python3-venv")
@@ -26,6 +27,9 @@ HARNESS_DIR = "/opt/envkit"
 HARNESS_FILE = "envkit_harness.pyz"
 EXPECT_FILE = "envkit_expect.json"
 CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+# Copies of the profile's certificates and wheelhouses go under a folder of envkit's own, so
+# generating into the profile's folder never writes into the user's certs/ or wheels/.
+CONTEXT_DIR = ".envkit"
 TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
 
 
@@ -34,25 +38,21 @@ def cert_names(ctx: GenContext) -> list[tuple[str, str]]:
     out = []
     for i, rel in enumerate(ctx.profile.image.ca_certificates):
         stem = os.path.splitext(os.path.basename(rel))[0]
-        out.append((rel, f"certs/{i:02d}-{stem}.crt"))
+        out.append((rel, f"{CONTEXT_DIR}/certs/{i:02d}-{stem}.crt"))
     return out
 
 
 def wheel_dirs(ctx: GenContext) -> list[tuple[str, str]]:
     """(source dir, folder in the build context) for each torch find_links wheelhouse."""
     torch = ctx.profile.image.torch
-    return [(rel, f"wheels/{i:02d}") for i, rel in enumerate(torch.find_links if torch else ())]
+    return [(rel, f"{CONTEXT_DIR}/wheels/{i:02d}") for i, rel in enumerate(torch.find_links if torch else ())]
 
 
 def build_args(ctx: GenContext) -> list[tuple[str, str]]:
-    proxy = ctx.profile.image.proxy
-    if not proxy:
-        return []
-    args = []
-    for key, value in (("http_proxy", proxy.http), ("https_proxy", proxy.https), ("no_proxy", proxy.no_proxy)):
-        if value is not None:
-            args += [(key, value), (key.upper(), value)]
-    return args
+    """Proxy build arguments. Docker predefines these ARGs and keeps them out of ``docker history``
+    when they come as --build-arg, so the Dockerfile does not declare them (a declared default
+    would be recorded in the image)."""
+    return proxy_build_args(ctx.profile)
 
 
 def _torch_install(ctx: GenContext) -> dict | None:
@@ -91,7 +91,8 @@ def context(ctx: GenContext) -> dict:
         "header": ctx.header("#"),
         "base_ref": f"{image.base}@{image.digest}" if image.digest else image.base,
         "labels": sorted(labels.items()),
-        "build_args": build_args(ctx),
+        "proxy": bool(build_args(ctx)),
+        "context_dir": CONTEXT_DIR,
         "certs": bool(certs),
         "apt_packages": sorted(set(BASE_APT) | set(image.system_packages)),
         "venv": VENV,

@@ -17,12 +17,11 @@ _HERE = "\0here\0"  # a marker no profile value can contain (YAML text has no NU
 
 def context(ctx: GenContext) -> dict:
     def source(v):
-        rel = ctx.relative_source(v)
-        return _HERE + rel.removeprefix("./") if v.is_relative else rel
+        return ctx.anchored_source(v, _HERE)
 
     items = []
     for flag in docker_flags(ctx.settings, volume_source=source):
-        # A relative volume becomes "--volume=${here}/"'rest': the variable expands, the rest stays literal.
+        # A relative volume becomes "--volume=${here}"'/rest': the variable expands, the rest stays literal.
         if _HERE in flag:
             head, rest = flag.split(_HERE, 1)
             items.append({"here": True, "head": head, "rest": rest})
