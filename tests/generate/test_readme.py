@@ -31,3 +31,19 @@ def test_ci_runs_exactly_the_readme_test_command():
     ci = (ROOT / ".ci" / "run").read_text()
     assert "ENVKIT_REQUIRE_DOCKER=1" in ci
     assert test_cmd in ci.splitlines()
+
+
+def test_readme_examples_are_real_output(tmp_path, monkeypatch):
+    """Blocks marked <!-- readme:PATH --> hold exactly what `envkit generate -o out` writes (or the default profile)."""
+    from envkit.commands.generate import render_all
+    from envkit.profile import default_profile_text, load_profile
+
+    readme = (ROOT / "README.md").read_text()
+    blocks = dict(re.findall(r"<!-- readme:(\S+) -->\n```\w*\n(.*?)```\n", readme, re.S))
+    assert {"default.yaml", "out/run.sh", "out/compose.yaml"} <= set(blocks)
+    assert blocks["default.yaml"] == default_profile_text()
+    monkeypatch.chdir(tmp_path)
+    files = {"out/" + f.path: f.content.decode() for f in render_all(load_profile(None), tmp_path / "out")
+             if f.source is None and f.path.endswith((".sh", ".yaml"))}
+    for name in ("out/run.sh", "out/compose.yaml"):
+        assert blocks[name] == files[name], f"README's {name} is stale"

@@ -1,9 +1,14 @@
 """``python -m envkit.harness``: exit codes 0/1/2, one JSON document with --json, the table otherwise."""
 
 import json
+import os
+import subprocess
+import sys
 
 import jsonschema
 import pytest
+
+from pathlib import Path
 
 CHECK = {
     "type": "object", "additionalProperties": False,
@@ -116,3 +121,89 @@ def test_failing_dataset_via_cli_reports_classification(run_cli, small_loader, w
     assert p.returncode == 1
     loader = next(c for c in json.loads(p.stdout)["checks"] if c["name"] == "loader")
     assert loader["measured"]["failure"] == "worker_killed" and "Segmentation fault" in loader["message"]
+
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+SRC = REPO / "src"
+
+
+def harness_env(**extra):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), str(HERE)]))
+    env.update(extra)
+    return env
+
+NO_TORCH = ("torch is not installed here: pip install 'envkit[harness]' "
+            "(or run the harness inside the container)")
+
+
+def _fake_package(root, name, message):
+    """A package ``name`` under root whose import fails like an absent module (ModuleNotFoundError)."""
+    (root / name).mkdir(parents=True)
+    (root / name / "__init__.py").write_text(
+        f"raise ModuleNotFoundError({message!r}, name={name!r})\n")
+    return root
+
+
+def test_without_torch_exits_2_with_one_line_naming_the_extra(tmp_path):
+    # `python -S` with PYTHONPATH=src only: the standard library and envkit.harness, no site-packages,
+    # so no torch. Before the fix: every check ran, verdict FAIL, "loader: ModuleNotFoundError", exit 1.
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "HOME": str(tmp_path)}
+    probe = subprocess.run([sys.executable, "-S", "-c", "import torch"], env=env, capture_output=True, cwd=tmp_path)
+    assert probe.returncode != 0, "python -S must not see torch for this test"
+    p = subprocess.run([sys.executable, "-S", "-m", "envkit.harness", "--quick", "--json"], env=env,
+                       capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.strip().splitlines() == [NO_TORCH] and p.stdout == ""
+    # --help still works without torch
+    h = subprocess.run([sys.executable, "-S", "-m", "envkit.harness", "--help"], env=env, capture_output=True,
+                       text=True, cwd=tmp_path, timeout=60)
+    assert h.returncode == 0 and "--expect" in h.stdout
+
+
+def test_envkit_harness_with_profile_without_torch(tmp_path):
+    # the `envkit harness --profile` route, with an importable envkit but a torch that is not installed
+    hide = _fake_package(tmp_path / "hide", "torch", "No module named 'torch'")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(hide), str(SRC)]))
+    p = subprocess.run([sys.executable, "-m", "envkit", "harness", "--profile", str(REPO / "examples" / "cpu-minimal.yaml"),
+                        "--quick"], env=env, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.strip().splitlines() == [NO_TORCH] and p.stdout == ""
+
+
+def test_broken_torch_is_not_reported_as_missing(monkeypatch):
+    from envkit.harness import cli
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch -> ModuleNotFoundError(name="torch")
+    assert cli.torch_missing()
+    monkeypatch.delitem(sys.modules, "torch")
+    monkeypatch.setitem(sys.modules, "torch", __import__("os"))  # importable: not missing
+    assert not cli.torch_missing()
+
+
+def test_torch_numpy_warning_does_not_leak_without_numpy(tmp_path, write_expect, small_loader):
+    # numpy "absent": importing torch then warns "Failed to initialize NumPy: No module named 'numpy'"
+    hide = _fake_package(tmp_path / "hide", "numpy", "No module named 'numpy'")
+    probe = subprocess.run([sys.executable, "-c", "import torch"], env=harness_env(PYTHONPATH=str(hide)),
+                           capture_output=True, text=True, cwd=tmp_path)
+    assert "Failed to initialize NumPy" in probe.stderr, "the fake numpy must trigger torch's warning"
+    env = harness_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(hide), env["PYTHONPATH"]])
+    expect = write_expect(dict(small_loader, num_workers=1, start_method="spawn"), {"gpus": "none"})
+    p = subprocess.run([sys.executable, "-m", "envkit.harness", "--quick", "--json", "--expect", expect],
+                       env=env, capture_output=True, text=True, cwd=tmp_path, timeout=180)
+    assert p.returncode == 0, p.stderr
+    assert "NumPy" not in p.stderr and "UserWarning" not in p.stderr, p.stderr
+    assert "NumPy" not in p.stdout
+
+
+def test_loader_child_and_spawned_workers_do_not_warn_about_numpy(tmp_path, monkeypatch, small_loader):
+    from envkit.harness.expect import resolve_loader
+    from envkit.harness.loader import make_run, run_loader_child
+
+    hide = _fake_package(tmp_path / "hide", "numpy", "No module named 'numpy'")
+    monkeypatch.syspath_prepend(str(hide))  # the child gets the parent's sys.path
+    settings = resolve_loader({"loader": dict(small_loader, num_workers=1, start_method="spawn")}, usable=2)
+    child = run_loader_child([make_run(settings, quick=True)], timeout=60)
+    assert child["results"] and not child["error"], child
+    assert "NumPy" not in child["stderr_tail"], child["stderr_tail"]
