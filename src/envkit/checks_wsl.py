@@ -87,7 +87,29 @@ def wsl_warnings(profile: Profile) -> list[str]:
     for key, mode in modes:
         if mode == "bridged":
             out.append(f"{key}: bridged is deprecated by Microsoft; use mirrored (Windows 11 22H2+) or nat")
+    # [wsl2] networkingMode, else the older [experimental] spelling, decides the mode.
+    mirrored = next(((key for key, mode in modes if mode is not None)), None)
+    mirrored = mirrored if mirrored and dict(modes)[mirrored] == "mirrored" else None
+    if mirrored and wsl.localhostForwarding is not None:
+        out.append(f"wsl.localhostForwarding is set but {mirrored} is mirrored, and WSL ignores localhostForwarding "
+                   "in mirrored mode (Windows and the VM share localhost there already): drop "
+                   "wsl.localhostForwarding, or use networkingMode: nat if you rely on it")
+    out.extend(_wsl_conf_warnings(profile))
     return out
+
+
+def _wsl_conf_warnings(profile: Profile) -> list[str]:
+    conf = profile.wsl.wsl_conf if profile.wsl else None
+    default = conf.user.default if conf is not None and conf.user is not None else None
+    if not default:
+        return []
+    container = profile.image.user.name
+    same = (f"; it happens to share its name with the container user image.user.name ({container}), but the "
+            "image's user does not exist in the distribution" if default == container else
+            f", not the container user image.user.name ({container})")
+    return [f"wsl.wsl_conf.user.default is {default}: that user must already exist in the distribution (it is "
+            f"the user WSL logs in as{same}); create it first (inside the distribution: sudo adduser {default}), "
+            "else WSL cannot log in as the default user"]
 
 
 def _processor_warnings(profile: Profile, processors: int) -> list[str]:

@@ -45,7 +45,7 @@ def _seconds(text: str) -> float:
 
 def _profile_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("profile", nargs="?", type=Path, metavar="PROFILE",
-                   help="profile YAML (default: the embedded default profile)")
+                   help="profile YAML (default: ./envkit.yaml if present, else the embedded default profile)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -102,9 +102,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+DEFAULT_PROFILE_FILE = Path("envkit.yaml")
+
+
+def resolve_profile(path: Path | None) -> Path | None:
+    """No PROFILE given: ./envkit.yaml when it exists (what `envkit init` writes), else None (the embedded default)."""
+    if path is None and DEFAULT_PROFILE_FILE.is_file():
+        return DEFAULT_PROFILE_FILE
+    return path
+
+
 def dispatch(args: argparse.Namespace) -> int:
     out, err = sys.stdout, sys.stderr
     cmd = args.command
+    if hasattr(args, "profile") and cmd != "wsl":
+        args.profile = resolve_profile(args.profile)
     if cmd == "generate":
         from envkit.commands import generate
         return generate.run(args.profile, args.output, tuple(args.target), force=args.force, strict=args.strict,
@@ -178,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
             from envkit.commands import harness
 
             profile, rest = split_harness_argv(argv[1:])
-            return harness.run(profile, rest)
+            return harness.run(profile, rest)  # no profile: the harness's own defaults or --expect
         args = build_parser().parse_args(argv)
         return dispatch(args)
     except EnvkitError as e:

@@ -179,6 +179,67 @@ def test_engine_error_from_the_seam_is_a_failed_docker_check(tmp_path):
     assert checks["gpu_runtime"]["status"] == "skip"
 
 
+def _docker_py_failure(os_error):
+    """An EngineError chained like docker-py's: DockerException <- requests <- urllib3 <- the OSError."""
+    from envkit.errors import EngineError
+
+    class ProtocolError(Exception):
+        pass
+
+    class DockerException(Exception):
+        pass
+
+    try:
+        try:
+            try:
+                raise ProtocolError("Connection aborted.", os_error)
+            except ProtocolError as e:
+                raise DockerException(f"Error while fetching server API version: {e.args}") from e
+        except DockerException as exc:
+            raise EngineError(f"cannot reach a Docker engine at the default socket (/var/run/docker.sock): {exc}",
+                              hint="Start a Docker engine: sudo systemctl start docker") from None
+    except EngineError as final:
+        return final
+
+
+@pytest.mark.parametrize("os_error, environ, sentence", [
+    (FileNotFoundError(2, "No such file or directory"), {},
+     "no Docker engine answers at /var/run/docker.sock (file not found)"),
+    (PermissionError(13, "Permission denied"), {},
+     "no Docker engine answers at /var/run/docker.sock (permission denied)"),
+    (ConnectionRefusedError(111, "Connection refused"), {"DOCKER_HOST": "unix:///run/user/1000/docker.sock"},
+     "no Docker engine answers at /run/user/1000/docker.sock (connection refused)"),
+])
+def test_docker_check_shows_one_readable_sentence_and_the_hint(tmp_path, os_error, environ, sentence):
+    # before: "no Docker engine answers: cannot reach ...: ('Connection aborted.', FileNotFoundError(2, ...))"
+    error = _docker_py_failure(os_error)
+    assert "('Connection aborted.'" in str(error)
+
+    def ping():
+        raise error
+
+    host = Host(tmp_path, environ=environ, cwd="/home/me", engine_ping=ping)
+    docker = _by_name(diagnose(host, _profile(), [], []))["docker"]
+    assert docker["status"] == "fail"
+    assert docker["message"] == sentence
+    assert "Connection aborted" not in docker["message"] and "Error(" not in docker["message"]
+    assert docker["remedy"] == "Start a Docker engine: sudo systemctl start docker"
+    assert "Connection aborted" in docker["measured"]["detail"]  # the engine's own text stays as evidence
+    table = render_table(diagnose(host, _profile(), [], []))
+    assert sentence in " ".join(table.split()) and "sudo systemctl start docker" in table
+
+
+def test_docker_error_text_without_a_chain_is_still_readable():
+    from envkit.doctor.host import readable_engine_error
+    from envkit.errors import EngineError
+
+    text = ("cannot reach a Docker engine at the default socket: Error while fetching server API version: "
+            "('Connection aborted.', FileNotFoundError(2, 'No such file or directory'))")
+    assert readable_engine_error(EngineError(text), {}) == \
+        "no Docker engine answers at /var/run/docker.sock (file not found)"
+    assert readable_engine_error(EngineError("something else"), {}) == "something else"
+
+
 def test_real_host_asks_envkit_engine_docker_engine(monkeypatch):
     import envkit.engine
     from envkit.errors import EngineError
@@ -277,3 +338,15 @@ def test_directory_script_through_the_command_exits_1(tmp_path):
                         host=_host("linux", tmp_path / "h", docker_probe=lambda: None))
     assert rc == 1
     assert "is a directory" in _by_name(json.loads(out.getvalue()))[f"script:{tmp_path}"]["message"]
+
+
+def test_script_check_message_and_remedy_name_the_unpicklable_object(tmp_path):
+    # before: "line 8: DataLoader collate_fn is a lambda (line 8); ..." / "define it at module level ..."
+    p = tmp_path / "train.py"
+    p.write_text("import torch\nfrom torch.utils.data import DataLoader\n\n\n\n\ndef main():\n"
+                 "    DataLoader(ds, num_workers=2, collate_fn=lambda b: b)\n"
+                 "if __name__ == '__main__':\n    main()\n")
+    c = _script_check(tmp_path, p)
+    assert c["status"] == "fail"
+    assert c["message"].startswith("line 8: DataLoader collate_fn is a lambda;") and c["message"].count("line 8") == 1
+    assert c["remedy"] == "collate_fn=lambda at line 8: define a function at module level and pass its name"

@@ -69,8 +69,30 @@ def test_nested_dataset_class_and_worker_init_fn():
     kinds = _kinds(src)
     assert (4, "unpicklable") in kinds  # the nested Dataset subclass definition
     msgs = " ".join(f.message for f in check_source(src))
-    assert "worker_init_fn is 'init', a function defined inside a function (line 6)" in msgs
-    assert "an instance of 'Local', a class defined inside a function (line 4)" in msgs
+    assert "worker_init_fn is 'init', a function defined inside a function at line 6" in msgs
+    assert "an instance of 'Local', a class defined inside a function at line 4" in msgs
+    fixes = [f.fix for f in check_source(src)]
+    assert "worker_init_fn=init, a function defined inside a function at line 6: move def init to module level " \
+           "and pass its name" in fixes
+    assert any(f.startswith("dataset=Local(...), class Local at line 4: move the class Local") for f in fixes)
+    assert any(f.startswith("class Local at line 4: move it to module level") for f in fixes)
+
+
+def test_inline_lambda_finding_names_the_object_once():
+    # before: "line 8: DataLoader collate_fn is a lambda (line 8); ..." and the fix "define it at module level"
+    src = HEAD + "import sys\n" * 3 + "def main():\n    DataLoader(ds, num_workers=2, collate_fn=lambda b: b)\n" \
+        "if __name__ == '__main__':\n    main()\n"
+    (f,) = check_source(src)
+    assert f.line == 7 and f.describe().count("line 7") == 1 and "(line" not in f.describe()
+    assert f.describe().startswith("line 7: DataLoader collate_fn is a lambda;")
+    assert f.fix == "collate_fn=lambda at line 7: define a function at module level and pass its name"
+
+
+def test_named_lambda_fix_names_it_and_its_line():
+    src = HEAD + "collate = lambda b: b\nif __name__ == '__main__':\n    DataLoader(ds, num_workers=2, collate_fn=collate)\n"
+    (f,) = check_source(src)
+    assert f.describe().startswith("line 5: DataLoader collate_fn is 'collate', a lambda defined at line 3;")
+    assert f.fix == "collate_fn=collate, a lambda at line 3: define collate with def at module level and pass its name"
 
 
 def test_syntax_error_is_reported_with_line():

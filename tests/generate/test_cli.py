@@ -90,3 +90,22 @@ def test_schema_validates_examples_and_default():
 def test_version_and_module_entry():
     res = subprocess.run([sys.executable, "-m", "envkit", "--version"], capture_output=True, text=True)
     assert res.returncode == 0 and res.stdout.startswith("envkit ")
+
+
+def test_commands_use_envkit_yaml_in_the_current_folder(tmp_path):
+    assert run_envkit("init", cwd=tmp_path).returncode == 0
+    profile = tmp_path / "envkit.yaml"
+    profile.write_text(profile.read_text().replace("shm_size: 2g", "shm_size: 3g"))
+    assert run_envkit("flags", cwd=tmp_path).stdout.startswith("--shm-size=3g ")
+    # Elsewhere, the embedded default.
+    assert run_envkit("flags", cwd=tmp_path.parent).stdout.startswith("--shm-size=2g ")
+
+
+def test_doctor_without_a_profile_checks_the_host_alone(tmp_path):
+    res = run_envkit("doctor", "--json", cwd=tmp_path, timeout=120)
+    assert "checking the host alone" in res.stderr
+    doc = json.loads(res.stdout)
+    checks = {c["name"]: c for c in doc["checks"]}
+    # Nothing is compared with the embedded default's 32 GB, 8 CPUs and GPUs.
+    assert "run.memory" not in checks["memory"]["message"]
+    assert checks["gpu"]["status"] in ("pass", "skip")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 from envkit.profile.load import _model_in
@@ -45,5 +46,12 @@ def test_readme_examples_are_real_output(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     files = {"out/" + f.path: f.content.decode() for f in render_all(load_profile(None), tmp_path / "out")
              if f.source is None and f.path.endswith((".sh", ".yaml"))}
+    files["default.yaml"] = default_profile_text()
+    if os.environ.get("ENVKIT_UPDATE_GOLDEN") == "1":  # the same switch as the golden files
+        for name in ("default.yaml", "out/run.sh", "out/compose.yaml"):
+            readme = re.sub(rf"(<!-- readme:{re.escape(name)} -->\n```\w*\n)(.*?)(```\n)",
+                            lambda m: m.group(1) + files[name] + m.group(3), readme, count=1, flags=re.S)
+        (ROOT / "README.md").write_text(readme)
+        blocks = dict(re.findall(r"<!-- readme:(\S+) -->\n```\w*\n(.*?)```\n", readme, re.S))
     for name in ("out/run.sh", "out/compose.yaml"):
-        assert blocks[name] == files[name], f"README's {name} is stale"
+        assert blocks[name] == files[name], f"README's {name} is stale (ENVKIT_UPDATE_GOLDEN=1 to update)"

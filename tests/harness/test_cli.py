@@ -171,7 +171,7 @@ def test_envkit_harness_with_profile_without_torch(tmp_path):
     assert p.stderr.strip().splitlines() == [NO_TORCH] and p.stdout == ""
 
 
-def test_broken_torch_is_not_reported_as_missing(monkeypatch):
+def test_torch_missing_only_when_torch_itself_is_absent(monkeypatch):
     from envkit.harness import cli
 
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch -> ModuleNotFoundError(name="torch")

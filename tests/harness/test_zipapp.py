@@ -111,3 +111,21 @@ def test_zipapp_runs_in_clean_torch_only_interpreter(tmp_path, torch_only_python
     loader = next(c for c in report["checks"] if c["name"] == "loader")
     assert loader["status"] == "pass" and loader["expected"]["start_method"] == "spawn"
     assert report["environment"]["executable"] == torch_only_python
+    # torch without numpy warns "Failed to initialize NumPy" on import; the harness filters it
+    assert "Failed to initialize NumPy" not in p.stderr, p.stderr
+
+
+def test_zipapp_under_a_python_without_torch_exits_2_in_one_line(tmp_path):
+    # the base interpreter of the venv has the standard library only (no torch): before the fix the
+    # harness ran every check and failed the loader with ModuleNotFoundError (exit 1)
+    py = sys._base_executable
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    if subprocess.run([py, "-c", "import torch"], capture_output=True, env=env, cwd=tmp_path).returncode == 0:
+        pytest.skip(f"{py} has torch")
+    build_zipapp(tmp_path)
+    p = subprocess.run([py, "envkit_harness.pyz", "--quick"], capture_output=True, text=True, cwd=tmp_path,
+                       env=env, timeout=60)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.strip().splitlines() == [
+        "torch is not installed here: pip install 'envkit[harness]' (or run the harness inside the container)"]
+    assert p.stdout == ""

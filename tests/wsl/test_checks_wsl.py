@@ -45,3 +45,21 @@ def test_swap_zero_and_bridged():
     ws = wsl_warnings(_p(None, None, {"swap": 0, "networkingMode": "bridged", "experimental": {"networkingMode": "bridged"}}))
     assert any("wsl.swap is 0" in w for w in ws)
     assert sum("bridged is deprecated" in w for w in ws) == 2
+
+
+def test_mirrored_networking_ignores_localhost_forwarding():
+    (w,) = wsl_warnings(_p(None, None, {"networkingMode": "mirrored", "localhostForwarding": True}))
+    assert "wsl.localhostForwarding" in w and "wsl.networkingMode is mirrored" in w and "ignores" in w
+    (w,) = wsl_warnings(_p(None, None, {"experimental": {"networkingMode": "mirrored"}, "localhostForwarding": False}))
+    assert "wsl.experimental.networkingMode is mirrored" in w
+    assert wsl_warnings(_p(None, None, {"networkingMode": "mirrored"})) == []
+    assert wsl_warnings(_p(None, None, {"networkingMode": "nat", "localhostForwarding": True})) == []
+
+
+def test_wsl_conf_default_user_must_exist_in_the_distribution():
+    (w,) = wsl_warnings(_p(None, None, {"wsl_conf": {"user": {"default": "alice"}}}))
+    assert "wsl.wsl_conf.user.default is alice" in w and "must already exist in the distribution" in w
+    assert "image.user.name (dev)" in w and "sudo adduser alice" in w and "cannot log in as the default user" in w
+    (same,) = wsl_warnings(_p(None, None, {"wsl_conf": {"user": {"default": "dev"}}}))
+    assert "does not exist in the distribution" in same
+    assert wsl_warnings(_p(None, None, {"wsl_conf": {"boot": {"systemd": True}}})) == []

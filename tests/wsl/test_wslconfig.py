@@ -126,3 +126,45 @@ def test_golden(name, tmp_path):
     assert sorted(rendered) == sorted(expected), "generated files changed (ENVKIT_UPDATE_GOLDEN=1 to accept)"
     for path, content in rendered.items():
         assert content == expected[path], f"{name}/{path} differs from its golden file"
+
+
+def _ps1(tmp_path) -> str:
+    files = _render(BASE + "wsl: {memory: 8GB, processors: 4, wsl_conf: {boot: {systemd: true}}}\n", tmp_path)
+    return files["setup-wsl.ps1"].decode("utf-8-sig")
+
+
+def _function(text: str, name: str) -> str:
+    start = text.index(f"function {name}")
+    return text[start:text.index("\n}\n", start) + 3]
+
+
+def test_native_helper_keeps_stderr_out_of_the_parsed_output(tmp_path):
+    # before: `& $Exe @Arguments 2>&1 | ForEach-Object { "$_" }` merged wsl.exe's stderr warnings (mirrored
+    # networking falling back to NAT on Windows 10) into the base64 of /etc/wsl.conf and the nproc/free text
+    helper = _function(_ps1(tmp_path), "Invoke-Native")
+    assert "[System.Management.Automation.ErrorRecord]" in helper  # stderr records are told apart ...
+    assert "$err.Add(" in helper and "$out.Add(" in helper
+    assert "Output = $stdout" in helper and "Error = $stderr" in helper  # ... and Output is stdout alone
+    assert "Write-Warning" in helper  # stderr of a command that worked is shown as a warning
+    assert "ForEach-Object { (\"$_\" -replace" not in helper
+    assert "${Exe}:" in helper and "\"$Exe:" not in helper  # "$Exe:" would parse as a drive-qualified variable
+
+
+def test_failures_report_stderr_too(tmp_path):
+    text = _ps1(tmp_path)
+    for needle in ("Could not read /etc/wsl.conf in ${Name}: $($read.Message)",
+                   "Could not write /etc/wsl.conf in ${Name}: $($write.Message)",
+                   "wsl --shutdown failed: $($r.Message)"):
+        assert needle in text, needle
+    # the parsed values come from stdout only
+    assert "[Convert]::FromBase64String($read.Output)" in text and "$nproc.Output -ne $ExpectedProcessors" in text
+
+
+def test_relative_wslconfig_path_is_resolved_against_the_powershell_location(tmp_path):
+    # [System.IO.File] resolves relative paths against .NET's current directory, not PowerShell's location
+    text = _ps1(tmp_path)
+    resolve = "$WslConfigPath = $ExecutionContext.SessionState.Path.GetUnresolvedProviderPathFromPSPath($WslConfigPath)"
+    assert resolve in text
+    body = text.index("# ---- 1. Windows build")
+    assert text.index(resolve) < body  # before any use of the path
+    assert text.index(resolve) > text.index("param(")

@@ -23,12 +23,26 @@ from typing import TextIO
 from envkit.doctor import Host, diagnose, render_table
 from envkit.harness.report import FAIL
 from envkit.profile import load_profile
+from envkit.profile.model import Profile
+
+# A profile that asks for nothing beyond a small multi-worker loader: no memory limit, cpuset,
+# GPUs or ulimits to compare the host against.
+HOST_ONLY = {"envkit": 1, "name": "host-check", "image": {"base": "none"},
+             "loader": {"num_workers": 2, "batch_size": 32, "sample_shape": [3, 224, 224]}}
 
 
 def run(profile_path: Path | None, scripts: list[Path], data_paths: list[Path], as_json: bool,
         out: TextIO, err: TextIO, host: Host | None = None) -> int:
-    """Diagnose ``host`` (default: this machine) for the profile (default: the embedded one)."""
-    profile = load_profile(profile_path).profile
+    """Diagnose ``host`` (default: this machine) for the profile.
+
+    Without a profile the host is checked alone: the embedded default profile asks for 32 GB,
+    8 CPUs and GPUs, and comparing a laptop against it would only produce false failures.
+    """
+    if profile_path is None:
+        profile = Profile.model_validate(HOST_ONLY)
+        print("envkit doctor: no profile given (and no ./envkit.yaml): checking the host alone", file=err)
+    else:
+        profile = load_profile(profile_path).profile
     doc = diagnose(host or Host(), profile, list(scripts), list(data_paths))
     if as_json:
         print(json.dumps(doc, indent=2, default=str), file=out)

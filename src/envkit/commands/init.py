@@ -28,5 +28,6 @@ def run(path: Path, *, force: bool, out: TextIO) -> int:
         bak = write_backup(path)
         print(f"backed up {path} to {bak}", file=out)
     atomic_write(path, text)
-    print(f"wrote {path}; edit it, then run `envkit generate {path}`", file=out)
+    command = "envkit generate" if path == Path("envkit.yaml") else f"envkit generate {path}"
+    print(f"wrote {path}; edit it, then run `{command}`", file=out)
     return 0

@@ -195,11 +195,13 @@ def check_docker(host: Host, profile: Profile) -> list[dict]:
         return [make_check("docker", SKIP, {}, {}, "Docker engine not probed")]
     reachable, runtimes = info.get("reachable"), list(info.get("runtimes") or [])
     measured = {"reachable": reachable, "runtimes": runtimes, "error": info.get("error")}
-    measured.update({k: info[k] for k in ("server_version", "os") if info.get(k) is not None})
+    measured.update({k: info[k] for k in ("server_version", "os", "detail") if info.get(k) is not None})
     nvidia = bool(info.get("nvidia_runtime")) or "nvidia" in runtimes
     if not reachable:
-        checks = [make_check("docker", FAIL, measured, {"reachable": True},
-                             f"no Docker engine answers: {info.get('error') or 'unreachable'}",
+        error = info.get("error") or "unreachable"
+        message = error if error.startswith("no Docker engine answers") else f"no Docker engine answers: {error}"
+        checks = [make_check("docker", FAIL, measured, {"reachable": True}, message,
+                             info.get("hint") or
                              "WSL2: enable Docker Desktop's WSL integration for this distribution, or install "
                              "docker.io in it and start it (sudo service docker start); Linux: start dockerd")]
     else:

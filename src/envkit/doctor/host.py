@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -140,10 +141,10 @@ class Host:
         if self.docker_probe is not None:
             return self.docker_probe()
         if self.engine_ping is not None:
-            return probe_engine(self.engine_ping)
+            return probe_engine(self.engine_ping, self.environ)
         if not self.is_real:
             return self._fixture("docker.json")
-        return probe_engine(engine_ping)
+        return probe_engine(engine_ping, self.environ)
 
 
 def engine_ping() -> dict[str, Any]:
@@ -160,12 +161,72 @@ def engine_ping() -> dict[str, Any]:
                 close()
 
 
-def probe_engine(ping: Callable[[], dict[str, Any]]) -> dict:
-    """Turn an engine ``ping`` (or its :class:`EngineError`) into the doctor's docker facts."""
+DEFAULT_SOCKET = "/var/run/docker.sock"
+_OS_ERROR_RE = re.compile(r"\b(FileNotFoundError|PermissionError|ConnectionRefusedError|ConnectionResetError|"
+                          r"TimeoutError)\(\d+, '([^']*)'\)")
+_REASONS = {FileNotFoundError: "file not found", PermissionError: "permission denied",
+            ConnectionRefusedError: "connection refused", ConnectionResetError: "connection reset",
+            TimeoutError: "timed out"}
+
+
+def engine_address(environ: Mapping[str, str] | None = None) -> str:
+    """Where docker-py looks for the engine: DOCKER_HOST (``unix://`` shown as the path) or the default socket.
+
+    >>> engine_address({}), engine_address({"DOCKER_HOST": "unix:///run/user/1000/docker.sock"})
+    ('/var/run/docker.sock', '/run/user/1000/docker.sock')
+    """
+    where = ((os.environ if environ is None else environ).get("DOCKER_HOST") or "").strip()
+    if not where:
+        return DEFAULT_SOCKET
+    return where[len("unix://"):] if where.startswith("unix://") else where
+
+
+def _os_error(exc: BaseException | None, seen: set | None = None) -> OSError | None:
+    """The first OSError in ``exc``'s chain (cause, context, and exceptions held in ``args``)."""
+    seen = set() if seen is None else seen
+    if exc is None or id(exc) in seen:
+        return None
+    seen.add(id(exc))
+    if isinstance(exc, OSError) and (exc.errno is not None or type(exc) in _REASONS):
+        return exc
+    for nxt in (*(a for a in getattr(exc, "args", ()) if isinstance(a, BaseException)),
+                exc.__cause__, exc.__context__):
+        found = _os_error(nxt, seen)
+        if found is not None:
+            return found
+    return None
+
+
+def readable_engine_error(exc: BaseException, environ: Mapping[str, str] | None = None) -> str:
+    """One sentence for "no engine answers", instead of docker-py's nested exception tuples.
+
+    >>> readable_engine_error(EngineError("cannot reach a Docker engine: Error while fetching server API "
+    ...     "version: ('Connection aborted.', FileNotFoundError(2, 'No such file or directory'))"), {})
+    'no Docker engine answers at /var/run/docker.sock (file not found)'
+    """
+    where = engine_address(environ)
+    found = _os_error(exc)
+    if found is not None:
+        reason = next((r for t, r in _REASONS.items() if isinstance(found, t)), None)
+        reason = reason or (found.strerror or str(found) or type(found).__name__).lower()
+        return f"no Docker engine answers at {where} ({reason})"
+    m = _OS_ERROR_RE.search(str(exc))  # the chain was lost; the text still names the OS error
+    if m:
+        reason = {t.__name__: r for t, r in _REASONS.items()}[m.group(1)]
+        return f"no Docker engine answers at {where} ({reason})"
+    return str(exc)
+
+
+def probe_engine(ping: Callable[[], dict[str, Any]], environ: Mapping[str, str] | None = None) -> dict:
+    """Turn an engine ``ping`` (or its :class:`EngineError`) into the doctor's docker facts.
+
+    ``error`` is one readable sentence; ``detail`` keeps the engine's own text as evidence.
+    """
     try:
         info = ping() or {}
     except EngineError as exc:
-        return {"reachable": False, "runtimes": [], "nvidia_runtime": False, "error": str(exc), "hint": exc.hint}
+        return {"reachable": False, "runtimes": [], "nvidia_runtime": False,
+                "error": readable_engine_error(exc, environ), "detail": str(exc), "hint": exc.hint}
     except ImportError as exc:  # the docker package is missing from this installation
         return {"reachable": False, "runtimes": [], "nvidia_runtime": False,
                 "error": f"the docker Python package cannot be imported ({exc}); reinstall envkit", "hint": None}

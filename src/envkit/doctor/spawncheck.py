@@ -36,7 +36,6 @@ _POSITIONAL = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "
                "collate_fn", "pin_memory", "drop_last", "timeout", "worker_init_fn")
 GUARD_FIX = ('move the code that builds and iterates the DataLoader into a function (e.g. main()) and call it '
              'only under `if __name__ == "__main__":`')
-PICKLE_FIX = "define it at module level (a top-level def or class) and pass it by name"
 
 
 @dataclass(frozen=True)
@@ -293,13 +292,11 @@ class _Checker:
         for param in ("collate_fn", "worker_init_fn"):
             node = _arg(call, param)
             if isinstance(node, ast.Lambda):
-                findings.append(self._unpicklable(call, param, "a lambda", node.lineno))
+                findings.append(self._unpicklable(call, param, None, "lambda", node.lineno))
             elif isinstance(node, ast.Name):
                 hit = self._resolve(node.id, scopes)
                 if hit and hit[0] in ("function", "lambda", "class"):
-                    what = f"{node.id!r}, a lambda" if hit[0] == "lambda" else \
-                        f"{node.id!r}, a {hit[0]} defined inside a function"
-                    findings.append(self._unpicklable(call, param, what, hit[1]))
+                    findings.append(self._unpicklable(call, param, node.id, hit[0], hit[1]))
         dataset = _arg(call, "dataset")
         if isinstance(dataset, ast.Name):
             hit = self._resolve(dataset.id, scopes)
@@ -307,16 +304,34 @@ class _Checker:
         if isinstance(dataset, ast.Call) and isinstance(dataset.func, ast.Name):
             hit = self._resolve(dataset.func.id, scopes)
             if hit and hit[0] == "class":
-                findings.append(self._unpicklable(
-                    call, "dataset", f"an instance of {dataset.func.id!r}, a class defined inside a function", hit[1]))
+                findings.append(self._unpicklable(call, "dataset", dataset.func.id, "instance", hit[1]))
         return findings
 
     @staticmethod
-    def _unpicklable(call: ast.Call, param: str, what: str, defined: int) -> Finding:
+    def _unpicklable(call: ast.Call, param: str, name: str | None, kind: str, defined: int) -> Finding:
+        """One finding for ``param`` of the DataLoader at ``call``, naming the object and where it is defined.
+
+        ``kind``: ``lambda`` (``name`` None for an inline one), ``function`` or ``class`` (defined inside a
+        function), or ``instance`` (of ``name``, a class defined inside a function).
+        """
+        at = "" if defined == call.lineno else f" at line {defined}"
+        if kind == "lambda" and name is None:
+            what = f"a lambda defined{at}" if at else "a lambda"
+            fix = f"{param}=lambda at line {defined}: define a function at module level and pass its name"
+        elif kind == "lambda":
+            what = f"{name!r}, a lambda defined{at}" if at else f"{name!r}, a lambda"
+            fix = (f"{param}={name}, a lambda at line {defined}: define {name} with def at module level and "
+                   "pass its name")
+        elif kind == "instance":
+            what = f"an instance of {name!r}, a class defined inside a function{at}"
+            fix = f"{param}={name}(...), class {name} at line {defined}: move the class {name} to module level"
+        else:
+            what = f"{name!r}, a {kind} defined inside a function{at}"
+            fix = (f"{param}={name}, a {kind} defined inside a function at line {defined}: move "
+                   f"{'def' if kind == 'function' else 'class'} {name} to module level and pass its name")
         return Finding(call.lineno, "unpicklable",
-                       f"DataLoader {param} is {what} (line {defined}); under spawn it is pickled by name to each "
-                       "worker, and this cannot be (AttributeError: Can't pickle local object / Can't get attribute)",
-                       PICKLE_FIX)
+                       f"DataLoader {param} is {what}; under spawn it is pickled by name to each worker, and "
+                       "this cannot be (AttributeError: Can't pickle local object / Can't get attribute)", fix)
 
     def _nested_datasets(self) -> list[Finding]:
         out = []
@@ -327,5 +342,7 @@ class _Checker:
             if any(b.endswith("Dataset") for b in bases):
                 out.append(Finding(node.lineno, "unpicklable",
                                    f"Dataset subclass {node.name!r} is defined inside a function; DataLoader workers "
-                                   "started with spawn cannot unpickle it", PICKLE_FIX))
+                                   "started with spawn cannot unpickle it",
+                                   f"class {node.name} at line {node.lineno}: move it to module level (a top-level "
+                                   "class) and pass an instance of it"))
         return out
