@@ -149,7 +149,7 @@ def check_ulimits(run: dict, limits: dict | None = None) -> dict:
         limits = {n: dict(zip(("soft", "hard"), map(_norm, resource.getrlimit(r)))) for n, r in ULIMITS.items()}
     want_all = run.get("ulimits") or {}
     expected = {n: want_all.get(n) for n in ULIMITS}
-    low, flags = [], []
+    low, flags, compose = [], [], []
     for name in ULIMITS:
         want = want_all.get(name) or {}
         for kind in ("soft", "hard"):
@@ -157,7 +157,9 @@ def check_ulimits(run: dict, limits: dict | None = None) -> dict:
                 low.append(f"{name} {kind} is {limit_text(limits[name][kind])} but the profile asks for "
                            f"{limit_text(want[kind])}")
         if any(want.get(k) is not None and _lower(limits[name][k], want[k]) for k in ("soft", "hard")):
-            flags.append(f"--ulimit {name}={want.get('soft', -1)}:{want.get('hard', want.get('soft', -1))}")
+            soft, hard = want.get("soft", -1), want.get("hard", want.get("soft", -1))
+            flags.append(f"--ulimit {name}={soft}:{hard}")
+            compose.append(f"{name}: {{soft: {soft}, hard: {hard}}}")
     why = ("CUDA pinned memory (pin_memory=True) is page-locked by the NVIDIA driver and is not bounded by "
            "RLIMIT_MEMLOCK; RDMA/NCCL over InfiniBand is (ibv_reg_mr fails). nofile bounds the shared-memory "
            "file descriptors of the file_descriptor sharing strategy.")
@@ -166,7 +168,7 @@ def check_ulimits(run: dict, limits: dict | None = None) -> dict:
         return make_check("ulimits", FAIL, limits, expected,
                           f"lower than the profile: {'; '.join(low)}. {why}",
                           " ".join(flags) + " (docker run, where -1 means unlimited; compose: ulimits: "
-                          "{memlock: {soft: -1, hard: -1}}; --ulimit memlock takes bytes while `ulimit -l` "
+                          "{" + ", ".join(compose) + "}; --ulimit memlock takes bytes while `ulimit -l` "
                           "prints KiB)")
     return make_check("ulimits", PASS, limits, expected,
                       f"soft/hard: {summary}; memlock bounds RDMA/NCCL over InfiniBand, "
