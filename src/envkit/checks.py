@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from envkit.harness.report import human_bytes
 from envkit.harness.sizing import (
     DOCKER_DEFAULT_SHM, GIB, MIB, batch_bytes, recommended_shm_bytes, shm_required_bytes,
 )
@@ -54,10 +55,6 @@ def shm_need(profile: Profile) -> int:
                               num_workers=planned_workers(profile), prefetch_factor=ld.prefetch_factor)
 
 
-def _gib(n: int) -> str:
-    return f"{n / GIB:.1f} GiB" if n >= GIB else f"{n / MIB:.0f} MiB"
-
-
 def file_warnings(profile: Profile, base_dir: Path) -> list[str]:
     """Warnings about the files a profile points at (relative to its folder)."""
     out: list[str] = []
@@ -88,8 +85,8 @@ def profile_warnings(profile: Profile) -> list[str]:
             rec = format_size(recommended_shm_bytes(need))
             what = format_size(have) if run.shm_size is not None else "Docker's default 64m"
             out.append(
-                f"run.shm_size: {what} is below the {_gib(need)} that {workers} DataLoader workers need "
-                f"({_gib(batch_bytes(ld.batch_size, ld.sample_shape, ld.dtype))} per batch x "
+                f"run.shm_size: {what} is below the {human_bytes(need)} that {workers} DataLoader workers need "
+                f"({human_bytes(batch_bytes(ld.batch_size, ld.sample_shape, ld.dtype))} per batch x "
                 f"({workers} workers x prefetch_factor {ld.prefetch_factor} + 1) x 1.25); "
                 f"multi-worker loading will fail with 'unable to allocate shared memory(shm)' or "
                 f"'Bus error'; use shm_size: {rec}"
@@ -104,7 +101,7 @@ def profile_warnings(profile: Profile) -> list[str]:
     if run.memory is not None:
         floor = (need if run.ipc != "host" else 0) + (workers + 1) * WORKER_RSS
         if run.memory < floor:
-            out.append(f"run.memory: {format_size(run.memory)} is below the {_gib(floor)} that shm ({_gib(need)}) "
+            out.append(f"run.memory: {format_size(run.memory)} is below the {human_bytes(floor)} that shm ({human_bytes(need)}) "
                        f"plus {workers + 1} processes x 512 MiB need (shm pages count against the container's "
                        f"memory limit); use memory: {format_size(math.ceil(floor / GIB) * GIB)} or more")
     torch = profile.image.torch
