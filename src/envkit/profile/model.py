@@ -17,6 +17,7 @@ from typing import Annotated, Literal, Union
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from envkit.harness.sizing import DTYPE_ITEMSIZE, batch_bytes
+from envkit.profile.cluster import Cluster
 from envkit.profile.types import (
     AbsPath, Cpuset, DebPackage, EnvName, EnvValue, Name, PipRequirement, PositiveInt, Size,
 )
@@ -191,6 +192,7 @@ class Profile(Model):
     run: Run = Run()
     loader: Loader = Loader()
     wsl: Wsl | None = None
+    cluster: Cluster | None = None
 
     @model_validator(mode="after")
     def _project_mount_is_free(self):
