@@ -123,11 +123,13 @@ def gpus_flag_value(gpus) -> str:
     return '"device=' + ",".join(str(g) for g in gpus) + '"'
 
 
-def docker_flags(rs: RunSettings, volume_source=lambda v: v.source, *, project: bool = True) -> list[str]:
+def docker_flags(rs: RunSettings, volume_source=lambda v: v.source, *, project: bool = True,
+                 gpus: bool = True) -> list[str]:
     """``docker run`` flags, one list item per flag (never shell-joined here).
 
     ``volume_source`` maps a Volume to the host path text to use (callers resolve relative paths);
-    ``project=False`` leaves out the project mount (devcontainer.json states it as workspaceMount).
+    ``project=False`` leaves out the project mount (devcontainer.json states it as workspaceMount);
+    ``gpus=False`` leaves out ``--gpus`` (devcontainer.json states "all" as hostRequirements.gpu).
     """
     flags: list[str] = []
     if rs.shm_size is not None:
@@ -141,7 +143,7 @@ def docker_flags(rs: RunSettings, volume_source=lambda v: v.source, *, project: 
         flags.append(f"--cpus={_cpus_text(rs.cpus)}")
     if rs.memory is not None:
         flags.append(f"--memory={format_size(rs.memory)}")
-    if rs.gpus is not None:
+    if rs.gpus is not None and gpus:
         flags.append(f"--gpus={gpus_flag_value(rs.gpus)}")
     flags.extend(f"--ulimit={u.flag_value}" for u in rs.ulimits)
     for v in rs.volumes:

@@ -139,6 +139,9 @@ def test_targets_agree(example, tmp_path):
     compose = _from_compose(files["compose.yaml"], out)
     devc = json.loads(files[".devcontainer/devcontainer.json"].split("\n", 1)[1])
     devcontainer = _from_flags([a.replace("${localWorkspaceFolder}", out) for a in devc["runArgs"]])
+    if (devc.get("hostRequirements") or {}).get("gpu") is True:  # the CLI adds --gpus all for it
+        assert "gpus" not in devcontainer, "two GPU requests: the CLI's --gpus all would widen the runArgs one"
+        devcontainer["gpus"] = "all"
     mount = dict(kv.split("=", 1) for kv in devc["workspaceMount"].replace("${localWorkspaceFolder}", out).split(","))
     devcontainer["volumes"].insert(0, _vol(f"{mount['source']}:{mount['target']}", "/"))
     assert devc["workspaceFolder"] == loaded.profile.image.workdir

@@ -4,6 +4,12 @@ The settings travel as ``runArgs`` (the same ``docker run`` flags as run.sh),
 because devcontainer.json has no keys of its own for shm, cpuset or ulimits.
 The file is JSON with one leading ``//`` comment, which the spec allows.
 
+GPUs travel by exactly one mechanism (:func:`gpu_request`). The Dev Containers CLI appends
+``--gpus all`` *after* ``runArgs`` whenever ``hostRequirements.gpu`` is true or "optional" and
+``docker info`` lists an nvidia runtime (devcontainers/cli ``src/spec-node/singleContainer.ts``,
+``extraRunArgs``; read in the 0.89.0 bundle: ``runArgs`` come first, then ``--gpus all``). Docker
+keeps both device requests, so ``--gpus "device=0,1"`` plus that would hand the container every GPU.
+
 Example:
     >>> # render(ctx) -> [OutputFile(".devcontainer/devcontainer.json", ...)]
 """
@@ -15,6 +21,21 @@ from envkit.targets import GenContext, OutputFile
 from envkit.targets.dockerfile import build_args
 
 SCHEMA = "https://raw.githubusercontent.com/devcontainers/spec/main/schemas/devContainer.schema.json"
+
+
+def gpu_request(gpus) -> str | None:
+    """How devcontainer.json asks for the profile's GPUs: "hostRequirements", "runArgs" or None.
+
+    ``all`` is what ``hostRequirements.gpu`` means to the CLI (and it tells VS Code / Codespaces to
+    pick a GPU host); a count or a list of ids needs ``--gpus`` in ``runArgs`` and then must not
+    have ``hostRequirements.gpu``, or the CLI's own ``--gpus all`` widens it to every GPU.
+
+    >>> gpu_request("all"), gpu_request(2), gpu_request((0, 1)), gpu_request(None)
+    ('hostRequirements', 'runArgs', 'runArgs', None)
+    """
+    if gpus is None:
+        return None
+    return "hostRequirements" if gpus == "all" else "runArgs"
 
 
 def document(ctx: GenContext) -> dict:
@@ -39,7 +60,8 @@ def document(ctx: GenContext) -> dict:
         "name": p.name,
         "build": build,
         # The project mount is workspaceMount below; devcontainer adds its own otherwise.
-        "runArgs": docker_flags(ctx.settings, volume_source=source, project=False),
+        "runArgs": docker_flags(ctx.settings, volume_source=source, project=False,
+                                gpus=gpu_request(ctx.settings.gpus) == "runArgs"),
         "workspaceMount": workspace_mount,
         "workspaceFolder": p.image.workdir,
         "containerUser": p.image.user.name,
@@ -47,7 +69,7 @@ def document(ctx: GenContext) -> dict:
         # Match the container user's uid/gid to the host user's so bind-mounted files keep their owner.
         "updateRemoteUserUID": not p.image.user.is_root,
     }
-    if ctx.settings.gpus is not None:
+    if gpu_request(ctx.settings.gpus) == "hostRequirements":
         doc["hostRequirements"] = {"gpu": True}
     return doc
 
