@@ -20,6 +20,7 @@ import math
 from envkit.harness.expect import resolve_workers
 from envkit.harness.sizing import GIB, shm_required_bytes
 from envkit.profile.model import Profile
+from envkit.profile.wsl import GRADUAL_RECLAIM_NOTE
 from envkit.units import format_wsl_size
 
 # Beyond these, a value is almost certainly a typo: few workstations have more.
@@ -94,6 +95,8 @@ def wsl_warnings(profile: Profile) -> list[str]:
         out.append(f"wsl.localhostForwarding is set but {mirrored} is mirrored, and WSL ignores localhostForwarding "
                    "in mirrored mode (Windows and the VM share localhost there already): drop "
                    "wsl.localhostForwarding, or use networkingMode: nat if you rely on it")
+    if wsl.experimental is not None and wsl.experimental.autoMemoryReclaim == "gradual":
+        out.append("wsl.experimental.autoMemoryReclaim: " + GRADUAL_RECLAIM_NOTE)
     out.extend(_wsl_conf_warnings(profile))
     return out
 
