@@ -19,7 +19,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from envkit.harness.sizing import DTYPE_ITEMSIZE, batch_bytes
 from envkit.profile.cluster import Cluster
 from envkit.profile.types import (
-    AbsPath, Cpuset, DebPackage, EnvName, EnvValue, Name, PipRequirement, PositiveInt, Size,
+    AbsPath, Cpuset, DebPackage, EnvName, EnvValue, Name, PipRequirement, PositiveInt, RunEnvValue, RunText, Size,
 )
 from envkit.profile.wsl import Wsl
 from envkit.units import ULIMIT_NAMES, did_you_mean, parse_cpuset
@@ -61,9 +61,9 @@ class Torch(Model):
 class Proxy(Model):
     """Proxy settings, applied to the build (as build args, not baked into the image) and the run."""
 
-    http: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]+$")] | None = None
-    https: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]+$")] | None = None
-    no_proxy: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]*$")] | None = None
+    http: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]+$"), RunText] | None = None
+    https: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]+$"), RunText] | None = None
+    no_proxy: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]*$"), RunText] | None = None
 
 
 class Image(Model):
@@ -143,8 +143,8 @@ class Run(Model):
     gpus: GpuSpec = "none"
     ulimits: Annotated[dict[UlimitName, Ulimit], Field(json_schema_extra={"propertyNames": {"enum": list(ULIMIT_NAMES)}})] = {}
     mount_project: bool = True
-    volumes: tuple[Annotated[str, Field(pattern=r"^[^:~\x00-\x1f]([^:\x00-\x1f]*):/[A-Za-z0-9._/+-]*(:(ro|rw|z|Z|ro,z|ro,Z))?$")], ...] = ()
-    env: dict[EnvName, EnvValue] = {}
+    volumes: tuple[Annotated[str, Field(pattern=r"^[^:~\x00-\x1f]([^:\x00-\x1f]*):/[A-Za-z0-9._/+-]*(:(ro|rw|z|Z|ro,z|ro,Z))?$"), RunText], ...] = ()
+    env: dict[EnvName, RunEnvValue] = {}
 
     @field_validator("memory", "shm_size")
     @classmethod
