@@ -6,6 +6,7 @@ translation), normalised to one vocabulary, and compared.
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -142,7 +143,8 @@ def test_targets_agree(example, tmp_path):
     if (devc.get("hostRequirements") or {}).get("gpu") is True:  # the CLI adds --gpus all for it
         assert "gpus" not in devcontainer, "two GPU requests: the CLI's --gpus all would widen the runArgs one"
         devcontainer["gpus"] = "all"
-    mount = dict(kv.split("=", 1) for kv in devc["workspaceMount"].replace("${localWorkspaceFolder}", out).split(","))
+    # Docker reads --mount as one CSV record (the source is a quoted field).
+    mount = dict(kv.split("=", 1) for kv in next(csv.reader([devc["workspaceMount"].replace("${localWorkspaceFolder}", out)])))
     devcontainer["volumes"].insert(0, _vol(f"{mount['source']}:{mount['target']}", "/"))
     assert devc["workspaceFolder"] == loaded.profile.image.workdir
     sdk = _from_sdk(sdk_kwargs(RunSettings.from_profile(loaded.profile),

@@ -23,6 +23,20 @@ from envkit.targets.dockerfile import build_args
 SCHEMA = "https://raw.githubusercontent.com/devcontainers/spec/main/schemas/devContainer.schema.json"
 
 
+def mount_spec(source: str, target: str) -> str:
+    """A ``--mount`` value (Docker reads it as one CSV record) whose source may hold commas.
+
+    The source is quoted as a CSV field, so a comma in the project's path (known only when the
+    CLI expands ``${localWorkspaceFolder}``) stays part of the path instead of starting a new
+    mount option. A ``"`` in the expanded path would end the quoting: such a folder name is not
+    supported.
+
+    >>> print(mount_spec("${localWorkspaceFolder}/..", "/workspace"))
+    "source=${localWorkspaceFolder}/..",target=/workspace,type=bind
+    """
+    return '"source=' + source.replace('"', '""') + '",target=' + target + ",type=bind"
+
+
 def gpu_request(gpus) -> str | None:
     """How devcontainer.json asks for the profile's GPUs: "hostRequirements", "runArgs" or None.
 
@@ -46,11 +60,9 @@ def document(ctx: GenContext) -> dict:
         return ctx.anchored_source(v, "${localWorkspaceFolder}")
 
     project = ctx.settings.project_volume
-    if project is not None:
-        workspace_mount = f"source={source(project)},target={p.image.workdir},type=bind"
-    else:
-        # No project mount asked for: devcontainer.json still needs a workspace; use its default.
-        workspace_mount = f"source=${{localWorkspaceFolder}},target={p.image.workdir},type=bind"
+    # No project mount asked for: devcontainer.json still needs a workspace; use its default.
+    workspace_source = source(project) if project is not None else "${localWorkspaceFolder}"
+    workspace_mount = mount_spec(workspace_source, p.image.workdir)
     build: dict = {"dockerfile": "../Dockerfile", "context": ".."}
     args = build_args(ctx)
     if args:

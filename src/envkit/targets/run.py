@@ -43,7 +43,11 @@ def context(ctx: GenContext) -> dict:
                           "rest": array_word(rest) if rest else ""})
         else:
             items.append({"here": False, "text": array_word(flag)})
-    return {"header": ctx.header("#"), "image": shlex.quote(ctx.profile.image_tag), "flags": items}
+    # A profile's `$` is meant literally and single quotes keep it so; shellcheck's SC2016 suspects a
+    # forgotten expansion, so say once why it is not one (only where such a value exists).
+    literal_dollar = any("$" in (i.get("text") or i.get("head", "") + i.get("rest", "")) for i in items)
+    return {"header": ctx.header("#"), "image": shlex.quote(ctx.profile.image_tag), "flags": items,
+            "literal_dollar": literal_dollar}
 
 
 def render(ctx: GenContext) -> list[OutputFile]:
