@@ -99,6 +99,16 @@ def generate(name: str, dest: Path) -> Path:
     return out
 
 
+def generate_text(profile_text: str, dest: Path, out_name: str = "out") -> Path:
+    """Write ``profile_text`` as ``dest/envkit.yaml`` and every target into ``dest/out_name``."""
+    dest.mkdir(parents=True, exist_ok=True)
+    path = dest / "envkit.yaml"
+    path.write_text(profile_text)
+    out = dest / out_name
+    write_outputs(out, render_all(load_profile(path), out))
+    return out
+
+
 @pytest.fixture(scope="session")
 def generated(tmp_path_factory) -> dict[str, Path]:
     """Every profile's generated folder, written once per session."""
