@@ -26,6 +26,10 @@ from tests.dockerutil import docker_required
 
 TOOLS = ROOT / ".envkit-tools"
 
+# The in-image check, in ONE place. The image branch puts `envkit-check` on the image's PATH (the
+# harness with the baked expectation); when it lands, this becomes ["envkit-check"].
+ENVKIT_CHECK = ["python3", "/opt/envkit/envkit_harness.pyz", "--expect", "/opt/envkit/envkit_expect.json"]
+
 # Values a shell, YAML, JSON, compose's interpolation or a --mount CSV could each misread.
 HOSTILE = r"""envkit: 1
 name: hostile

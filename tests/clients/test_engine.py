@@ -1,0 +1,125 @@
+"""Compose v2 and the Dev Containers CLI start the generated files on the real engine.
+
+One image build (`envkit build`, the e2e recipe: local base image, offline torch wheelhouse,
+host CA), one `docker compose run`, one `devcontainer up` + `exec`; each container's settings are
+read back with `docker inspect`. The project folder's name holds a comma and a space, so the
+workspace mount proves a comma in a path adds no mount option; run.env holds `$` text that must
+reach the container literally. Everything created is removed at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+
+import pytest
+import yaml
+
+from tests.clients.conftest import ENVKIT_CHECK, venv_tool
+from tests.conftest import run_envkit
+from tests.dockerutil import base_image, require_base_image, require_docker
+from tests.e2e.conftest import HOST_CA, TORCH, ngc_profile
+
+pytestmark = [pytest.mark.clients, pytest.mark.docker, pytest.mark.slow]
+
+TAG = "envkit-clients-test:e2e"
+PROJECT = "envkit-clients"  # compose project name (-p), so nothing collides with other runs
+ENV = {"PRICE": "5$ and $HOME and ${X} and $$", "QUOTES": "it's \"q\" `id` a,b"}
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    engine = require_docker()
+    require_base_image(engine)
+    root = tmp_path_factory.mktemp("clients-e2e") / "proj, one"
+    (root / "wheels").mkdir(parents=True)
+    res = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+                          "-d", str(root / "wheels"), f"torch=={TORCH}"], capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-2000:]
+    (root / "certs").mkdir()
+    shutil.copy(HOST_CA, root / "certs" / "host-ca.pem")
+    (root / "da ta, x").mkdir()
+    doc = yaml.safe_load(ngc_profile(base_image(), tag=TAG))
+    doc["run"]["env"] = dict(ENV)
+    doc["run"]["volumes"] = ["./da ta, x:/data:ro"]
+    (root / "envkit.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    res = run_envkit("generate", "envkit.yaml", "-o", ".", cwd=root)
+    assert res.returncode == 0, res.stderr
+    res = run_envkit("build", "envkit.yaml", cwd=root, timeout=1800)
+    assert res.returncode == 0, res.stderr[-3000:]
+    yield engine, root, doc
+    with_ids = engine.client.containers.list(all=True, filters={"label": f"io.envkit.clients={root.name}"})
+    for c in with_ids:
+        c.remove(force=True)
+    engine.client.images.remove(TAG, force=True)
+
+
+def _inspect(engine, container_id: str) -> dict:
+    return engine.client.api.inspect_container(container_id)
+
+
+def _check_settings(info: dict, doc: dict, root) -> None:
+    host, run = info["HostConfig"], doc["run"]
+    assert host["ShmSize"] == 512 << 20
+    assert host["CpusetCpus"] == run["cpuset"]
+    assert host["IpcMode"] == "private" and host["Init"] is True
+    assert host["Memory"] == 4 << 30
+    ulimits = {u["Name"]: (u["Soft"], u["Hard"]) for u in host["Ulimits"] or []}
+    for name in ("memlock", "stack", "nofile"):
+        value = run["ulimits"][name]
+        assert ulimits[name] == (value, value), name
+    env = dict(e.split("=", 1) for e in info["Config"]["Env"])
+    for key, value in ENV.items():
+        assert env[key] == value, key
+    mounts = {m["Destination"]: m for m in info["Mounts"]}
+    assert mounts["/data"]["Source"] == str(root / "da ta, x") and mounts["/data"]["RW"] is False
+    assert mounts["/workspace"]["Source"] == str(root)
+
+
+def test_compose_run_applies_the_settings(project):
+    engine, root, doc = project
+    compose = venv_tool("docker-compose")
+    name = f"envkit-clients-compose-{uuid.uuid4().hex[:8]}"
+    base = [compose, "-p", PROJECT, "-f", str(root / "compose.yaml")]
+    try:
+        res = subprocess.run([*base, "run", "-d", "--name", name, "--label", f"io.envkit.clients={root.name}",
+                              doc["name"], "sleep", "300"], cwd=root, capture_output=True, text=True, timeout=300)
+        assert res.returncode == 0, res.stdout + res.stderr
+        _check_settings(_inspect(engine, name), doc, root)
+    finally:
+        subprocess.run([*base, "down", "--remove-orphans", "--timeout", "1"], cwd=root, capture_output=True, timeout=120)
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True, timeout=60)
+
+
+def test_devcontainer_up_exec_check(project, devcontainer_cli):
+    engine, root, doc = project
+    label = f"io.envkit.clients={root.name}"
+    common = ["--workspace-folder", str(root), "--id-label", label]
+    container_id = None
+    before = {i.id for i in engine.client.images.list()}
+    try:
+        res = subprocess.run([*devcontainer_cli, "up", *common, "--remove-existing-container"],
+                             capture_output=True, text=True, timeout=1800)
+        assert res.returncode == 0, res.stderr[-3000:]
+        result = json.loads(res.stdout.strip().splitlines()[-1])
+        assert result["outcome"] == "success", result
+        container_id = result["containerId"]
+        info = _inspect(engine, container_id)
+        _check_settings(info, doc, root)
+        assert info["Config"]["User"] == doc["image"]["user"]["name"]
+        # devcontainer.json asks for no GPUs here (none on this machine): no device request at all.
+        assert not info["HostConfig"].get("DeviceRequests")
+        res = subprocess.run([*devcontainer_cli, "exec", *common, *ENVKIT_CHECK],
+                             capture_output=True, text=True, timeout=900)
+        assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
+    finally:
+        if container_id:
+            subprocess.run(["docker", "rm", "-f", container_id], capture_output=True, timeout=60)
+        # The CLI tags what it builds vsc-<folder>-<hash>: remove the ones this test made.
+        for img in engine.client.images.list():
+            if img.id not in before and any(t.startswith("vsc-") for t in img.tags):
+                engine.client.images.remove(img.id, force=True)
