@@ -21,6 +21,7 @@ from envkit.engine import (
     _RLIMITS, BASE_IMAGE_HINT, LABEL, START_HINT, BuildEvent, BuildFailed, BuildStreamParser, Engine, RunResult,
     explain_start_error, parse_proc_limits, to_create_kwargs,
 )
+from envkit.daemon import find_dockerd, read_daemon
 from envkit.errors import EngineError
 
 
@@ -52,6 +53,7 @@ class DockerEngine(Engine):
         except self._errors.DockerException as exc:
             raise EngineError(f"the engine stopped answering: {exc}", hint=START_HINT) from None
         runtimes, host = sorted(info.get("Runtimes") or {}), {}
+        daemon = read_daemon(Path("/"), dict(os.environ))
         for n in ("memlock", "nofile", "stack"):
             if v := self._host_limit(n):
                 host[n] = {"soft": v[0], "hard": v[1], "source": v[2]}
@@ -65,18 +67,16 @@ class DockerEngine(Engine):
             "ncpu": info.get("NCPU"), "mem_total": info.get("MemTotal"),
             # The API does not expose daemon.json default-ulimits; the daemon's own hard
             # limits are the ceiling containers inherit, so report those where readable.
-            "host_ulimits": host}
+            "host_ulimits": host,
+            # Local-daemon facts the API does not give (envkit.daemon): None when unreadable.
+            "default_shm_size": daemon.default_shm_size, "default_shm_source": daemon.default_shm_source,
+            "cap_sys_resource": daemon.cap_sys_resource, "gpus_possible": daemon.gpus_possible,
+            "nvidia_hook": daemon.nvidia_hook, "cdi_specs": list(daemon.cdi_specs)}
 
     def _daemon_pid(self) -> int | None:
         if not os.environ.get("DOCKER_HOST", "unix://").startswith("unix://"):
             return None  # remote daemon: its /proc is not ours
-        for comm in Path("/proc").glob("[0-9]*/comm"):
-            try:
-                if comm.read_text().strip() == "dockerd":
-                    return int(comm.parent.name)
-            except OSError:  # the process exited while we looked
-                pass
-        return None
+        return find_dockerd(Path("/"))
 
     def _host_limit(self, name: str) -> tuple[int, int, str] | None:
         """(soft, hard, where): the daemon's limit (the containers' ceiling), else ours."""

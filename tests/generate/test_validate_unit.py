@@ -49,9 +49,9 @@ def test_validate_runs_the_harness_with_the_profiles_settings(profile):
     rc = validate.run(profile, image=None, compare_default=True, as_json=True, timeout=60, quick=True,
                       out=out, err=err, engine=eng)
     assert rc == 0
-    kinds = [c[0] for c in eng.calls]
-    assert kinds == ["build", "run", "run"]
-    build_call, gen, dflt = (c[1] for c in eng.calls)
+    calls = [c for c in eng.calls if c[0] != "ping"]  # ping: the daemon's default shm, for the message
+    assert [c[0] for c in calls] == ["build", "run", "run"]
+    build_call, gen, dflt = (c[1] for c in calls)
     assert build_call["tag"] == "unit/img:1" and build_call["labels"]["io.envkit.managed"] == "1"
     loaded = load_profile(profile)
     expected = sdk_kwargs(RunSettings.from_profile(loaded.profile),
@@ -117,3 +117,13 @@ def test_build_context_is_removed(profile, monkeypatch):
     build.run(profile, tag=None, no_cache=False, out=io.StringIO(), err=io.StringIO(), engine=Spy())
     assert {"Dockerfile", ".dockerignore", "envkit_harness.pyz", "envkit_expect.json"} <= set(seen["files"])
     assert not seen["dir"].exists()
+
+
+def test_compare_default_names_the_daemons_default_shm(profile):
+    # A daemon.json default-shm-size changes what "Docker's defaults" means; validate says which it ran under.
+    info = {**FakeEngine().info, "default_shm_size": 1 << 30, "default_shm_source": "/etc/docker/daemon.json"}
+    eng = FakeEngine(info=info, run_results=[RunResult(0, _report("pass"), ""), RunResult(0, _report("pass"), "")])
+    err = io.StringIO()
+    validate.run(profile, image="x:1", compare_default=True, as_json=True, timeout=60, quick=True,
+                 out=io.StringIO(), err=err, engine=eng)
+    assert "1.0 GiB, set by /etc/docker/daemon.json" in err.getvalue()

@@ -54,6 +54,23 @@ def container_settings(loaded: LoadedProfile, *, default: bool) -> tuple[dict, l
     return kw, notes
 
 
+def daemon_default_shm(engine: Engine) -> str:
+    """What "Docker's default" /dev/shm is on this daemon: its default-shm-size where one is set and readable.
+
+    dockerd's ``default-shm-size`` (daemon.json or ``--default-shm-size``) replaces the built-in
+    64 MiB for every container started without ``--shm-size``; ``docker info`` does not show it, so
+    the engine reads the local daemon's command line and config (:mod:`envkit.daemon`).
+    """
+    try:
+        info = engine.ping()
+    except EngineError:
+        info = {}
+    size, source = info.get("default_shm_size"), info.get("default_shm_source")
+    if size:
+        return f"this daemon's default /dev/shm is {human_bytes(size)}, set by {source}, not Docker's built-in 64 MiB"
+    return "/dev/shm 64 MiB, Docker's built-in default; no default-shm-size found for the local daemon"
+
+
 def run_harness(engine: Engine, image: str, settings: dict, *, timeout: float, quick: bool, label: str) -> dict:
     """Run the harness in a fresh container; return its JSON report (EngineError if it produced none)."""
     result: RunResult = engine.run(image, harness_command(timeout, quick), settings=settings,
@@ -130,7 +147,8 @@ def run(profile_path: Path | None, *, image: str | None, compare_default: bool, 
     generated = run_harness(engine, image, settings, timeout=timeout, quick=quick, label="generated")
     default = None
     if compare_default:
-        print("envkit: running the harness again with Docker's defaults", file=err, flush=True)
+        print(f"envkit: running the harness again with Docker's defaults ({daemon_default_shm(engine)})",
+              file=err, flush=True)
         dsettings, _ = container_settings(loaded, default=True)
         default = run_harness(engine, image, dsettings, timeout=timeout, quick=quick, label="default")
     verdict = generated["verdict"]

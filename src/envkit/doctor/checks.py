@@ -165,28 +165,51 @@ def check_shm(host: Host, profile: Profile) -> dict:
 
 
 def check_memlock(host: Host, profile: Profile) -> dict:
-    lim = host.getrlimit("memlock")
+    """Can the container get the profile's memlock? The Docker daemon's limit decides, not this shell's.
+
+    runc sets a container's rlimits from the daemon's side: asking above the daemon's hard limit
+    fails to start only when the daemon lacks CAP_SYS_RESOURCE (rootless, or itself in a
+    container). So compare with /proc/<dockerd>/limits and CapEff bit 24 where readable, and say
+    which limit was compared when they are not.
+    """
     want = profile.run.ulimits.get("memlock")
     expected = {"profile_memlock": [want.soft, want.hard] if want else None}
     why = ("CUDA pinned memory (pin_memory=True) does not need memlock: the NVIDIA driver page-locks on its own; "
            "NCCL over InfiniBand/RDMA does (ibv_reg_mr)")
+    daemon = host.daemon()
+    lim, where = None, None
+    if daemon.limits and "memlock" in daemon.limits:
+        lim, where = daemon.limits["memlock"], f"the Docker daemon's (dockerd pid {daemon.pid})"
+    else:
+        lim, where = host.getrlimit("memlock"), "this shell's (the daemon's limits were not readable)"
     if lim is None:
         return make_check("memlock", SKIP, {}, expected, "cannot read the locked-memory limit here. " + why)
     soft, hard = lim
-    measured = {"soft_bytes": soft, "hard_bytes": hard}
+    measured = {"soft_bytes": soft, "hard_bytes": hard, "source": where, "daemon_pid": daemon.pid,
+                "daemon_cap_sys_resource": daemon.cap_sys_resource}
     if want is None:
         return make_check("memlock", PASS, measured, expected,
-                          f"locked-memory limit {human_bytes(soft)}; the profile sets none. {why}")
+                          f"{where} locked-memory limit is {human_bytes(soft)}; the profile sets none. {why}")
     asked = want.hard
-    if hard != -1 and (asked == -1 or asked > hard):
+    above = hard != -1 and (asked == -1 or asked > hard)
+    if above and daemon.cap_sys_resource:
+        return make_check("memlock", PASS, measured, expected,
+                          f"the profile asks memlock {human_bytes(asked)}, above {where} hard limit "
+                          f"{human_bytes(hard)}, but the daemon holds CAP_SYS_RESOURCE, so runc may raise it. {why}")
+    if above:
+        certain = daemon.limits is not None and daemon.cap_sys_resource is False
         return make_check("memlock", WARN, measured, expected,
-                          f"the profile asks memlock {human_bytes(asked)} but this shell's hard limit is "
-                          f"{human_bytes(hard)}; containers inherit the Docker daemon's limits, and the container "
-                          "fails to start when the asked limit is above what the daemon may set. " + why,
-                          "check the daemon's limit (systemd: LimitMEMLOCK= in docker.service; rootless Docker "
-                          "cannot exceed its own), or drop run.ulimits.memlock if you do not use RDMA/NCCL")
+                          f"the profile asks memlock {human_bytes(asked)} but {where} hard limit is "
+                          f"{human_bytes(hard)}" + ("" if not certain else " and the daemon lacks CAP_SYS_RESOURCE")
+                          + ": containers get their rlimits from the daemon, so the container "
+                          + ("will fail" if certain else "may fail") + " to start ('error setting rlimit type 8'). "
+                          + why,
+                          "raise dockerd's limit (systemd: LimitMEMLOCK=infinity in docker.service, then restart "
+                          "docker; rootless Docker cannot exceed its own), or lower/drop run.ulimits.memlock if you "
+                          "do not use RDMA/NCCL")
     return make_check("memlock", PASS, measured, expected,
-                      f"locked-memory hard limit {human_bytes(hard)} covers the profile's {human_bytes(asked)}. {why}")
+                      f"{where} locked-memory hard limit {human_bytes(hard)} covers the profile's "
+                      f"{human_bytes(asked)}. {why}")
 
 
 def check_docker(host: Host, profile: Profile) -> list[dict]:
@@ -206,21 +229,56 @@ def check_docker(host: Host, profile: Profile) -> list[dict]:
                              "docker.io in it and start it (sudo service docker start); Linux: start dockerd")]
     else:
         version = f"Docker {measured['server_version']}; " if measured.get("server_version") else ""
+        daemon = host.daemon()
+        shm = (f"; containers without --shm-size get {human_bytes(daemon.default_shm_size)} /dev/shm "
+               f"(default-shm-size from {daemon.default_shm_source}), not Docker's built-in 64 MiB"
+               if daemon.default_shm_size else "")
+        measured["default_shm_bytes"] = daemon.shm_default
         checks = [make_check("docker", PASS, measured, {},
-                             f"engine reachable; {version}runtimes: {', '.join(runtimes) or 'none'}")]
+                             f"engine reachable; {version}runtimes: {', '.join(runtimes) or 'none'}{shm}")]
     if not profile.run.wants_gpus:
         checks.append(make_check("gpu_runtime", SKIP, measured, {}, "the profile asks for no GPUs"))
     elif not reachable:
         checks.append(make_check("gpu_runtime", SKIP, measured, {"runtime": "nvidia"}, "no engine to ask"))
-    elif nvidia:
-        checks.append(make_check("gpu_runtime", PASS, measured, {"runtime": "nvidia"}, "the nvidia runtime is registered"))
     else:
-        checks.append(make_check("gpu_runtime", WARN, measured, {"runtime": "nvidia"},
-                                 "the engine lists no nvidia runtime; --gpus may fail ('could not select device "
-                                 "driver \"\" with capabilities: [[gpu]]')",
-                                 "install the NVIDIA Container Toolkit and run nvidia-ctk runtime configure "
-                                 "--runtime=docker, then restart Docker (Docker Desktop: update it)"))
+        checks.append(gpu_runtime_check(measured, nvidia, host.daemon()))
     return checks
+
+
+def gpu_runtime_check(measured: dict, nvidia_runtime: bool, daemon) -> dict:
+    """Can ``docker run --gpus`` work? What decides it is the daemon, not a runtime's name.
+
+    moby registers its GPU device driver when ``nvidia-container-runtime-hook`` is on dockerd's
+    PATH (``daemon/nvidia_linux.go``: ``exec.LookPath`` of the hook); CDI specs in /etc/cdi or
+    /var/run/cdi serve GPU requests too. A registered ``nvidia`` runtime is neither needed nor
+    enough on its own, but where dockerd's PATH cannot be read it is the best remaining sign.
+    """
+    measured = {**measured, "nvidia_hook": daemon.nvidia_hook, "cdi_specs": list(daemon.cdi_specs),
+                "daemon_path_read": daemon.path is not None}
+    expected = {"gpus": "nvidia-container-runtime-hook on dockerd's PATH, or CDI specs"}
+    how = "(moby daemon/nvidia_linux.go looks the hook up on dockerd's PATH)"
+    if daemon.nvidia_hook:
+        return make_check("gpu_runtime", PASS, measured, expected,
+                          f"{daemon.nvidia_hook} is on dockerd's PATH, so --gpus works {how}")
+    if daemon.cdi_specs:
+        return make_check("gpu_runtime", PASS, measured, expected,
+                          f"CDI specs found ({', '.join(daemon.cdi_specs)}): GPU requests can be served through CDI")
+    remedy = ("install the NVIDIA Container Toolkit (it puts nvidia-container-runtime-hook in /usr/bin), restart "
+              "Docker; or generate CDI specs with `nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`")
+    if daemon.path is not None:
+        return make_check("gpu_runtime", WARN, measured, expected,
+                          f"nvidia-container-runtime-hook is not on dockerd's PATH (read from /proc/{daemon.pid}/environ)"
+                          f" and there are no CDI specs: --gpus will fail ('could not select device driver \"\" with "
+                          f"capabilities: [[gpu]]') {how}"
+                          + ("; the registered nvidia runtime does not change that for --gpus" if nvidia_runtime else ""),
+                          remedy)
+    if nvidia_runtime:
+        return make_check("gpu_runtime", PASS, measured, expected,
+                          "the nvidia runtime is registered (dockerd's PATH was not readable to look for "
+                          "nvidia-container-runtime-hook, which is what --gpus needs; the toolkit installs both)")
+    return make_check("gpu_runtime", WARN, measured, expected,
+                      "cannot read dockerd's PATH to find nvidia-container-runtime-hook, no CDI specs and no nvidia "
+                      f"runtime registered: --gpus may fail {how}", remedy)
 
 
 def check_gpu(host: Host, profile: Profile, wsl: dict) -> dict:

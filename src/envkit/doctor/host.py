@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from envkit.daemon import DaemonFacts, read_daemon
 from envkit.errors import EngineError
 
 FIXTURE_DIR = ".envkit-fixture"
@@ -135,6 +136,14 @@ class Host:
         if cpuinfo is None:
             return None
         return sum(1 for line in cpuinfo.splitlines() if line.split(":")[0].strip() == "processor") or None
+
+    def daemon(self) -> DaemonFacts:
+        """The local dockerd's limits, capabilities, PATH, CDI specs and default-shm-size (envkit.daemon).
+
+        Read under ``root``, so a fixture tree presents a daemon with ``proc/<pid>/{comm,limits,
+        status,environ,cmdline}``, ``etc/docker/daemon.json`` and ``etc/cdi/``.
+        """
+        return read_daemon(self.root, dict(self.environ))
 
     def docker(self) -> dict | None:
         """``{"reachable", "runtimes", "nvidia_runtime", "server_version", "os", "error"}``, or None when not probed."""
