@@ -123,3 +123,43 @@ def test_devcontainer_up_exec_check(project, devcontainer_cli):
         for img in engine.client.images.list():
             if img.id not in before and any(t.startswith("vsc-") for t in img.tags):
                 engine.client.images.remove(img.id, force=True)
+
+
+def _docker_run_line(devcontainer_cli, folder, label: str) -> str:
+    """The `docker run` command the CLI issues for ``folder`` (no GPU here: it fails at that run, which is fine)."""
+    res = subprocess.run([*devcontainer_cli, "up", "--workspace-folder", str(folder), "--id-label", label,
+                          "--gpu-availability", "all", "--log-level", "trace"],
+                         capture_output=True, text=True, timeout=300)
+    line = next((ln for ln in res.stderr.splitlines() if "Start: Run: docker run" in ln), None)
+    assert line, res.stderr[-2000:]
+    return line.split("Start: Run: ", 1)[1]
+
+
+def test_devcontainer_cli_adds_gpus_all_after_runargs(devcontainer_cli, tmp_path):
+    # --gpu-availability all: the CLI acts as on a host with the nvidia runtime (none here).
+    engine = require_docker()
+    image = require_base_image(engine)
+    run_id = uuid.uuid4().hex[:8]
+    labels = [f"io.envkit.clients=gpu-{run_id}-{n}" for n in ("both", "envkit")]  # one container each
+    try:
+        both = tmp_path / "both"
+        (both / ".devcontainer").mkdir(parents=True)
+        (both / ".devcontainer" / "devcontainer.json").write_text(json.dumps(
+            {"image": image, "runArgs": ['--gpus="device=0,1"'], "hostRequirements": {"gpu": True}}))
+        line = _docker_run_line(devcontainer_cli, both, labels[0])
+        # What envkit used to emit: the subset, then the CLI's own --gpus all after it (every GPU).
+        assert line.index('--gpus="device=0,1"') < line.index("--gpus all")
+        from tests.clients.conftest import generate_text
+        out = generate_text(f"envkit: 1\nname: g\nimage: {{base: '{image}'}}\nrun: {{gpus: [0, 1]}}\n",
+                            tmp_path / "envkit", out_name="out")
+        # envkit's file: the subset only (the build step is skipped by pointing at the image directly).
+        conf = json.loads((out / ".devcontainer" / "devcontainer.json").read_text().split("\n", 1)[1])
+        conf.pop("build")
+        conf["image"] = image
+        (out / ".devcontainer" / "devcontainer.json").write_text(json.dumps(conf))
+        line = _docker_run_line(devcontainer_cli, out, labels[1])
+        assert '--gpus="device=0,1"' in line and "--gpus all" not in line
+    finally:
+        for label in labels:
+            for c in engine.client.containers.list(all=True, filters={"label": label}):
+                c.remove(force=True)
