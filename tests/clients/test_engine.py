@@ -58,6 +58,13 @@ def project(tmp_path_factory):
     engine.client.images.remove(TAG, force=True)
 
 
+def _remove_new_vsc_images(engine, before: set) -> None:
+    """The CLI tags what it builds vsc-<folder>-<hash>[-uid]: remove the ones made since ``before``."""
+    for img in engine.client.images.list():
+        if img.id not in before and any(t.startswith("vsc-") for t in img.tags):
+            engine.client.images.remove(img.id, force=True)
+
+
 def _inspect(engine, container_id: str) -> dict:
     return engine.client.api.inspect_container(container_id)
 
@@ -119,10 +126,7 @@ def test_devcontainer_up_exec_check(project, devcontainer_cli):
     finally:
         if container_id:
             subprocess.run(["docker", "rm", "-f", container_id], capture_output=True, timeout=60)
-        # The CLI tags what it builds vsc-<folder>-<hash>: remove the ones this test made.
-        for img in engine.client.images.list():
-            if img.id not in before and any(t.startswith("vsc-") for t in img.tags):
-                engine.client.images.remove(img.id, force=True)
+        _remove_new_vsc_images(engine, before)
 
 
 def _docker_run_line(devcontainer_cli, folder, label: str) -> str:
@@ -141,6 +145,7 @@ def test_devcontainer_cli_adds_gpus_all_after_runargs(devcontainer_cli, tmp_path
     image = require_base_image(engine)
     run_id = uuid.uuid4().hex[:8]
     labels = [f"io.envkit.clients=gpu-{run_id}-{n}" for n in ("both", "envkit")]  # one container each
+    before = {i.id for i in engine.client.images.list()}
     try:
         both = tmp_path / "both"
         (both / ".devcontainer").mkdir(parents=True)
@@ -163,3 +168,4 @@ def test_devcontainer_cli_adds_gpus_all_after_runargs(devcontainer_cli, tmp_path
         for label in labels:
             for c in engine.client.containers.list(all=True, filters={"label": label}):
                 c.remove(force=True)
+        _remove_new_vsc_images(engine, before)
