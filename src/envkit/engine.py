@@ -33,10 +33,13 @@ START_HINT = ("Start a Docker engine: on Windows/macOS start Docker Desktop (on 
               "`sudo systemctl start docker` (or `sudo dockerd &`, or `sudo bash "
               "docker/engine-up.sh`) and make sure your user may use the socket (group "
               "`docker`). For a remote engine set DOCKER_HOST (e.g. tcp://host:2375).")
-GPU_HINT = ("The Docker daemon has no GPU runtime. Install the NVIDIA Container Toolkit "
-            "(nvidia-container-toolkit), run `sudo nvidia-ctk runtime configure "
-            "--runtime=docker` and restart Docker (Docker Desktop/WSL2: update the Windows "
-            "NVIDIA driver). Or drop the GPU request from the profile to run on CPU.")
+# What decides --gpus (moby daemon/nvidia_linux.go): nvidia-container-runtime-hook on dockerd's
+# PATH, or CDI specs; a registered "nvidia" runtime is neither needed nor enough.
+GPU_HINT = ("dockerd found no nvidia-container-runtime-hook on its PATH and no CDI spec for the request. "
+            "Install the NVIDIA Container Toolkit (nvidia-container-toolkit; it puts the hook in /usr/bin), "
+            "run `sudo nvidia-ctk runtime configure --runtime=docker` and restart Docker (Docker "
+            "Desktop/WSL2: update the Windows NVIDIA driver); `envkit doctor` shows what dockerd sees. "
+            "Or drop the GPU request from the profile to run on CPU.")
 
 # Docker ulimit name -> (Linux RLIMIT_* number, /proc/<pid>/limits row). runc names the
 # failing limit only by number ("error setting rlimit type 8"), so we need the table.
