@@ -103,7 +103,9 @@ def load_profile_bytes(raw: bytes, source: str, base_dir: Path) -> LoadedProfile
         lines = raw.decode("utf-8", "replace").splitlines()
         raise ProfileError(_format_errors(e, data, pos, source, lines)) from None
     _check_files(profile, pos, source, base_dir)
-    canonical = json.dumps(profile.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    # Defaults left out: a profile's hash stays the same when a later envkit adds an optional key.
+    canonical = json.dumps(profile.model_dump(mode="json", exclude_defaults=True), sort_keys=True,
+                           separators=(",", ":"))
     return LoadedProfile(profile, source, base_dir, hashlib.sha256(canonical.encode()).hexdigest())
 
 
