@@ -241,7 +241,7 @@ def test_docker_error_text_without_a_chain_is_still_readable():
 
 
 def test_real_host_asks_envkit_engine_docker_engine(monkeypatch):
-    import envkit.engine
+    import envkit.engine.docker
     from envkit.errors import EngineError
     calls = []
 
@@ -263,7 +263,7 @@ def test_real_host_asks_envkit_engine_docker_engine(monkeypatch):
         def close(self):
             calls.append("close")
 
-    monkeypatch.setattr(envkit.engine, "DockerEngine", FakeEngine, raising=False)
+    monkeypatch.setattr(envkit.engine.docker, "DockerEngine", FakeEngine)
     fail = False
     info = Host(Path("/"), environ={}).docker()
     assert calls == ["connect", "ping", "close"]

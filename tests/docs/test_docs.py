@@ -36,7 +36,7 @@ def test_ci_runs_exactly_the_readme_test_command():
 
 def test_readme_examples_are_real_output(tmp_path, monkeypatch):
     """Blocks marked <!-- readme:PATH --> hold exactly what `envkit generate -o out` writes (or the default profile)."""
-    from envkit.commands.generate import render_all
+    from envkit.generation import render_all
     from envkit.profile import default_profile_text, load_profile
 
     readme = (ROOT / "README.md").read_text()
