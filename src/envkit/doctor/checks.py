@@ -75,8 +75,9 @@ def host_plan(host: Host, profile: Profile) -> Plan:
 
 def check_memory(host: Host, profile: Profile, wsl: dict) -> dict:
     total = meminfo_total(host)
-    need, how = container_memory_need(profile, host_plan(host, profile))
-    expected = {"container_bytes": need, "how": how}
+    the_plan = host_plan(host, profile)
+    need, how = container_memory_need(profile, the_plan)
+    expected = {"container_bytes": need, "how": how, "need_bytes": the_plan.memory_bytes}
     if total is None:
         return make_check("memory", SKIP, {}, expected, "cannot read /proc/meminfo")
     remedy = ("raise memory in %UserProfile%\\.wslconfig (wsl.memory in the profile; envkit wsl apply), "
@@ -102,7 +103,8 @@ def check_cpus(host: Host, profile: Profile) -> dict:
     quota = cpu_quota(host)
     cpuset = profile.run.cpuset_cpus
     nw = profile.loader.num_workers
-    expected = {"cpuset": profile.run.cpuset, "cpuset_count": len(cpuset), "num_workers": nw}
+    workers = host_plan(host, profile).workers
+    expected = {"cpuset": profile.run.cpuset, "cpuset_count": len(cpuset), "num_workers": nw, "workers": workers}
     if cpus is None:
         return make_check("cpus", SKIP, {}, expected, "cannot count this machine's CPUs")
     effective = cpu_limit(affinity=cpus, quota=quota) or cpus
@@ -112,7 +114,6 @@ def check_cpus(host: Host, profile: Profile) -> dict:
                           f"run.cpuset {profile.run.cpuset} names CPU {max(cpuset)}, but this machine has CPUs "
                           f"0-{cpus - 1}: the container will not start ('Requested CPUs are not available')",
                           "shrink run.cpuset, or on WSL2 raise processors in .wslconfig and wsl --shutdown")
-    workers = host_plan(host, profile).workers
     if workers + 1 > effective:
         return make_check("cpus", WARN, measured, expected,
                           f"{effective} usable CPU(s) for {workers} DataLoader workers plus the training process",
@@ -123,9 +124,10 @@ def check_cpus(host: Host, profile: Profile) -> dict:
 
 
 def check_shm(host: Host, profile: Profile) -> dict:
-    need = host_plan(host, profile).shm_bytes
+    the_plan = host_plan(host, profile)
+    need = the_plan.shm_bytes
     stats = host.statvfs("/dev/shm")
-    expected = {"required_bytes": need, "ipc": profile.run.ipc}
+    expected = {"required_bytes": need, "ipc": profile.run.ipc, "workers": the_plan.workers}
     if stats is None:
         return make_check("shm", SKIP if not need else WARN, {}, expected, "no /dev/shm on this host")
     measured = dict(stats)

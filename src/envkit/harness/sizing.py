@@ -2,7 +2,7 @@
 
 Every number envkit plans with lives here, and generate's advice
 (:mod:`envkit.advice`), ``envkit doctor`` and the in-container harness all import
-it, so they can never disagree (``tests/harness/test_rules_matrix.py`` feeds one
+it, so they can never disagree (``tests/advice/test_rules_matrix.py`` feeds one
 matrix of hosts and profiles through all three):
 
 - :func:`cpu_limit` and :func:`plan_workers`: how many DataLoader workers ``auto`` means;
