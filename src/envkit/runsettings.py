@@ -57,7 +57,7 @@ class RunSettings:
     cpuset: str | None
     cpus: float | None
     memory: int | None
-    gpus: object  # "all" | int | tuple of ids; None when no GPUs are requested
+    gpus: str | int | tuple[int | str, ...] | None  # "all" | count | ids; None when no GPUs are requested
     ulimits: tuple[Ulimit, ...]
     volumes: tuple[Volume, ...]
     env: tuple[tuple[str, str], ...]

@@ -119,7 +119,7 @@ def format_cpuset(cpus: tuple[int, ...]) -> str:
     return ",".join(parts)
 
 
-def did_you_mean(word: str, choices) -> str:
+def did_you_mean(word: object, choices) -> str:
     """`` (did you mean 'x'?)`` for the closest choice, or an empty string."""
     close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""

@@ -57,7 +57,9 @@ class BuildStreamParser:
     ['step']
     """
     def __init__(self, tail: int = 30) -> None:
-        self.step, self.total, self.step_text, self.error = 0, 0, None, None
+        self.step, self.total = 0, 0
+        self.step_text: str | None = None
+        self.error: str | None = None
         self.tail: deque[str] = deque(maxlen=tail)
         self.image_id: str | None = None  # the daemon sends {"aux": {"ID": "sha256:..."}}
         self._partial = ""  # a stream chunk may end mid-line
@@ -137,11 +139,12 @@ def to_create_kwargs(settings: dict[str, Any]) -> dict[str, Any]:
 
 def parse_proc_limits(text: str) -> dict[str, tuple[int, int]]:
     """Parse /proc/<pid>/limits into ``{docker_name: (soft, hard)}`` (-1 = unlimited)."""
-    out = {}
+    out: dict[str, tuple[int, int]] = {}
     for name, (_, row) in _RLIMITS.items():
         m = re.search(rf"^{row}\s+(\S+)\s+(\S+)", text, re.M)
         if m:
-            out[name] = tuple(-1 if v == "unlimited" else int(v) for v in m.groups())
+            soft, hard = (-1 if v == "unlimited" else int(v) for v in m.groups())
+            out[name] = (soft, hard)
     return out
 
 
@@ -220,7 +223,7 @@ def sdk_kwargs(rs: RunSettings, volume_source=lambda v: v.source) -> dict:
         elif isinstance(rs.gpus, int):
             req = {"count": rs.gpus, "capabilities": [["gpu"]]}
         else:
-            req = {"device_ids": [str(g) for g in rs.gpus], "capabilities": [["gpu"]]}
+            req = {"device_ids": [str(g) for g in tuple(rs.gpus)], "capabilities": [["gpu"]]}
         kw["device_requests"] = [req]
     if rs.volumes:
         kw["volumes"] = [":".join([volume_source(v), v.target] + ([v.mode] if v.mode else [])) for v in rs.volumes]

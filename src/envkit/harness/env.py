@@ -16,6 +16,7 @@ import platform
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 V1_CPU_DIRS = ("cpu", "cpu,cpuacct", "cpuacct,cpu")
 CONTAINER_CGROUP_MARKERS = ("docker", "kubepods", "containerd", "libpod", "lxc", "crio")
@@ -110,7 +111,7 @@ def read_cgroup_cpu_quota(root: str | os.PathLike = "/") -> dict:
     root = Path(root)
     base = root / "sys/fs/cgroup"
     own = _own_cgroup_paths(root)
-    result = {"version": None, "quota_cpus": None, "source": None}
+    result: dict[str, Any] = {"version": None, "quota_cpus": None, "source": None}
     # v2 is one unified tree (cgroup.controllers at its root); a bare cpu.max there is v2 too.
     if (base / "cgroup.controllers").exists() or (base / "cpu.max").exists():
         result["version"] = 2
@@ -130,10 +131,10 @@ def read_cgroup_cpu_quota(root: str | os.PathLike = "/") -> dict:
             continue
         result["version"] = 1
         for d in _candidate_dirs(mount, own.get("cpu", "/")):
-            quota, period = _read(d / "cpu.cfs_quota_us"), _read(d / "cpu.cfs_period_us")
-            if quota is None or period is None or int(quota) <= 0 or int(period) <= 0:
+            q_text, p_text = _read(d / "cpu.cfs_quota_us"), _read(d / "cpu.cfs_period_us")
+            if q_text is None or p_text is None or int(q_text) <= 0 or int(p_text) <= 0:
                 continue
-            cpus = int(quota) / int(period)
+            cpus = int(q_text) / int(p_text)
             if result["quota_cpus"] is None or cpus < result["quota_cpus"]:
                 result["quota_cpus"], result["source"] = round(cpus, 3), str(d / "cpu.cfs_quota_us")
         break

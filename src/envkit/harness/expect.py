@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import json
+from typing import Any
 import multiprocessing
 
 from .errors import UsageError
@@ -105,7 +106,7 @@ def resolve_loader(expect: dict | None, *, usable: int, quota: float | None = No
     ``auto`` workers are planned from both (:func:`.sizing.plan_workers`). The plan's
     ``shm_need_bytes`` and ``memory_need_bytes`` come with the settings.
     """
-    loader = dict(DEFAULT_LOADER)
+    loader: dict[str, Any] = dict(DEFAULT_LOADER)
     for key, value in ((expect or {}).get("loader") or {}).items():
         if key in loader and value is not None:
             loader[key] = value

@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from envkit.runsettings import RunSettings
 from envkit.targets import GenContext, OutputFile
@@ -50,7 +51,7 @@ def compose_service(rs: RunSettings, volume_source=lambda v: v.source) -> dict:
     if rs.env:
         svc["environment"] = {k: compose_escape(v) for k, v in rs.env}
     if rs.gpus is not None:
-        device = {"driver": "nvidia", "capabilities": ["gpu"]}
+        device: dict[str, Any] = {"driver": "nvidia", "capabilities": ["gpu"]}
         if rs.gpus == "all":
             device["count"] = "all"
         elif isinstance(rs.gpus, int):
