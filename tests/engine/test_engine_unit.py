@@ -341,7 +341,7 @@ def test_connect_without_daemon_explains(monkeypatch, tmp_path):
 
 
 def test_importing_engine_does_not_import_docker():
-    code = "import sys, envkit.engine; assert 'docker' not in sys.modules, 'docker imported'"
+    code = "import sys, envkit.engine.docker; assert 'docker' not in sys.modules, 'docker imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

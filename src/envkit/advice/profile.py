@@ -25,7 +25,7 @@ from pathlib import Path
 from envkit.harness.report import human_bytes
 from envkit.advice.plan import plan
 from envkit.advice.wsl import wsl_warnings
-from envkit.harness.sizing import GIB, PROCESS_RSS, batch_bytes, cpu_limit, recommended_shm_bytes
+from envkit.harness.sizing import DOCKER_DEFAULT_SHM, GIB, PROCESS_RSS, batch_bytes, cpu_limit, recommended_shm_bytes
 from envkit.profile.model import Profile
 from envkit.runsettings import RunSettings
 from envkit.units import format_size
@@ -60,7 +60,7 @@ def profile_warnings(profile: Profile) -> list[str]:
         have = rs.effective_shm
         if have is not None and need > have:
             rec = format_size(recommended_shm_bytes(need))
-            what = format_size(have) if rs.shm_size is not None else "Docker's default 64m"
+            what = format_size(have) if rs.shm_size is not None else f"Docker's default {format_size(DOCKER_DEFAULT_SHM)}"
             out.append(
                 f"run.shm_size: {what} is below the {human_bytes(need)} that {workers} DataLoader workers need "
                 f"({human_bytes(batch_bytes(ld.batch_size, ld.sample_shape, ld.dtype))} per batch x "

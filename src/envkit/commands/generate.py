@@ -1,7 +1,7 @@
 """``envkit generate``: profile → files, after the workload-aware checks.
 
 Example:
-    >>> # run(Path("envkit.yaml"), Path("out"), ("dockerfile",), force=False, strict=False, out=sys.stdout, err=sys.stderr)
+    >>> # run(Path("envkit.yaml"), Path("out"), (), force=False, strict=False, out=sys.stdout, err=sys.stderr)
 """
 
 from __future__ import annotations

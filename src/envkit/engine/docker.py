@@ -245,10 +245,14 @@ class DockerEngine(Engine):
     def connect(cls, labels: dict[str, str] | None = None) -> "DockerEngine":
         """Connect via DOCKER_HOST / the default socket; EngineError (with hint) if no engine."""
         import docker  # here, not at module top: `envkit generate` must never import it
+        client = None
         try:
             client = docker.from_env()
             client.ping()
         except Exception as exc:  # DockerException, requests errors, FileNotFoundError ...
+            if client is not None:
+                with contextlib.suppress(Exception):  # a half-open connection must not hide the cause
+                    client.close()  # else its socket leaks (a ResourceWarning) on every failed connect
             where = os.environ.get("DOCKER_HOST") or "the default socket (/var/run/docker.sock)"
             raise EngineError(f"cannot reach a Docker engine at {where}: {exc}",
                               hint=START_HINT) from None

@@ -134,12 +134,13 @@ def recommended_shm_bytes(required: int) -> int:
 
 
 def docker_size(n: int) -> str:
-    """Format bytes the way ``docker run --shm-size`` reads them: ``8g``, ``512m``, ``4096``.
+    """The shortest exact Docker spelling of ``n`` bytes (``--shm-size``, ``--memory``, compose):
+    ``8g``, ``1536m``, ``1000``. The one size formatter for Docker (``envkit.units.format_size``).
 
-    >>> docker_size(8 * GIB), docker_size(512 * MIB), docker_size(1000)
-    ('8g', '512m', '1000')
+    >>> docker_size(8 * GIB), docker_size(512 * MIB), docker_size(1536 * MIB), docker_size(1000)
+    ('8g', '512m', '1536m', '1000')
     """
-    for unit, factor in (("g", GIB), ("m", MIB), ("k", 1024)):
+    for unit, factor in (("p", 1024 * 1024 * GIB), ("t", 1024 * GIB), ("g", GIB), ("m", MIB), ("k", 1024)):
         if n >= factor and n % factor == 0:
             return f"{n // factor}{unit}"
     return str(n)

@@ -5,7 +5,8 @@ Validation happens here and only here. Every failure becomes one
 the allowed values and a did-you-mean, sorted by position.
 
 Example:
-    >>> lp = load_profile_bytes(b"envkit: 1\\nname: demo\\nimage: {base: debian:bookworm}\\n", "demo.yaml")
+    >>> from pathlib import Path
+    >>> lp = load_profile_bytes(b"envkit: 1\\nname: demo\\nimage: {base: debian:bookworm}\\n", "demo.yaml", Path("."))
     >>> lp.profile.name, len(lp.sha256)
     ('demo', 64)
 """

@@ -12,7 +12,7 @@ one module, its template(s), one line here, a golden folder and a parser in
 Example:
     >>> TARGET_NAMES[:2]
     ('dockerfile', 'run')
-    >>> callable(target_module("run").render)
+    >>> callable(target_module(TARGET_NAMES[-1]).render)
     True
 """
 
