@@ -5,7 +5,8 @@ Validation happens here and only here. Every failure becomes one
 the allowed values and a did-you-mean, sorted by position.
 
 Example:
-    >>> lp = load_profile_bytes(b"envkit: 1\\nname: demo\\nimage: {base: debian:bookworm}\\n", "demo.yaml")
+    >>> from pathlib import Path
+    >>> lp = load_profile_bytes(b"envkit: 1\\nname: demo\\nimage: {base: debian:bookworm}\\n", "demo.yaml", Path("."))
     >>> lp.profile.name, len(lp.sha256)
     ('demo', 64)
 """
@@ -123,7 +124,8 @@ def _check_version(data: dict, pos: dict, source: str) -> None:
 
 def _check_files(profile: Profile, pos: dict, source: str, base_dir: Path) -> None:
     problems = []
-    checks = [(("image", "ca_certificates"), profile.image.ca_certificates, "is_file", "a PEM certificate file")]
+    checks: list[tuple[tuple[str, ...], tuple[str, ...], str, str]] = [
+        (("image", "ca_certificates"), profile.image.ca_certificates, "is_file", "a PEM certificate file")]
     if profile.image.torch:
         checks.append((("image", "torch", "find_links"), profile.image.torch.find_links, "is_dir", "a directory of wheels"))
     for key, items, test, what in checks:
@@ -145,20 +147,21 @@ def _format_errors(exc: ValidationError, data: dict, pos: dict, source: str, lin
     found: dict[tuple, str] = {}
     for err in exc.errors():
         path, extra = _data_path(err["loc"], data)
-        raw = (_raw_value(lines, *pos[path], item=isinstance(path[-1], int))
+        line, col = pos[path] if path in pos else (0, 0)
+        raw = (_raw_value(lines, line, col, item=isinstance(path[-1], int))
                if path and path in pos and not extra else None)
-        message = _describe(err, path, extra, raw)
+        message = _describe(dict(err), path, extra, raw)
         # One line per key path: a union failure yields one error per member.
         if path not in found or err["type"] in ("extra_forbidden", "missing"):
             found[path] = message
-    lines = []
+    placed: list[tuple[tuple[int, int], str]] = []
     for path, message in found.items():
         line, col = _position(path, pos)
-        lines.append(((line, col), f"{source}:{line}:{col}: {_dotted(path)}: {message}"))
-    lines.sort()
-    out = [text for _, text in lines[:MAX_ERRORS]]
-    if len(lines) > MAX_ERRORS:
-        out.append(f"... and {len(lines) - MAX_ERRORS} more")
+        placed.append(((line, col), f"{source}:{line}:{col}: {_dotted(path)}: {message}"))
+    placed.sort()
+    out = [text for _, text in placed[:MAX_ERRORS]]
+    if len(placed) > MAX_ERRORS:
+        out.append(f"... and {len(placed) - MAX_ERRORS} more")
     return "\n".join(out)
 
 
