@@ -68,3 +68,40 @@ def run_envkit(*args: str, cwd: Path | None = None, env: dict | None = None, tim
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([sys.executable, "-m", "envkit", *args], cwd=cwd, env=full_env,
                           capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def e2e_dir(tmp_path_factory) -> Path:
+    """The e2e project folder: NGC-style profile, an offline torch wheelhouse and the host CA bundle.
+
+    Shared by the e2e and clients tiers (both need the same image; see ``e2e_image``).
+    """
+    from tests.dockerutil import base_image, require_base_image, require_docker
+    from tests.e2e.conftest import HOST_CA, TORCH, ngc_profile
+
+    require_base_image(require_docker())
+    root = tmp_path_factory.mktemp("e2e")
+    wheels = root / "wheels"
+    wheels.mkdir()
+    # pip finds the CPU wheel on local disk (its find-links); no CUDA build is downloaded.
+    res = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+                          "-d", str(wheels), f"torch=={TORCH}"], capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert list(wheels.glob("torch-*.whl")), "no torch wheel in the wheelhouse"
+    (root / "certs").mkdir()
+    shutil.copy(HOST_CA, root / "certs" / "host-ca.pem")
+    (root / "envkit.yaml").write_text(ngc_profile(base_image()))
+    return root
+
+
+@pytest.fixture(scope="session")
+def e2e_image(e2e_dir) -> str:
+    """The ONE torch image the docker tiers use, built once per session with `envkit build`."""
+    from tests.dockerutil import base_image
+    from tests.e2e.conftest import E2E_TAG
+
+    res = run_envkit("build", str(e2e_dir / "envkit.yaml"), cwd=e2e_dir, timeout=1800)
+    assert res.returncode == 0, res.stderr[-4000:]
+    assert res.stdout.strip() == E2E_TAG
+    assert "[step 1/" in res.stderr and "FROM " + base_image() in res.stderr  # progress is streamed
+    return E2E_TAG

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from envkit.commands.generate import render_all
+from envkit.generation import render_all
 from envkit.output import write_outputs
 from envkit.profile import load_profile
 from tests.conftest import ROOT, copy_example, example_profiles

@@ -1,7 +1,7 @@
 """Compose v2 and the Dev Containers CLI start the generated files on the real engine.
 
-One image build (`envkit build`, the e2e recipe: local base image, offline torch wheelhouse,
-host CA), one `docker compose run`, one `devcontainer up` + `exec`; each container's settings are
+The image is the session's one e2e build (tests/conftest.py ``e2e_image``: local base image,
+offline torch wheelhouse, host CA); one `docker compose run`, one `devcontainer up` + `exec`; each container's settings are
 read back with `docker inspect`. The project folder's name holds a comma and a space, so the
 workspace mount proves a comma in a path adds no mount option; run.env holds `$` text that must
 reach the container literally. Everything created is removed at the end.
@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import uuid
 
 import pytest
@@ -22,40 +21,34 @@ import yaml
 from tests.clients.conftest import ENVKIT_CHECK, venv_tool
 from tests.conftest import run_envkit
 from tests.dockerutil import base_image, require_base_image, require_docker
-from tests.e2e.conftest import HOST_CA, TORCH, ngc_profile
+from tests.e2e.conftest import ngc_profile
 
 pytestmark = [pytest.mark.clients, pytest.mark.docker, pytest.mark.slow]
 
-TAG = "envkit-clients-test:e2e"
 PROJECT = "envkit-clients"  # compose project name (-p), so nothing collides with other runs
 ENV = {"PRICE": "5$ and $HOME and ${X} and $$", "QUOTES": "it's \"q\" `id` a,b"}
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory):
+def project(tmp_path_factory, e2e_dir, e2e_image):
+    """A project whose profile builds exactly the e2e image (same image section, same tag), with run
+    settings of its own; the image comes from the session's one build (tests/conftest.py e2e_image)."""
     engine = require_docker()
-    require_base_image(engine)
     root = tmp_path_factory.mktemp("clients-e2e") / "proj, one"
-    (root / "wheels").mkdir(parents=True)
-    res = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                          "-d", str(root / "wheels"), f"torch=={TORCH}"], capture_output=True, text=True, timeout=900)
-    assert res.returncode == 0, res.stderr[-2000:]
-    (root / "certs").mkdir()
-    shutil.copy(HOST_CA, root / "certs" / "host-ca.pem")
+    # The same wheelhouse and CA file (hard links: no second download): the Dev Containers CLI's
+    # build of this Dockerfile then hits the cache of the e2e build for every layer but the labels.
+    shutil.copytree(e2e_dir / "wheels", root / "wheels", copy_function=os.link)
+    shutil.copytree(e2e_dir / "certs", root / "certs", copy_function=os.link)
     (root / "da ta, x").mkdir()
-    doc = yaml.safe_load(ngc_profile(base_image(), tag=TAG))
+    doc = yaml.safe_load(ngc_profile(base_image(), tag=e2e_image))
     doc["run"]["env"] = dict(ENV)
     doc["run"]["volumes"] = ["./da ta, x:/data:ro"]
     (root / "envkit.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     res = run_envkit("generate", "envkit.yaml", "-o", ".", cwd=root)
     assert res.returncode == 0, res.stderr
-    res = run_envkit("build", "envkit.yaml", cwd=root, timeout=1800)
-    assert res.returncode == 0, res.stderr[-3000:]
     yield engine, root, doc
-    with_ids = engine.client.containers.list(all=True, filters={"label": f"io.envkit.clients={root.name}"})
-    for c in with_ids:
+    for c in engine.client.containers.list(all=True, filters={"label": f"io.envkit.clients={root.name}"}):
         c.remove(force=True)
-    engine.client.images.remove(TAG, force=True)
 
 
 def _remove_new_vsc_images(engine, before: set) -> None:

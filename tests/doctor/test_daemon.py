@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from envkit.daemon import read_daemon
+from envkit.engine.dockerd import read_daemon
 from envkit.doctor import diagnose
 from envkit.doctor.host import Host
 from envkit.profile import load_profile_bytes

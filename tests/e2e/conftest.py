@@ -1,5 +1,8 @@
 """End-to-end fixtures: a real engine, the local base image, a torch wheelhouse and the host CA bundle.
 
+The project folder (``e2e_dir``) and its image (``e2e_image``) are session fixtures in
+tests/conftest.py, so the clients tier starts its containers from the same image: CI builds one.
+
 The profile is "in the spirit of NGC's recommended flags": sized shm, cpuset, memory,
 memlock/stack/nofile ulimits, a non-root user, a local base image, an offline torch
 wheelhouse and a CA certificate (the host's bundle, which this machine's TLS-inspecting
@@ -9,14 +12,11 @@ proxy needs for pip inside the build).
 from __future__ import annotations
 
 import resource
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.dockerutil import base_image, leftover_containers, require_base_image, require_docker
+from tests.dockerutil import leftover_containers, require_base_image, require_docker
 
 TORCH = "2.13.0"
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
@@ -69,23 +69,6 @@ def engine():
     eng = require_docker()
     require_base_image(eng)
     return eng
-
-
-@pytest.fixture(scope="session")
-def e2e_dir(tmp_path_factory, engine) -> Path:
-    """A project folder with the wheelhouse and CA certificate the profile references."""
-    root = tmp_path_factory.mktemp("e2e")
-    wheels = root / "wheels"
-    wheels.mkdir()
-    # pip finds the CPU wheel on local disk (its find-links); no CUDA build is downloaded.
-    res = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                          "-d", str(wheels), f"torch=={TORCH}"], capture_output=True, text=True, timeout=900)
-    assert res.returncode == 0, res.stderr[-2000:]
-    assert list(wheels.glob("torch-*.whl")), "no torch wheel in the wheelhouse"
-    (root / "certs").mkdir()
-    shutil.copy(HOST_CA, root / "certs" / "host-ca.pem")
-    (root / "envkit.yaml").write_text(ngc_profile(base_image()))
-    return root
 
 
 @pytest.fixture(autouse=True)

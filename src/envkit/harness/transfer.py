@@ -27,6 +27,7 @@ import os
 import statistics
 import time
 from pathlib import Path
+from typing import Any
 
 from .report import FAIL, PASS, SKIP, WARN, make_check
 
@@ -62,7 +63,8 @@ def format_cpulist(cpus) -> str:
     >>> format_cpulist({0, 1, 2, 8, 10, 11})
     '0-2,8,10-11'
     """
-    out, run = [], []
+    out: list[str] = []
+    run: list[int] = []
     for c in sorted(cpus):
         if run and c == run[-1] + 1:
             run.append(c)
@@ -91,7 +93,7 @@ def numa_placement(bus_id: str | None, allowed: set[int], sysfs: Path = Path("/s
     host does not expose the node (no sysfs entry, ``numa_node`` -1 on single-node machines and
     many VMs) or none of the node's CPUs are allowed (a cpuset elsewhere).
     """
-    out = {"bus_id": bus_id, "numa_node": None, "cpus": None, "reason": None}
+    out: dict[str, Any] = {"bus_id": bus_id, "numa_node": None, "cpus": None, "reason": None}
     if not bus_id:
         out["reason"] = "the GPU's PCI bus id is unknown"
         return out
@@ -121,7 +123,8 @@ def numa_placement(bus_id: str | None, allowed: set[int], sysfs: Path = Path("/s
 def _device_bus_id(torch, dev) -> str | None:
     props = torch.cuda.get_device_properties(dev)
     parts = [getattr(props, k, None) for k in ("pci_domain_id", "pci_bus_id", "pci_device_id")]
-    return pci_bus_id(*parts) if all(isinstance(p, int) for p in parts) else None
+    ints = [p for p in parts if isinstance(p, int)]
+    return pci_bus_id(*ints) if len(ints) == 3 else None
 
 
 def _median_gbps(samples_s: list[float], size_bytes: int, loops: int) -> tuple[float, list[float]]:
@@ -211,7 +214,7 @@ def check_pinned_transfer(settings: dict, *, cuda_available: bool, quick: bool =
     if progress:
         progress(f"pinned_transfer: {params['trials']} x {params['loops']} copies of {params['size_bytes'] // MIB} MiB")
     try:
-        bw = measure_h2d(**params)
+        bw = measure_h2d(size_bytes=params["size_bytes"], loops=params["loops"], trials=params["trials"])
     except Exception as exc:  # pinned allocation itself can fail (WSL2 limits page-locked memory)
         return make_check("pinned_transfer", FAIL, {"error": str(exc)[-500:]}, expected,
                           f"host-to-device copy failed: {exc}",

@@ -12,7 +12,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -24,7 +24,10 @@ from envkit.profile.types import (
 from envkit.profile.wsl import Wsl
 from envkit.units import ULIMIT_NAMES, did_you_mean, parse_cpuset
 
-Dtype = Literal[tuple(sorted(DTYPE_ITEMSIZE))]  # type: ignore[valid-type]
+if TYPE_CHECKING:  # the dtypes are the harness's DTYPE_ITEMSIZE keys; a checker sees a string
+    Dtype = str
+else:
+    Dtype = Literal[tuple(sorted(DTYPE_ITEMSIZE))]
 
 
 class Model(BaseModel):
@@ -132,6 +135,10 @@ GpuSpec = Union[Literal["all", "none"], Annotated[int, Field(ge=1, le=1024)],
                 Annotated[tuple[GpuId, ...], Field(min_length=1)]]
 
 
+# HOST:/CONTAINER[:mode]; no `~` (nothing expands it) and no control characters.
+_VOLUME_PATTERN = r"^[^:~\x00-\x1f]([^:\x00-\x1f]*):/[A-Za-z0-9._/+-]*(:(ro|rw|z|Z|ro,z|ro,Z))?$"
+
+
 class Run(Model):
     """How the container runs (run-time settings: flags, compose, devcontainer, SDK)."""
 
@@ -143,7 +150,7 @@ class Run(Model):
     gpus: GpuSpec = "none"
     ulimits: Annotated[dict[UlimitName, Ulimit], Field(json_schema_extra={"propertyNames": {"enum": list(ULIMIT_NAMES)}})] = {}
     mount_project: bool = True
-    volumes: tuple[Annotated[str, Field(pattern=r"^[^:~\x00-\x1f]([^:\x00-\x1f]*):/[A-Za-z0-9._/+-]*(:(ro|rw|z|Z|ro,z|ro,Z))?$"), RunText], ...] = ()
+    volumes: tuple[Annotated[str, Field(pattern=_VOLUME_PATTERN), RunText], ...] = ()
     env: dict[EnvName, RunEnvValue] = {}
 
     @field_validator("memory", "shm_size")

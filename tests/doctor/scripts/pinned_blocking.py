@@ -8,7 +8,7 @@ def main():
     ds = TensorDataset(torch.randn(64, 3), torch.randint(0, 2, (64,)))
     loader = DataLoader(ds, batch_size=8, num_workers=2, pin_memory=True)
     model = torch.nn.Linear(3, 2).to(device)
-    for epoch in range(2):
+    for _epoch in range(2):
         for step, (x, y) in enumerate(loader):
             x = x.to(torch.float16)            # a dtype conversion: not a copy to the device
             model(x.float().to(device, non_blocking=True))

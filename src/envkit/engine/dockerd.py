@@ -26,14 +26,36 @@ Example:
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from envkit.harness.sizing import DOCKER_DEFAULT_SHM
 
 CAP_SYS_RESOURCE = 24  # linux/capability.h
 NVIDIA_HOOK = "nvidia-container-runtime-hook"
 CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
 DAEMON_JSON = "/etc/docker/daemon.json"
-BUILTIN_SHM = 64 * 1024 * 1024  # moby's default when neither --shm-size nor default-shm-size is set
+
+
+# Docker ulimit name -> (Linux RLIMIT_* number, /proc/<pid>/limits row). runc names the
+# failing limit only by number ("error setting rlimit type 8"), so we need the table.
+_ROWS = ("cpu time|file size|data size|stack size|core file size|resident set|processes|"
+         "open files|locked memory|address space|file locks|pending signals|msgqueue size|"
+         "nice priority|realtime priority|realtime timeout").split("|")
+_RLIMITS = {n: (i, "Max " + _ROWS[i]) for i, n in enumerate(
+    "cpu fsize data stack core rss nproc nofile memlock as locks sigpending msgqueue nice "
+    "rtprio rttime".split())}
+
+def parse_proc_limits(text: str) -> dict[str, tuple[int, int]]:
+    """Parse /proc/<pid>/limits into ``{docker_name: (soft, hard)}`` (-1 = unlimited)."""
+    out: dict[str, tuple[int, int]] = {}
+    for name, (_, row) in _RLIMITS.items():
+        m = re.search(rf"^{row}\s+(\S+)\s+(\S+)", text, re.M)
+        if m:
+            soft, hard = (-1 if v == "unlimited" else int(v) for v in m.groups())
+            out[name] = (soft, hard)
+    return out
 
 
 @dataclass(frozen=True)
@@ -52,7 +74,7 @@ class DaemonFacts:
     @property
     def shm_default(self) -> int:
         """The /dev/shm size a container gets without --shm-size from this daemon."""
-        return self.default_shm_size if self.default_shm_size is not None else BUILTIN_SHM
+        return self.default_shm_size if self.default_shm_size is not None else DOCKER_DEFAULT_SHM
 
     @property
     def gpus_possible(self) -> bool | None:
@@ -166,8 +188,6 @@ def read_daemon(root: Path = Path("/"), environ: dict | None = None) -> DaemonFa
         shm = parse_default_shm(b"", conf)
         return DaemonFacts(cdi_specs=cdi, default_shm_size=shm[0] if shm else None,
                            default_shm_source=shm[1] if shm else None)
-    from envkit.engine import parse_proc_limits
-
     limits_text = _read(root, f"/proc/{pid}/limits")
     status = _read(root, f"/proc/{pid}/status")
     environ_raw = _read(root, f"/proc/{pid}/environ", binary=True)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from envkit.checks_wsl import wsl_warnings
-from envkit.commands.generate import render_all
+from envkit.advice.wsl import wsl_warnings
+from envkit.generation import render_all
 from envkit.profile import load_profile
 
 PROFILE = """envkit: 1

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from envkit.commands.generate import render_all
+from envkit.generation import render_all
 from envkit.profile import load_profile
 
 
