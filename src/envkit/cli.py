@@ -22,7 +22,7 @@ from pathlib import Path
 from envkit import __version__
 from envkit.errors import EnvkitError, UsageError
 
-TARGETS = ("dockerfile", "run", "compose", "devcontainer", "wsl")
+TARGETS = ("dockerfile", "run", "compose", "devcontainer", "wsl", "k8s", "trainjob")
 
 
 class _Parser(argparse.ArgumentParser):

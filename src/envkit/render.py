@@ -64,6 +64,20 @@ def _dockerfile_str(value: object) -> str:
     return json.dumps(str(value), ensure_ascii=False).replace("$", "\\$")
 
 
+# Characters YAML reads as line breaks or a byte-order mark, which JSON leaves raw (ensure_ascii=False).
+_YAML_BREAKS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029", "\ufeff": "\\ufeff"}
+
+
+def _yaml_scalar(value: object) -> str:
+    """A YAML flow scalar that reads back as exactly ``value``: JSON spelling (JSON is YAML), breaks escaped.
+
+    >>> print(_yaml_scalar('a: "b" #c $d'), _yaml_scalar(3), _yaml_scalar(True))
+    "a: \\"b\\" #c $d" 3 true
+    """
+    text = json.dumps(value, ensure_ascii=False)
+    return "".join(_YAML_BREAKS.get(c, c) for c in text)
+
+
 def _bytecode_cache() -> jinja2.BytecodeCache | None:
     """Compiled templates on disk (keyed by template source), so a CLI run skips recompiling.
 
@@ -95,5 +109,6 @@ def make_env(directory: Path | None = None) -> jinja2.Environment:
     env.filters["to_yaml"] = _to_yaml
     env.filters["to_json"] = _to_json
     env.filters["dockerfile_str"] = _dockerfile_str
+    env.filters["yamlstr"] = _yaml_scalar
     env.globals["envkit_version"] = __version__
     return env

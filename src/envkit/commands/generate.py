@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import TextIO
 
 from envkit.checks import file_warnings, profile_warnings
-from envkit.errors import ProfileError
+from envkit.errors import ProfileError, UsageError
 from envkit.output import write_outputs
 from envkit.profile import LoadedProfile, load_profile
 from envkit.render import make_env
 from envkit.runsettings import RunSettings
-from envkit.targets import TARGET_NAMES, GenContext, OutputFile, render_targets
+from envkit.targets import CLUSTER_TARGETS, TARGET_NAMES, GenContext, OutputFile, render_targets
 
 
 def render_all(loaded: LoadedProfile, out_dir: Path, targets: tuple[str, ...] = TARGET_NAMES) -> list[OutputFile]:
@@ -24,9 +24,13 @@ def render_all(loaded: LoadedProfile, out_dir: Path, targets: tuple[str, ...] = 
     return render_targets(ctx, targets)
 
 
-def report_warnings(loaded: LoadedProfile, strict: bool, err: TextIO) -> None:
+def report_warnings(loaded: LoadedProfile, strict: bool, err: TextIO, targets: tuple[str, ...] = ()) -> None:
     """Print warnings to ``err``; under ``strict`` they are errors (exit 2, nothing written)."""
     warnings = profile_warnings(loaded.profile) + file_warnings(loaded.profile, loaded.base_dir)
+    if set(targets) & set(CLUSTER_TARGETS):
+        from envkit.cluster_advice import kube_warnings
+
+        warnings += kube_warnings(loaded.profile)
     if strict and warnings:
         raise ProfileError("\n".join(f"{loaded.source}: {w}" for w in warnings),
                            hint="fix the profile, or drop --strict to treat these as warnings")
@@ -37,8 +41,14 @@ def report_warnings(loaded: LoadedProfile, strict: bool, err: TextIO) -> None:
 def run(profile_path: Path | None, out_dir: Path, targets: tuple[str, ...], *, force: bool, strict: bool,
         out: TextIO, err: TextIO) -> int:
     loaded = load_profile(profile_path)
-    report_warnings(loaded, strict, err)
-    files = render_all(loaded, out_dir, targets or TARGET_NAMES)
+    asked = [t for t in targets if t in CLUSTER_TARGETS]
+    if asked and loaded.profile.cluster is None:
+        raise UsageError(f"{loaded.source}: --target {asked[0]} needs a cluster: section in the profile",
+                         hint="add cluster: {nodes: 2, gpus_per_node: 8, image: REG/IMG:TAG, entrypoint: [train.py]} "
+                              "(see docs/cluster.md)")
+    targets = targets or TARGET_NAMES
+    report_warnings(loaded, strict, err, targets)
+    files = render_all(loaded, out_dir, targets)
     report = write_outputs(out_dir, files, force=force)
     for path in report.written:
         print(f"wrote {out_dir / path}", file=out)

@@ -85,7 +85,7 @@ class GenContext:
 
 def _registry():
     # Imported lazily so that `import envkit.targets` stays cheap and cycle-free.
-    from envkit.targets import compose, devcontainer, dockerfile, run, wsl
+    from envkit.targets import compose, devcontainer, dockerfile, k8s, run, trainjob, wsl
 
     return {
         "dockerfile": dockerfile.render,
@@ -93,10 +93,14 @@ def _registry():
         "compose": compose.render,
         "devcontainer": devcontainer.render,
         "wsl": wsl.render,
+        "k8s": k8s.render,
+        "trainjob": trainjob.render,
     }
 
 
-TARGET_NAMES = ("dockerfile", "run", "compose", "devcontainer", "wsl")
+TARGET_NAMES = ("dockerfile", "run", "compose", "devcontainer", "wsl", "k8s", "trainjob")
+# Rendered only for a profile with a cluster: section (asked for by name without one: exit 2).
+CLUSTER_TARGETS = ("k8s", "trainjob")
 
 
 def render_targets(ctx: GenContext, names: tuple[str, ...] = TARGET_NAMES) -> list[OutputFile]:
