@@ -77,7 +77,8 @@ def kube_warnings(p: Profile) -> list[str]:
     mounted = any(workdir == v.mount.rstrip("/") or workdir.startswith(v.mount.rstrip("/") + "/")
                   for v in k.volumes)
     if not carries_code and not mounted:
-        out.append(f"cluster.entrypoint: nodes run {c.entrypoint[0]!r} from {workdir}, but the image carries "
+        what = " ".join(c.entrypoint[:2] if c.entrypoint[0].startswith("-") else c.entrypoint[:1])
+        out.append(f"cluster.entrypoint: nodes run {what!r} from {workdir}, but the image carries "
                    f"no project code and no cluster.kubernetes.volumes entry mounts {workdir}; bake the code "
                    "into the image you push (COPY it into image.workdir) or mount a claim holding it there")
     return out
