@@ -64,18 +64,19 @@ def _dockerfile_str(value: object) -> str:
     return json.dumps(str(value), ensure_ascii=False).replace("$", "\\$")
 
 
-# Characters YAML reads as line breaks or a byte-order mark, which JSON leaves raw (ensure_ascii=False).
-_YAML_BREAKS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029", "\ufeff": "\\ufeff"}
+# What a YAML reader refuses raw (outside its printable set) or reads as a line break or byte-order mark
+# (NEL, U+2028, U+2029, U+FEFF); JSON with ensure_ascii=False leaves these raw, so they are escaped here.
+_YAML_RAW_UNSAFE = re.compile("[^\x09\x0a\x0d\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
 
 
 def _yaml_scalar(value: object) -> str:
-    """A YAML flow scalar that reads back as exactly ``value``: JSON spelling (JSON is YAML), breaks escaped.
+    """A YAML flow scalar that reads back as exactly ``value``: JSON spelling (JSON is YAML), with the
+    characters YAML will not take raw escaped as ``\\uXXXX``.
 
-    >>> print(_yaml_scalar('a: "b" #c $d'), _yaml_scalar(3), _yaml_scalar(True))
-    "a: \\"b\\" #c $d" 3 true
+    >>> print(_yaml_scalar('a: "b" #c $d\u2028'), _yaml_scalar(3), _yaml_scalar(True))
+    "a: \\"b\\" #c $d\\u2028" 3 true
     """
-    text = json.dumps(value, ensure_ascii=False)
-    return "".join(_YAML_BREAKS.get(c, c) for c in text)
+    return _YAML_RAW_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
 
 
 def _bytecode_cache() -> jinja2.BytecodeCache | None:
