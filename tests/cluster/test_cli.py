@@ -7,6 +7,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from envkit.cli import main
 from envkit.cluster_advice import kube_warnings
 from envkit.profile import load_profile, load_profile_bytes
 from envkit.render import make_env
@@ -51,10 +52,12 @@ def test_cluster_target_without_cluster_section_exits_2(target, tmp_path):
     ("cluster:\n  entrypoint: [t.py]\n  kubernetes:\n    volumes: [{claim: d, mount: /d, readonly: true}]\n",
      "p.yaml:9:37: cluster.kubernetes.volumes[0].readonly", "did you mean 'read_only'?"),
 ])
-def test_cluster_typo_is_located_with_did_you_mean(snippet, where, hint, tmp_path):
+def test_cluster_typo_is_located_with_did_you_mean(snippet, where, hint, tmp_path, monkeypatch, capsys):
     (tmp_path / "p.yaml").write_text(BASE + snippet)
-    res = run_envkit("generate", "p.yaml", "-o", "out", "--target", "k8s", cwd=tmp_path)
-    assert res.returncode == 2 and where in res.stderr and hint in res.stderr, res.stderr
+    monkeypatch.chdir(tmp_path)
+    rc = main(["generate", "p.yaml", "-o", "out", "--target", "k8s"])  # in-process: the same exit path, faster
+    err = capsys.readouterr().err
+    assert rc == 2 and where in err and hint in err, err
 
 
 def _warnings(run: str = "", cluster: str = CLUSTER, image_tag: str | None = "reg.example.com/demo:1") -> list[str]:
@@ -93,11 +96,14 @@ def test_warnings_reach_the_user_and_strict_refuses(tmp_path):
     assert res.returncode == 2 and not (tmp_path / "o3").exists()
 
 
+_SCALARS = make_env().from_string("key: {{ v|yamlstr }}\nlist: [{{ v|yamlstr }}]\n")
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.characters(blacklist_categories=("Cs",))))
 def test_yaml_scalar_filter_round_trips_any_text(text):
-    """The |yamlstr filter the Kubernetes templates use: any string reads back exactly, as a mapping value."""
-    out = make_env().from_string("key: {{ v|yamlstr }}\nlist: [{{ v|yamlstr }}]\n").render(v=text)
+    """The |yamlstr filter the Kubernetes templates use: any string reads back exactly, in a mapping and a list."""
+    out = _SCALARS.render(v=text)
     assert yaml.safe_load(out) == {"key": text, "list": [text]}
 
 
