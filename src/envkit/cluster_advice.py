@@ -51,9 +51,9 @@ def kube_warnings(p: Profile) -> list[str]:
         out.append(f"run.ulimits.{name}: {KUBE} cannot set ulimits per pod (kubernetes#3595); pods get the "
                    "node's container-runtime default, which the preflight checks")
     if run.ipc == "host":
-        out.append(f"run.ipc: 'host' is not used on {KUBE} (hostIPC shares the node's IPC namespace); pods "
-                   "get an unsized Memory emptyDir at /dev/shm, bounded by run.memory; prefer ipc: private "
-                   "with a sized shm_size")
+        out.append(f"run.ipc: 'host' is not used on {KUBE}: hostIPC would share the node's IPC namespace; "
+                   "pods get an unsized Memory emptyDir at /dev/shm, bounded by the pod's memory limit; prefer "
+                   "ipc: private with a sized shm_size")
     if isinstance(run.gpus, tuple) and c.gpus_per_node is None:
         out.append(f"run.gpus: {KUBE} schedules GPU counts, not device ids; asking for {len(run.gpus)} per "
                    "node (set cluster.gpus_per_node to say so)")

@@ -35,14 +35,24 @@ cluster:
 """
 
 
+# The other branches: ipc host (unsized shm), no CPU/memory limits (no resources), no env, one node, one GPU.
+BARE = """envkit: 1
+name: bare
+image: {base: debian:bookworm}
+run: {ipc: host, gpus: 1, mount_project: false}
+cluster: {entrypoint: [train.py]}
+"""
+VARIANTS = {"<tricky>": TRICKY, "<bare>": BARE}
+
+
 def cluster_examples() -> list[str]:
     return sorted(p.name for p in EXAMPLES.glob("*.yaml") if "\ncluster:" in p.read_text())
 
 
 def profile_path(example: str, tmp_path: Path) -> Path:
-    if example == "<tricky>":
-        path = tmp_path / "tricky.yaml"
-        path.write_text(TRICKY)
+    if example in VARIANTS:
+        path = tmp_path / (example.strip("<>") + ".yaml")
+        path.write_text(VARIANTS[example])
         return path
     return copy_example(example, tmp_path)
 

@@ -17,7 +17,7 @@ from envkit.units import parse_cpuset
 from tests.cluster.kubeutil import cluster_examples, expand, manifests, parse_quantity, profile_path, rendered
 from tests.generate.test_agreement import _from_run_sh
 
-CASES = cluster_examples() + ["<tricky>"]
+CASES = cluster_examples() + ["<tricky>", "<bare>"]
 POD_ENV = {"JOB_COMPLETION_INDEX": "1"}  # what the Job controller sets in the second pod
 
 

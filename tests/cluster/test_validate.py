@@ -24,7 +24,7 @@ from tests.conftest import ROOT
 # 1.30 (backoffLimitPerIndex on by default since 1.29) and the newest kubernetes-validate bundles.
 KUBE_VERSIONS = ("1.30.0", "1.37.0")
 CRD = ROOT / "schemas" / "kubernetes" / "trainer.kubeflow.org_trainjobs.yaml"
-CASES = cluster_examples() + ["<tricky>"]
+CASES = cluster_examples() + ["<tricky>", "<bare>"]
 
 
 def _kubernetes_validate() -> str:

@@ -16,6 +16,15 @@ lay it out. The translation, against run.sh's ``docker run`` flags:
 Kubernetes expands ``$(VAR)`` in ``command``, ``args`` and env ``value``; ``$$``
 is a literal ``$``, so every ``$`` from the profile is doubled (``kube_escape``).
 
+Why templates that lay the manifests out (templates/_kube.j2, k8s.yaml.j2,
+trainjob.yaml.j2) rather than a dict dumped by a YAML emitter: the Kubernetes
+shape is syntax, and a reader (or reviewer) sees the whole manifest, comments
+included, in one file, as with every other target; the decisions stay here.
+Every scalar goes through ``|yamlstr`` (JSON spelling, which YAML reads back
+exactly, with what YAML refuses raw escaped), so no profile value -- quotes,
+``$``, ``: ``, ``#``, a leading ``-``, ``yes`` -- can change the structure; a
+property test and the parse-back agreement test hold that.
+
 Example:
     >>> kube_escape("p$w $(HOME)"), quantity(16 * 2**30), quantity(1500)
     ('p$$w $$(HOME)', '16Gi', '1500')
