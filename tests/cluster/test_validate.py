@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ import jsonschema
 import pytest
 import yaml
 
+from envkit.targets.kube import object_name
 from tests.cluster.kubeutil import cluster_examples, manifests, rendered
 from tests.conftest import ROOT
 
@@ -127,3 +129,21 @@ def test_a_misspelt_trainjob_field_fails(where, misspell, tmp_path):
     node[new] = node.pop(old)
     errors = _errors(doc)
     assert any(f"'{new}' was unexpected" in e for e in errors), errors
+
+
+def test_trainjob_name_meets_the_crd_rules(tmp_path):
+    """The CRD's CEL rules on metadata.name (jsonschema cannot run CEL): the two it states, read from the CRD."""
+    crd = yaml.safe_load(CRD.read_text())
+    rules = [r["rule"] for r in crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["x-kubernetes-validations"]]
+    (pattern,) = [re.search(r"matches\('(.*)'\)", r).group(1) for r in rules if "matches(" in r]
+    (limit,) = [int(re.search(r"<= (\d+)", r).group(1)) for r in rules if "size(" in r]
+    assert len(rules) == 2, rules  # a new rule in a newer CRD needs a check here
+    for case in CASES + ["<odd name>"]:
+        if case == "<odd name>":  # a profile name with dots and a leading digit is made a DNS-1035 label
+            names = [object_name("3d.Vision_train-" + "x" * 80)]
+        else:
+            (tmp_path / case.strip("<>")).mkdir()
+            names = [manifests(rendered(case, tmp_path / case.strip("<>"), ("trainjob",))["trainjob.yaml"])
+                     ["TrainJob"]["metadata"]["name"]]
+        for name in names:
+            assert re.fullmatch(pattern, name) and len(name) <= limit, name
