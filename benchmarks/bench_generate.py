@@ -39,7 +39,15 @@ Stage0 += workdir(directory="/workspace")
 
 
 CLUSTER_EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "cluster-2node.yaml"
-NON_CLUSTER_TARGETS = ("dockerfile", "run", "compose", "devcontainer", "wsl")
+
+
+def non_cluster_targets() -> tuple[str, ...]:
+    """Every registered target but those that render from the cluster: section (the registry says which)."""
+    from envkit.targets import TARGET_NAMES, required_section
+
+    return tuple(t for t in TARGET_NAMES if required_section(t) != "cluster")
+
+
 CLUSTER_WITHOUT = "cluster profile, without k8s/trainjob"
 CLUSTER_WITH = "cluster profile, all targets"
 
@@ -73,7 +81,7 @@ def main() -> None:
         }
         # The same cluster profile, without and with its cluster targets (all targets = both plus k8s, trainjob).
         cases[CLUSTER_WITHOUT] = envkit + [CLUSTER_EXAMPLE.name, "-o", "o3", "--force"] + [
-            arg for t in NON_CLUSTER_TARGETS for arg in ("--target", t)]
+            arg for t in non_cluster_targets() for arg in ("--target", t)]
         cases[CLUSTER_WITH] = envkit + [CLUSTER_EXAMPLE.name, "-o", "o4", "--force"]
         for cmd in cases.values():  # warm the page cache and .pyc files
             _time(cmd, work)
@@ -96,13 +104,13 @@ def main() -> None:
 
 def _in_process(runs: int) -> None:
     """The same comparison inside one interpreter (rendering only: less noise than whole runs)."""
-    from envkit.commands.generate import render_all
+    from envkit.generation import render_all
     from envkit.profile import load_profile
     from envkit.targets import TARGET_NAMES
 
     loaded = load_profile(CLUSTER_EXAMPLE)
     out = Path(tempfile.gettempdir())
-    cases = {"without": NON_CLUSTER_TARGETS, "with": TARGET_NAMES}
+    cases = {"without": non_cluster_targets(), "with": TARGET_NAMES}
     samples: dict[str, list[float]] = {k: [] for k in cases}
     for _ in range(max(runs, 20)):
         for name, targets in cases.items():

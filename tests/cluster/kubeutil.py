@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from envkit.commands.generate import render_all
+from envkit.generation import render_all
 from envkit.profile import load_profile
 from tests.conftest import EXAMPLES, copy_example
 

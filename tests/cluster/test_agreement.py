@@ -1,6 +1,6 @@
 """k8s.yaml and trainjob.yaml say what run.sh says: the manifests are parsed back and compared.
 
-run.sh is read with the same parser as tests/generate/test_agreement.py; the
+run.sh is read with the same parser as tests/targets/test_agreement.py; the
 manifests with a YAML reader, with Kubernetes' own $(VAR) expansion applied to
 commands and env values. Both sides are normalised to one vocabulary.
 """
@@ -15,7 +15,7 @@ from envkit.profile import load_profile
 from envkit.runsettings import DEFAULT_SHM
 from envkit.units import parse_cpuset
 from tests.cluster.kubeutil import cluster_examples, expand, manifests, parse_quantity, profile_path, rendered
-from tests.generate.test_agreement import _from_run_sh
+from tests.targets.test_agreement import _from_run_sh
 
 CASES = cluster_examples() + ["<tricky>", "<bare>"]
 POD_ENV = {"JOB_COMPLETION_INDEX": "1"}  # what the Job controller sets in the second pod

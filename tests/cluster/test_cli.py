@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from envkit.cli import main
-from envkit.cluster_advice import kube_warnings
+from envkit.advice.cluster import kube_warnings
 from envkit.profile import load_profile, load_profile_bytes
 from envkit.render import make_env
 from tests.conftest import copy_example, run_envkit

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 
-from envkit.commands.generate import render_all
+from envkit.generation import render_all
 from envkit.profile import load_profile
 from tests.conftest import ROOT, copy_example
 
@@ -20,7 +20,7 @@ def test_worked_example_is_real_output(tmp_path):
     text = DOC.read_text()
     if os.environ.get("ENVKIT_UPDATE_GOLDEN") == "1":  # the same switch as the golden files
         for name, content in files.items():
-            text = re.sub(BLOCK.format(name=re.escape(name)), lambda m: m.group(1) + content + m.group(3), text,
+            text = re.sub(BLOCK.format(name=re.escape(name)), lambda m, c=content: m.group(1) + c + m.group(3), text,
                           count=1, flags=re.S)
         DOC.write_text(text)
     blocks = dict(re.findall(r"<!-- cluster:(\S+) -->\n```\w*\n(.*?)```\n", text, re.S))

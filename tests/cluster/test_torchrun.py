@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from envkit.commands.generate import render_all
+from envkit.generation import render_all
 from envkit.profile import load_profile
 from tests.cluster.kubeutil import expand, manifests
 
@@ -73,7 +73,7 @@ def _env(bindir: Path, container: dict, extra: dict) -> dict:
 
 def _run_nodes(cmds: list[list[str]], envs: list[dict], cwd: Path) -> list[str]:
     procs = [subprocess.Popen(c, cwd=cwd, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for c, e in zip(cmds, envs)]
+             for c, e in zip(cmds, envs, strict=True)]
     outs = []
     for p in procs:
         out, _ = p.communicate(timeout=120)

@@ -11,8 +11,13 @@ Example:
 
 from __future__ import annotations
 
+from envkit.advice.cluster import kube_warnings
+from envkit.profile.model import Profile
 from envkit.targets import GenContext, OutputFile
 from envkit.targets.kube import MASTER_PORT, Pod, kube_escape, pod, tidy
+
+# Rendered only for a profile with a cluster: section; asked for by name without one, generate exits 2.
+REQUIRES_SECTION = "cluster"
 
 
 def command(p: Pod) -> tuple[str, ...]:
@@ -21,6 +26,11 @@ def command(p: Pod) -> tuple[str, ...]:
     return ("torchrun", f"--nnodes={plan.nodes}", f"--nproc-per-node={plan.nproc_per_node}",
             "--node-rank=$(JOB_COMPLETION_INDEX)", f"--master-addr={p.master_addr}",
             f"--master-port={MASTER_PORT}") + tuple(kube_escape(w) for w in plan.entrypoint)
+
+
+def warnings(profile: Profile) -> list[str]:
+    """What the Kubernetes targets cannot express (one line each, naming the profile key)."""
+    return kube_warnings(profile)
 
 
 def render(ctx: GenContext) -> list[OutputFile]:

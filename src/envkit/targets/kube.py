@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from envkit.clusterplan import ClusterPlan
+from envkit.advice.clusterplan import ClusterPlan
 from envkit.targets import GenContext
 
 MASTER_PORT = 29500

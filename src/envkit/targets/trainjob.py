@@ -21,18 +21,27 @@ Example:
 
 from __future__ import annotations
 
+from envkit.advice.cluster import kube_warnings
+from envkit.profile.model import Profile
 from envkit.targets import GenContext, OutputFile
 from envkit.targets.kube import Pod, kube_escape, pod, tidy
 
 RUNTIME = "torch-distributed"
 REPLICATED_JOB = CONTAINER = "node"  # the stock runtime's replicated job and trainer container
 PATCH_MANAGER = "envkit"
+# Rendered only for a profile with a cluster: section; asked for by name without one, generate exits 2.
+REQUIRES_SECTION = "cluster"
 
 
 def command(p: Pod) -> tuple[str, ...]:
     """The preflight, then torchrun with the entrypoint as positional arguments (never shell-parsed)."""
     script = " ".join(p.check_command) + ' && exec torchrun "$@"'
     return ("/bin/sh", "-c", kube_escape(script), "envkit-preflight") + tuple(kube_escape(w) for w in p.plan.entrypoint)
+
+
+def warnings(profile: Profile) -> list[str]:
+    """What the Kubernetes targets cannot express (one line each, naming the profile key)."""
+    return kube_warnings(profile)
 
 
 def render(ctx: GenContext) -> list[OutputFile]:

@@ -1,8 +1,8 @@
 """Warnings for what the Kubernetes targets cannot express, one line each naming the profile key.
 
-Called by ``envkit generate`` when it renders ``k8s`` or ``trainjob`` for a
+Read through the Kubernetes target modules' ``warnings`` when generate renders them for a
 profile with a ``cluster:`` section. Errors (no GPU count derivable) are raised
-by ``envkit.clusterplan`` instead, since no manifest could be right.
+by ``envkit.advice.clusterplan`` instead, since no manifest could be right.
 
 Example:
     >>> from envkit.profile.model import Profile

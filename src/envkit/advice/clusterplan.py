@@ -1,26 +1,31 @@
 """What every cluster node runs, decided once: nodes, GPUs and processes per node, whole CPUs, image.
 
-Both Kubernetes targets (``k8s``, ``trainjob``) read a ``ClusterPlan``; it is
-derived from the profile's ``cluster:`` section and the same ``RunSettings``
-that run.sh spells, so a node gets what the workstation container gets.
+The one place the cluster targets take their per-node counts from: the Kubernetes
+targets (``k8s``, ``trainjob``, through ``envkit.targets.kube``) read a
+``ClusterPlan``, and a Slurm target takes the same (``--nodes``,
+``--gpus-per-node``, ``--ntasks-per-node``/torchrun ``--nproc-per-node``,
+``--cpus-per-task``) from it. It is derived from the profile's ``cluster:``
+section and the loader plan (:func:`envkit.advice.plan.plan`), whose CPU count
+is the harness's rule, so a node gets what the workstation container gets.
 
-Rules (each lives here only):
+Rules (each lives here only, or in the rule it names):
 
 - GPUs per node: ``cluster.gpus_per_node`` when set; else ``run.gpus: N`` maps
   directly; else a list of device ids counts as that many GPUs (a cluster
   schedules counts, never ids); ``run.gpus: all`` without ``gpus_per_node`` is
   an error, since no count can be derived.
 - Processes per node (torchrun ``--nproc-per-node``): one per GPU, else one.
-- Whole CPUs: the cpuset's count, capped by ``ceil(run.cpus)`` (``cpu_budget``,
-  the rule the workload warnings use): Kubernetes gives exclusive cores only to
-  whole-CPU, requests == limits pods.
+- Whole CPUs: the loader plan's CPUs (``harness.sizing.cpu_limit``: the cpuset's
+  count, capped by ``ceil(run.cpus)``), without the WSL VM's ``processors`` (a
+  node is no WSL VM). Kubernetes gives exclusive cores only to whole-CPU,
+  requests == limits pods.
 
 Example:
     >>> from envkit.profile.model import Profile
     >>> p = Profile.model_validate({"envkit": 1, "name": "t", "image": {"base": "debian", "tag": "reg.io/t:1"},
     ...     "run": {"gpus": 2, "cpus": 7.5}, "cluster": {"nodes": 2, "entrypoint": ["train.py"]}})
-    >>> plan = ClusterPlan.from_profile(p)
-    >>> plan.nodes, plan.gpus_per_node, plan.nproc_per_node, plan.cpus, plan.image
+    >>> cp = ClusterPlan.from_profile(p)
+    >>> cp.nodes, cp.gpus_per_node, cp.nproc_per_node, cp.cpus, cp.image
     (2, 2, 2, 8, 'reg.io/t:1')
 """
 
@@ -28,7 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from envkit.checks import cpu_budget
+from envkit.advice.plan import plan
 from envkit.errors import ProfileError
 from envkit.profile.model import Profile
 
@@ -51,7 +56,7 @@ class ClusterPlan:
                                hint="add cluster: {nodes: 2, entrypoint: [train.py]} (see docs/cluster.md)")
         c = p.cluster
         gpus = gpus_per_node(p, source)
-        return cls(nodes=c.nodes, gpus_per_node=gpus, nproc_per_node=max(1, gpus), cpus=cpu_budget(p),
+        return cls(nodes=c.nodes, gpus_per_node=gpus, nproc_per_node=max(1, gpus), cpus=plan(p, wsl_vm=False).cpus,
                    image=c.image or p.image_tag, entrypoint=c.entrypoint)
 
 
