@@ -25,7 +25,7 @@ def expectation(profile: Profile) -> dict:
     rs = RunSettings.from_profile(profile)
     loader = profile.loader
     gpus = rs.gpus if rs.gpus is not None else "none"
-    return {
+    doc = {
         "envkit_expect": VERSION,
         "profile": profile.name,
         "loader": {
@@ -50,6 +50,9 @@ def expectation(profile: Profile) -> dict:
             "user": profile.image.user.name,
         },
     }
+    if profile.run.numa != "none":  # absent when off, so expectations without NUMA stay as they were
+        doc["run"]["numa"] = profile.run.numa
+    return doc
 
 
 def expectation_json(profile: Profile) -> bytes:

@@ -63,6 +63,8 @@ class RunSettings:
     env: tuple[tuple[str, str], ...]
     # An init process as PID 1 forwards signals and reaps exited DataLoader workers.
     init: bool = True
+    # --cpuset-mems: memory from this NUMA node only (run.numa as a node id; None otherwise).
+    cpuset_mems: str | None = None
 
     @property
     def project_volume(self) -> Volume | None:
@@ -91,6 +93,7 @@ class RunSettings:
             ulimits=tuple(Ulimit(n, u.soft, u.hard) for n, u in sorted(p.run.ulimits.items())),
             volumes=tuple(vols),
             env=tuple(sorted(env.items())),
+            cpuset_mems=str(p.run.numa) if isinstance(p.run.numa, int) else None,
         )
 
     @property
@@ -137,6 +140,8 @@ def docker_flags(rs: RunSettings, volume_source=lambda v: v.source, *, project: 
         flags.append("--init")
     if rs.cpuset:
         flags.append(f"--cpuset-cpus={rs.cpuset}")
+    if rs.cpuset_mems is not None:
+        flags.append(f"--cpuset-mems={rs.cpuset_mems}")
     if rs.cpus is not None:
         flags.append(f"--cpus={_cpus_text(rs.cpus)}")
     if rs.memory is not None:
@@ -170,6 +175,7 @@ def compose_service(rs: RunSettings, volume_source=lambda v: v.source) -> dict:
         svc["init"] = True
     if rs.cpuset:
         svc["cpuset"] = rs.cpuset
+    # rs.cpuset_mems has no Compose Specification key: profile_warnings says so (run.numa).
     if rs.cpus is not None:
         svc["cpus"] = rs.cpus
     if rs.memory is not None:
@@ -202,6 +208,8 @@ def sdk_kwargs(rs: RunSettings, volume_source=lambda v: v.source) -> dict:
         kw["shm_size"] = rs.shm_size
     if rs.cpuset:
         kw["cpuset_cpus"] = rs.cpuset
+    if rs.cpuset_mems is not None:
+        kw["cpuset_mems"] = rs.cpuset_mems
     if rs.cpus is not None:
         kw["nano_cpus"] = int(round(rs.cpus * 1e9))
     if rs.memory is not None:

@@ -8,7 +8,7 @@ workers that would hide the loading behind the loop's work::
 
     needed = ceil(batch_load_s / loop_s_per_batch * 1.25)   clamped to [1, budget]
 
-where the budget is the harness's CPU rule (:func:`.budget.cpu_worker_budget`)
+where the budget is the harness's CPU bound (:func:`.budget.max_workers`)
 and the shm rule (:func:`.budget.shm_fit` against the free /dev/shm). It only
 recommends (``history`` and one line on ``stream``) unless ``apply=True``; then
 the loader is recreated with the new count at the next epoch's start, never
@@ -67,7 +67,7 @@ class AdaptiveLoader:
     """Iterate it once per epoch like a DataLoader; it re-plans ``num_workers`` at each epoch's end.
 
     ``kwargs`` are DataLoader arguments (default: :func:`.runtime.loader_kwargs` for ``dataset``);
-    ``budget`` caps the workers (default: that call's CPU budget); ``apply`` opts in to recreating
+    ``budget`` caps the workers (default: one per usable CPU, the harness's bound); ``apply`` opts in to recreating
     the loader with the recommendation at the next epoch boundary.
     """
 
@@ -78,10 +78,8 @@ class AdaptiveLoader:
         self._tud = tud
         self.kwargs = dict(loader_kwargs(dataset) if kwargs is None else kwargs)
         if budget is None:
-            budget = getattr(kwargs, "budget", {}).get("cpu_worker_budget") if kwargs is not None else None
-            if budget is None:
-                from .budget import cpu_worker_budget
-                budget = cpu_worker_budget(envmod.usable_cpus(), envmod.read_cgroup_cpu_quota()["quota_cpus"])
+            from .budget import max_workers
+            budget = max_workers(envmod.usable_cpus(), envmod.read_cgroup_cpu_quota()["quota_cpus"])
         self.budget, self.apply, self.shm_path = budget, apply, shm_path
         self.stream = sys.stderr if stream is None else stream
         self.counter = multiprocessing.Array("d", 2)

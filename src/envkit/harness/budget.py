@@ -33,6 +33,18 @@ def cpu_worker_budget(affinity: int, quota_cpus: float | None) -> int:
     return resolve_workers("auto", effective_cpus(affinity, quota_cpus))
 
 
+def max_workers(affinity: int, quota_cpus: float | None) -> int:
+    """Most workers the harness's ``cpus`` check accepts for an explicit num_workers: one per CPU,
+    within the affinity mask and the quota (it warns above either).
+
+    >>> max_workers(2, None), max_workers(16, 4.5)
+    (2, 4)
+    """
+    if quota_cpus:
+        return max(1, min(affinity, math.floor(quota_cpus)))
+    return max(1, affinity)
+
+
 def shm_need(batch_bytes: int, num_workers: int, prefetch_factor: int) -> int:
     """The harness's shm formula for a batch of ``batch_bytes`` (any dtype: counted as bytes)."""
     return shm_required_bytes(batch_size=1, sample_shape=(max(0, int(batch_bytes)),), dtype="uint8",

@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 
 from . import env as envmod
-from .budget import cpu_worker_budget, effective_cpus, shm_fit, shm_need
+from .budget import cpu_worker_budget, effective_cpus, max_workers, shm_fit, shm_need
 from .report import human_bytes
 from .sizing import DTYPE_ITEMSIZE, batch_bytes as _shape_batch_bytes
 
@@ -162,6 +162,7 @@ def loader_kwargs(dataset=None, batch_size: int | None = None, *, num_workers="a
         quota_cpus = envmod.read_cgroup_cpu_quota()["quota_cpus"]
     cpus = effective_cpus(affinity, quota_cpus)
     cpu_budget = cpu_worker_budget(affinity, quota_cpus)
+    cap = max_workers(affinity, quota_cpus)
     quota_text = f"cgroup CPU quota {quota_cpus:g}" if quota_cpus else "no cgroup CPU quota"
     wish = num_workers
     if wish == "auto" and loader.get("num_workers") not in (None, "auto"):
@@ -173,13 +174,13 @@ def loader_kwargs(dataset=None, batch_size: int | None = None, *, num_workers="a
         workers = cpu_budget
         why_workers = (f"the auto rule (usable CPUs - 1, at most 8) on {cpus} usable CPUs "
                        f"(affinity {affinity}, {quota_text})")
-    elif int(wish) > cpu_budget:
-        workers = cpu_budget
-        why_workers = (f"{wish_src} lowered to the CPU budget ({cpus} usable CPUs: affinity "
-                       f"{affinity}, {quota_text}; one CPU stays with the training loop)")
+    elif int(wish) > cap:
+        workers = cap
+        why_workers = (f"{wish_src} lowered to one worker per usable CPU, the harness's bound "
+                       f"(affinity {affinity}, {quota_text})")
     else:
         workers = int(wish)
-        why_workers = f"{wish_src} fits the CPU budget of {cpu_budget} ({cpus} usable CPUs)"
+        why_workers = f"{wish_src} fits the {cap} usable CPUs (affinity {affinity}, {quota_text})"
     system = system or _platform.system()
     if system == "Windows" and workers:
         why_workers += "; on Windows every worker is a fresh interpreter (spawn) that re-imports the script"
@@ -197,7 +198,7 @@ def loader_kwargs(dataset=None, batch_size: int | None = None, *, num_workers="a
     if shm_free == "read":
         st = envmod.shm_stats(shm_path) if system != "Windows" else None
         shm_free = st["free_bytes"] if st else None
-    budget = {"affinity": affinity, "quota_cpus": quota_cpus, "effective_cpus": cpus, "cpu_worker_budget": cpu_budget,
+    budget = {"affinity": affinity, "quota_cpus": quota_cpus, "effective_cpus": cpus, "cpu_worker_budget": cpu_budget, "max_workers": cap,
               "shm_free_bytes": shm_free, "batch_bytes": bbytes, "expect": expect_src}
     why_prefetch = ("given by the caller" if prefetch_factor else
                                       "the profile's" if loader.get("prefetch_factor") else "DataLoader's default")

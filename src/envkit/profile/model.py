@@ -145,6 +145,9 @@ class Run(Model):
     mount_project: bool = True
     volumes: tuple[Annotated[str, Field(pattern=r"^[^:~\x00-\x1f]([^:\x00-\x1f]*):/[A-Za-z0-9._/+-]*(:(ro|rw|z|Z|ro,z|ro,Z))?$")], ...] = ()
     env: dict[EnvName, EnvValue] = {}
+    # NUMA placement: none, a node id (--cpuset-mems=N; run.cpuset should lie in that node), or auto
+    # (the first GPU's node, resolved where the host is visible: envkit doctor and the harness).
+    numa: Literal["auto", "none"] | Annotated[int, Field(ge=0, le=1023)] = "none"
 
     @field_validator("memory", "shm_size")
     @classmethod
