@@ -10,6 +10,8 @@ workers that would hide the loading behind the loop's work::
 
 where the budget is the harness's CPU bound (:func:`.budget.max_workers`)
 and the shm rule (:func:`.budget.shm_fit` against the free /dev/shm). It only
+steps down only while more than one worker
+above the estimate (one spare, so it does not oscillate), and only
 recommends (``history`` and one line on ``stream``) unless ``apply=True``; then
 the loader is recreated with the new count at the next epoch's start, never
 inside an epoch, and never with more workers than the budget.
@@ -160,8 +162,12 @@ class AdaptiveLoader:
             need, why = current, f"the loop waited only {frac:.1%} of the epoch"
         elif need > current:
             why = f"the loop waited {frac:.0%} of the epoch for batches"
+        elif need + 1 < current:
+            # Keep one spare: stepping down to the bare estimate would make the next epoch wait and
+            # step up again (an oscillation on a noisy machine).
+            need, why = need + 1, f"{need} workers keep up (waited {frac:.1%}); frees CPUs, one spare kept"
         elif need < current:
-            why = f"{need} workers keep up (waited {frac:.1%}); frees CPUs"
+            need, why = current, f"keeps up (waited {frac:.1%}); within one worker of the estimate"
         else:
             why = f"keeps up (waited {frac:.1%})"
         if need >= cap and need > current:
