@@ -77,6 +77,15 @@ def sample(pid: int | None, shm_path: str = "/dev/shm", proc: str = "/proc") -> 
             "pid_rss": rss_bytes(pid, proc) if pid else 0}
 
 
+def alive(pid: int, proc: str = "/proc") -> bool:
+    """True while ``pid`` runs: an exited process its parent has not reaped yet (state Z) counts as gone."""
+    try:
+        stat = (Path(proc) / str(pid) / "stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
+
+
 def bar(fraction: float, width: int = 20) -> str:
     filled = max(0, min(width, int(round(fraction * width))))
     return "[" + "#" * filled + "." * (width - filled) + "]"
@@ -137,7 +146,7 @@ class ShmWatch:
         self._thread: threading.Thread | None = None
 
     def alive(self) -> bool:
-        return Path(f"/proc/{self.pid}").exists()
+        return alive(self.pid)
 
     def step(self) -> dict:
         """Take one sample, print it, and print the warning the first time it applies."""
@@ -201,7 +210,7 @@ def main(argv=None, stream=None) -> int:
     if args.interval <= 0 or not 0 < args.threshold <= 1:
         print("envkit watch: --interval must be > 0 and --threshold in (0, 1]", file=sys.stderr)
         return 2
-    if args.pid is not None and not Path(f"/proc/{args.pid}").exists():
+    if args.pid is not None and not alive(args.pid):
         print(f"envkit watch: no process {args.pid}", file=sys.stderr)
         return 2
     out = sys.stdout if stream is None else stream
