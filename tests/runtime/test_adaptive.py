@@ -10,6 +10,7 @@ import pytest
 
 from envkit.runtime import AdaptiveLoader
 from tests.runtime.datasets import Costly
+from tests.runtime.docsutil import check_block
 
 LOOP_S = 0.01  # the "training step"
 BATCH = 4
@@ -45,6 +46,10 @@ def test_workers_converge_after_the_cost_rises_and_never_exceed_the_budget():
     # (the best of the last two: two shared CPUs make single epochs noisy)
     assert min(e["wait_fraction"] for e in slow[-2:]) < slow[0]["wait_fraction"] / 2, h
     assert "using num_workers=" in log.getvalue()
+    first = log.getvalue().splitlines()[0]
+    rows = [f"epoch {e['epoch']}: num_workers={e['num_workers']} waited {e['wait_fraction']:.0%} "
+            f"item {e['item_s'] * 1000:.1f} ms -> {e['recommended']}" for e in h[:3]]
+    check_block("adaptive", "\n".join([first, *rows]), masked=True)
 
 
 def test_default_only_recommends_and_respects_a_small_budget():

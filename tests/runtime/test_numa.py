@@ -12,12 +12,12 @@ import pytest
 from envkit.checks import profile_warnings
 from envkit.doctor.checks import check_numa as doctor_numa
 from envkit.doctor.host import Host
-from envkit.engine import LABEL
 from envkit.harness.numa import check_numa, read_topology
 from envkit.profile import load_profile_bytes
 from envkit.runsettings import RunSettings, compose_service, docker_flags, sdk_kwargs
 from tests.conftest import run_envkit
-from tests.dockerutil import base_image, require_base_image, require_docker
+from tests.dockerutil import require_base_image, require_docker
+from tests.runtime.docsutil import check_block
 
 # nodes -> their CPUs, and the node of each NVIDIA GPU (PCI address -> numa_node)
 HOSTS = {
@@ -68,6 +68,9 @@ def test_doctor_reports_and_resolves_auto_on_a_4_node_host(tmp_path):
     assert c["status"] == "pass" and "node 1 (the node of GPU 0000:41:00.0)" in c["message"]
     assert "node 3: CPUs 24-31" in c["message"] and c["measured"]["nodes"]["2"] == "16-23"
     assert c["remedy"] == 'on this host: run.numa: 1 and run.cpuset: "8-15" (docker run --cpuset-cpus=8-15 --cpuset-mems=1)'
+    from envkit.doctor import render_table
+    doc = {"host": {}, "verdict": c["status"], "checks": [c]}
+    check_block("numa-doctor", render_table(doc).split("\n", 1)[1])  # the row, without the host summary
 
 
 def test_doctor_on_2_nodes_flags_a_cpuset_outside_the_node(tmp_path):
@@ -111,6 +114,14 @@ def test_flags_and_targets_that_cannot_say_it():
     assert any(w.startswith("run.numa: auto is resolved where the host is visible") for w in profile_warnings(auto))
 
 
+def test_flags_output_is_documented(tmp_path):
+    (tmp_path / "envkit.yaml").write_text('envkit: 1\nname: p\nimage: {base: "debian:12"}\nrun:\n  numa: 1\n'
+                                          '  cpuset: "16-23"\n  shm_size: 1g\n  mount_project: false\n')
+    res = run_envkit("flags", "envkit.yaml", cwd=tmp_path)
+    assert res.returncode == 0 and "--cpuset-cpus=16-23 --cpuset-mems=1" in res.stdout, res.stderr
+    check_block("numa-flags", f"$ envkit flags envkit.yaml\n{res.stderr}{res.stdout}")
+
+
 def test_bad_numa_value_is_exit_2(tmp_path):
     (tmp_path / "envkit.yaml").write_text("envkit: 1\nname: p\nimage: {base: \"debian:12\"}\nrun:\n  numa: closest\n")
     res = run_envkit("flags", str(tmp_path / "envkit.yaml"))
@@ -129,7 +140,7 @@ def test_cpuset_mems_read_back_from_a_real_container(tmp_path):
     code = ("import json, sys; sys.path.insert(0, '/h/envkit_harness.pyz'); from envkit_harness.numa import "
             "check_numa; print(open('/proc/self/status').read()); print(json.dumps(check_numa({'numa': 0})))")
     try:
-        subprocess.run(["docker", "run", "-d", "--name", name, "--label", LABEL, *flags,
+        subprocess.run(["docker", "run", "-d", "--name", name, "--label", "envkit-runtime-test=1", *flags,
                         "-v", f"{tmp_path}:/h:ro", image, "sleep", "60"], check=True, capture_output=True)
         mems = subprocess.run(["docker", "inspect", "-f", "{{.HostConfig.CpusetMems}}", name],
                               check=True, capture_output=True, text=True).stdout.strip()
@@ -141,3 +152,8 @@ def test_cpuset_mems_read_back_from_a_real_container(tmp_path):
     assert "Mems_allowed_list:\t0\n" in out and "Cpus_allowed_list:\t0\n" in out
     check = json.loads(out.strip().splitlines()[-1])
     assert check["status"] == "pass" and check["measured"]["mems_allowed"] == "0", check
+    lines = [x for x in out.splitlines() if x.startswith(("Cpus_allowed_list", "Mems_allowed_list"))]
+    check_block("numa-container", "\n".join([
+        f"$ docker inspect -f '{{{{.HostConfig.CpusetMems}}}}' <container>", mems,
+        "$ grep _allowed_list /proc/self/status   # inside", *lines,
+        "harness numa check: " + check["status"] + ": " + check["message"]]))

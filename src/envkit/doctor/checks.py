@@ -174,7 +174,8 @@ def check_numa(host: Host, profile: Profile) -> dict:
     if numa == "auto" or not chosen:
         remedy = (f"on this host: run.numa: {node} and run.cpuset: \"{format_cpulist(cpus)}\" "
                   f"(docker run {flags})")
-    return make_check("numa", PASS, measured, expected, f"{summary}; node {node} ({why})", remedy)
+    return make_check("numa", PASS, measured, expected,
+                      f"{summary}; node {node} ({why})" + (f"; {remedy}" if remedy else ""), remedy)
 
 
 def check_shm(host: Host, profile: Profile) -> dict:
