@@ -65,3 +65,17 @@ def test_default_only_recommends_and_respects_a_small_budget():
     assert [e["recommended"] for e in al.history] == [2, 2]  # capped at the budget
     assert "capped by the budget of 2" in al.history[0]["reason"]
     assert "recommend num_workers=2 next epoch (was 1)" in log.getvalue()
+
+
+@pytest.mark.filterwarnings("ignore:This DataLoader will create")
+def test_steps_down_when_items_get_cheap_keeping_one_spare():
+    delay = multiprocessing.Value("d", 0.0)
+    al = AdaptiveLoader(Costly(delay, n=48), {"batch_size": BATCH, "num_workers": 4, "persistent_workers": True},
+                        apply=True, budget=4, stream=io.StringIO())
+    try:
+        _epoch(al)
+        _epoch(al)
+    finally:
+        al.close()
+    assert al.history[0]["num_workers"] == 4 and al.history[0]["recommended"] == 2, al.history
+    assert al.history[1]["num_workers"] == 2 and al.history[1]["recommended"] == 2, al.history

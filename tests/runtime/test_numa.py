@@ -157,3 +157,14 @@ def test_cpuset_mems_read_back_from_a_real_container(tmp_path):
         f"$ docker inspect -f '{{{{.HostConfig.CpusetMems}}}}' <container>", mems,
         "$ grep _allowed_list /proc/self/status   # inside", *lines,
         "harness numa check: " + check["status"] + ": " + check["message"]]))
+
+
+def test_harness_report_has_the_numa_check_only_when_asked():
+    from envkit.harness.core import run_checks
+    report = run_checks({"envkit_expect": 1, "loader": {"num_workers": 0, "batch_size": 2, "sample_shape": [4]},
+                         "run": {"numa": 0}}, quick=True)
+    numa = [c for c in report["checks"] if c["name"] == "numa"]
+    assert len(numa) == 1 and numa[0]["status"] in ("pass", "warn"), numa  # this host: one node (0)
+    plain = run_checks({"envkit_expect": 1, "loader": {"num_workers": 0, "batch_size": 2, "sample_shape": [4]}},
+                       quick=True)
+    assert "numa" not in [c["name"] for c in plain["checks"]]
