@@ -21,8 +21,11 @@ def mask(text: str) -> str:
     return re.sub(r"\d+", "#", text)
 
 
-def check_block(name: str, actual: str, *, masked: bool = False) -> None:
-    """Assert the doc's block ``name`` is ``actual`` (digits masked if asked); update it under the switch."""
+def check_block(name: str, actual: str, *, masked: bool = False, optional: str | None = None) -> None:
+    """Assert the doc's block ``name`` is ``actual`` (digits masked if asked); update it under the switch.
+
+    ``optional``: a regex for a clause that one run prints and another may not (removed on both sides).
+    """
     actual = actual.rstrip("\n") + "\n"
     doc = DOC.read_text()
     found = re.search(_pattern(name), doc, re.S)
@@ -31,6 +34,8 @@ def check_block(name: str, actual: str, *, masked: bool = False) -> None:
         DOC.write_text(re.sub(_pattern(name), lambda m: m.group(1) + actual + m.group(3), doc, count=1, flags=re.S))
         return
     shown = found.group(2)
+    if optional:
+        shown, actual = re.sub(optional, "", shown), re.sub(optional, "", actual)
     if masked:
         shown, actual = mask(shown), mask(actual)
     assert shown == actual, f"docs/runtime.md block {name} is stale (ENVKIT_UPDATE_GOLDEN=1 to update)"

@@ -49,7 +49,8 @@ def test_workers_converge_after_the_cost_rises_and_never_exceed_the_budget():
     first = log.getvalue().splitlines()[0]
     rows = [f"epoch {e['epoch']}: num_workers={e['num_workers']} waited {e['wait_fraction']:.0%} "
             f"item {e['item_s'] * 1000:.1f} ms -> {e['recommended']}" for e in h[:3]]
-    check_block("adaptive", "\n".join([first, *rows]), masked=True)
+    # How many workers the first step reaches depends on the machine's load: the cap may not be hit.
+    check_block("adaptive", "\n".join([first, *rows]), masked=True, optional=r"; capped by the budget of \d+")
 
 
 def test_default_only_recommends_and_respects_a_small_budget():
