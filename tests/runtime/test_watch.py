@@ -66,3 +66,21 @@ def test_cli_bad_input_is_exit_2_with_one_line():
     assert res.returncode == 2 and "no process 999999999" in res.stderr and "Traceback" not in res.stderr
     res = run_envkit("watch", "--interval", "0", timeout=30)
     assert res.returncode == 2 and "--interval" in res.stderr
+
+
+def test_terminal_gets_one_redrawn_line_and_the_warning_on_its_own_line(tmp_path):
+    import io
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    out = Tty()
+    # statvfs of the test's folder (a disk that is never empty) with a tiny threshold: over it at once
+    w = ShmWatch(pid=0, stream=out, threshold=0.000001, shm_path=str(tmp_path))
+    w.step()
+    w.step()
+    text = out.getvalue()
+    assert text.startswith("\rshm [") and text.count("envkit: warning: /dev/shm is") == 1
+    # the first sample warns (line ends, warning below); the second redraws in place, no newline
+    assert text.count("\r") == 2 and not text.endswith("\n")
