@@ -77,7 +77,7 @@ def _load_expect(expect) -> tuple[dict, str | None]:
     if expect is False:
         return {}, None
     if isinstance(expect, dict):
-        return dict(expect.get("loader") or {}), "the expectation passed in"
+        return {k: v for k, v in (expect.get("loader") or {}).items() if v is not None}, "the expectation passed in"
     path = Path(expect) if expect else find_expect()
     if path is None:
         return {}, None
