@@ -14,18 +14,19 @@ Example:
 from __future__ import annotations
 
 import json
+from typing import Any
 
+from envkit.harness.expect import VERSION  # the consumer defines the format's version
 from envkit.profile.model import Profile
 from envkit.runsettings import RunSettings
 
-VERSION = 1
-
 
 def expectation(profile: Profile) -> dict:
+    """The profile's promises as the harness reads them (:func:`envkit.harness.expect.validate_expect`)."""
     rs = RunSettings.from_profile(profile)
     loader = profile.loader
     gpus = rs.gpus if rs.gpus is not None else "none"
-    doc = {
+    doc: dict[str, Any] = {
         "envkit_expect": VERSION,
         "profile": profile.name,
         "loader": {

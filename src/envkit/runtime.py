@@ -5,11 +5,12 @@ image carries as ``envkit_runtime``; this module only re-exports it.
 
 Example:
     >>> from envkit.runtime import loader_kwargs
-    >>> sorted(loader_kwargs(batch_size=4, sample_bytes=16, expect=False, cuda=False))[:3]
-    ['batch_size', 'num_workers', 'pin_memory']
+    >>> kw = loader_kwargs(batch_size=4, sample_bytes=16, expect=False, cuda=False)
+    >>> kw["batch_size"], kw["pin_memory"], "num_workers" in kw.reasons
+    (4, False, True)
 """
 
-from envkit.harness.runtime import (  # noqa: F401
+from envkit.harness.companion import (  # noqa: F401
     AdaptiveLoader, LoaderKwargs, ShmWatch, item_bytes, loader_kwargs, start_method, watch_main,
 )
 

@@ -8,10 +8,12 @@ import json
 import pytest
 
 from envkit.profile import load_profile
-from envkit.runsettings import RunSettings, sdk_kwargs
-from tests.e2e.test_validate import built  # noqa: F401  (the session's image build, reused)
-from tests.runtime.docsutil import check_block
+from envkit.engine.docker import sdk_kwargs
+from envkit.runsettings import RunSettings
+from tests.e2e import test_validate
+from tests.docs.runtime_blocks import check_block
 
+built = test_validate.built  # the e2e image build fixture, reused
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 # The NGC-style workload of tests/e2e/conftest.py: 32 x 3x224x224 float32 (18.4 MiB a batch).

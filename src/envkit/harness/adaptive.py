@@ -8,10 +8,9 @@ workers that would hide the loading behind the loop's work::
 
     needed = ceil(batch_load_s / loop_s_per_batch * 1.25)   clamped to [1, budget]
 
-where the budget is the harness's CPU bound (:func:`.budget.max_workers`)
-and the shm rule (:func:`.budget.shm_fit` against the free /dev/shm). It only
-steps down only while more than one worker
-above the estimate (one spare, so it does not oscillate), and only
+where the budget is one worker per usable CPU (:func:`.sizing.cpu_limit`, quota rounded up)
+and the shm rule (:func:`.budget.shm_fit` against the free /dev/shm). It steps down
+only while more than one worker is above the estimate (one spare, so it does not oscillate), and only
 recommends (``history`` and one line on ``stream``) unless ``apply=True``; then
 the loader is recreated with the new count at the next epoch's start, never
 inside an epoch, and never with more workers than the budget.
@@ -32,6 +31,7 @@ import time
 
 from . import env as envmod
 from .budget import shm_fit
+from .sizing import cpu_limit
 
 HEADROOM = 1.25
 KEEP_BELOW = 0.02  # a loop that waits less than 2 % of its time needs no more workers
@@ -80,8 +80,7 @@ class AdaptiveLoader:
         self._tud = tud
         self.kwargs = dict(loader_kwargs(dataset) if kwargs is None else kwargs)
         if budget is None:
-            from .budget import max_workers
-            budget = max_workers(envmod.usable_cpus(), envmod.read_cgroup_cpu_quota()["quota_cpus"])
+            budget = cpu_limit(affinity=envmod.usable_cpus(), quota=envmod.read_cgroup_cpu_quota()["quota_cpus"]) or 1
         self.budget, self.apply, self.shm_path = budget, apply, shm_path
         self.stream = sys.stderr if stream is None else stream
         self.counter = multiprocessing.Array("d", 2)
@@ -102,7 +101,7 @@ class AdaptiveLoader:
                 kw.pop(key, None)
         else:
             kw.setdefault("persistent_workers", True)
-        return self._tud.DataLoader(self.dataset, **kw)
+        return self._tud.DataLoader(self.dataset, **kw)  # type: ignore[arg-type]  # map-style by duck typing
 
     def _close(self) -> None:
         it = getattr(self.loader, "_iterator", None)

@@ -49,8 +49,8 @@ def format_cpulist(ids) -> str:
     >>> format_cpulist((0, 1, 2, 5, 7, 8))
     '0-2,5,7-8'
     """
-    ids, runs = sorted(ids), []
-    for i in ids:
+    runs: list[list[int]] = []
+    for i in sorted(ids):
         if runs and i == runs[-1][1] + 1:
             runs[-1][1] = i
         else:
@@ -99,7 +99,7 @@ def resolve_node(numa, topo: dict) -> tuple[int | None, str]:
 
 def allowed(status_text: str) -> dict:
     """``Cpus_allowed_list`` and ``Mems_allowed_list`` of a /proc/<pid>/status text, as id tuples."""
-    out = {"cpus": (), "mems": ()}
+    out: dict[str, tuple[int, ...]] = {"cpus": (), "mems": ()}
     for line in status_text.splitlines():
         key, _, value = line.partition(":")
         if key == "Cpus_allowed_list":

@@ -1,8 +1,9 @@
 """The runtime companion: DataLoader arguments that fit the environment the script runs in.
 
 ``loader_kwargs()`` decides every DataLoader argument from the live process, by
-the harness's own rules (:mod:`.budget`: the ``auto`` worker rule on the usable
-CPUs, the shm formula on the /dev/shm that is free now), and keeps the reason
+the harness's own rules (the ``auto`` worker rule :func:`.sizing.plan_workers` on
+:func:`.sizing.cpu_limit`, the CPUs usable with the quota rounded up; the shm
+formula on the /dev/shm that is free now, :mod:`.budget`), and keeps the reason
 for each choice. In the image it is ``from envkit_runtime import loader_kwargs``
 (the zipapp at /opt/envkit is on the venv's path); on a host
 ``from envkit.runtime import loader_kwargs``.
@@ -30,9 +31,9 @@ import sys
 from pathlib import Path
 
 from . import env as envmod
-from .budget import cpu_worker_budget, effective_cpus, max_workers, shm_fit, shm_need
+from .budget import shm_fit, shm_need
 from .report import human_bytes
-from .sizing import DTYPE_ITEMSIZE, batch_bytes as _shape_batch_bytes
+from .sizing import DTYPE_ITEMSIZE, batch_bytes as _shape_batch_bytes, cpu_limit, plan_workers
 
 EXPECT_ENV = "ENVKIT_EXPECT"
 EXPECT_NAME = "envkit_expect.json"
@@ -156,13 +157,14 @@ def loader_kwargs(dataset=None, batch_size: int | None = None, *, num_workers="a
         reasons["batch_size"] = "given by the caller"
     kw["batch_size"] = batch_size
 
-    # CPU budget: affinity (cpuset) capped by the cgroup quota, the harness's auto rule.
+    # CPU budget: affinity (cpuset) capped by the cgroup quota rounded up, as generate and the harness
+    # plan it; auto is the harness's auto rule on it, an explicit count is held to one worker per CPU.
     affinity = envmod.usable_cpus() if affinity is None else affinity
     if quota_cpus == "read":
         quota_cpus = envmod.read_cgroup_cpu_quota()["quota_cpus"]
-    cpus = effective_cpus(affinity, quota_cpus)
-    cpu_budget = cpu_worker_budget(affinity, quota_cpus)
-    cap = max_workers(affinity, quota_cpus)
+    cpus = cpu_limit(affinity=max(1, affinity), quota=quota_cpus) or 1
+    cpu_budget = plan_workers("auto", cpus)
+    cap = cpus
     quota_text = f"cgroup CPU quota {quota_cpus:g}" if quota_cpus else "no cgroup CPU quota"
     wish = num_workers
     if wish == "auto" and loader.get("num_workers") not in (None, "auto"):
@@ -198,7 +200,7 @@ def loader_kwargs(dataset=None, batch_size: int | None = None, *, num_workers="a
     if shm_free == "read":
         st = envmod.shm_stats(shm_path) if system != "Windows" else None
         shm_free = st["free_bytes"] if st else None
-    budget = {"affinity": affinity, "quota_cpus": quota_cpus, "effective_cpus": cpus, "cpu_worker_budget": cpu_budget, "max_workers": cap,
+    budget = {"affinity": affinity, "quota_cpus": quota_cpus, "effective_cpus": cpus, "cpu_worker_budget": cpu_budget,
               "shm_free_bytes": shm_free, "batch_bytes": bbytes, "expect": expect_src}
     why_prefetch = ("given by the caller" if prefetch_factor else
                                       "the profile's" if loader.get("prefetch_factor") else "DataLoader's default")
@@ -252,8 +254,3 @@ def loader_kwargs(dataset=None, batch_size: int | None = None, *, num_workers="a
                              "no CUDA device; pinning would only cost page-locked memory")
     return LoaderKwargs(kw, reasons, budget)
 
-
-from .adaptive import AdaptiveLoader  # noqa: E402  (the companion's public API, one import away)
-from .shmwatch import ShmWatch, main as watch_main  # noqa: E402
-
-__all__ = ["AdaptiveLoader", "LoaderKwargs", "ShmWatch", "item_bytes", "loader_kwargs", "start_method", "watch_main"]

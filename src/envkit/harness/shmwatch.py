@@ -217,7 +217,7 @@ def main(argv=None, stream=None) -> int:
     w = ShmWatch(pid=0 if args.pid is None else args.pid, interval=args.interval, stream=out,
                  json_lines=args.json, threshold=args.threshold)
     if args.pid is None:
-        w.alive = lambda: True  # shm only: run until --count or Ctrl-C
+        w.alive = lambda: True  # type: ignore[method-assign]  # shm only: run until --count or Ctrl-C
     n = 0
     try:
         while w.alive() and (args.count is None or n < args.count):

@@ -12,7 +12,7 @@ import torch.utils.data as tud
 
 from envkit.harness.shmwatch import ShmWatch, line, sample, seconds_to_full, warning_for
 from tests.conftest import run_envkit
-from tests.runtime.datasets import Tensors
+from tests.harness.runtime_datasets import Tensors
 
 MIB = 2**20
 

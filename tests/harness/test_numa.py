@@ -9,15 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from envkit.checks import profile_warnings
+from envkit.advice.profile import profile_warnings
 from envkit.doctor.checks import check_numa as doctor_numa
 from envkit.doctor.host import Host
 from envkit.harness.numa import check_numa, read_topology
 from envkit.profile import load_profile_bytes
-from envkit.runsettings import RunSettings, compose_service, docker_flags, sdk_kwargs
+from envkit.engine.docker import sdk_kwargs
+from envkit.runsettings import RunSettings
+from envkit.targets.compose import compose_service
+from envkit.targets.run import docker_flags
 from tests.conftest import run_envkit
 from tests.dockerutil import require_base_image, require_docker
-from tests.runtime.docsutil import check_block
+from tests.docs.runtime_blocks import check_block
 
 # nodes -> their CPUs, and the node of each NVIDIA GPU (PCI address -> numa_node)
 HOSTS = {
@@ -154,7 +157,7 @@ def test_cpuset_mems_read_back_from_a_real_container(tmp_path):
     assert check["status"] == "pass" and check["measured"]["mems_allowed"] == "0", check
     lines = [x for x in out.splitlines() if x.startswith(("Cpus_allowed_list", "Mems_allowed_list"))]
     check_block("numa-container", "\n".join([
-        f"$ docker inspect -f '{{{{.HostConfig.CpusetMems}}}}' <container>", mems,
+        "$ docker inspect -f '{{.HostConfig.CpusetMems}}' <container>", mems,
         "$ grep _allowed_list /proc/self/status   # inside", *lines,
         "harness numa check: " + check["status"] + ": " + check["message"]]))
 

@@ -8,10 +8,11 @@ import sys
 import pytest
 import torch.utils.data as tud
 
-from envkit.harness.budget import cpu_worker_budget, shm_need
+from envkit.harness.budget import shm_need
+from envkit.harness.sizing import cpu_limit, plan_workers
 from envkit.runtime import loader_kwargs
-from tests.runtime.datasets import Tensors
-from tests.runtime.docsutil import check_block
+from tests.harness.runtime_datasets import Tensors
+from tests.docs.runtime_blocks import check_block
 
 MIB = 2**20
 
@@ -23,7 +24,7 @@ def _iterate(ds, kw) -> int:
 def test_live_environment_loads_a_real_dataset():
     ds = Tensors(n=40)
     kw = loader_kwargs(ds, batch_size=8, expect=False)
-    assert kw["num_workers"] == cpu_worker_budget(kw.budget["affinity"], kw.budget["quota_cpus"])
+    assert kw["num_workers"] == plan_workers("auto", cpu_limit(affinity=kw.budget["affinity"], quota=kw.budget["quota_cpus"]))
     assert kw.budget["batch_bytes"] == 8 * (3 * 32 * 32 * 4 + 8)
     assert _iterate(ds, kw) == 40
     text = kw.explain()

@@ -9,8 +9,8 @@ import time
 import pytest
 
 from envkit.runtime import AdaptiveLoader
-from tests.runtime.datasets import Costly
-from tests.runtime.docsutil import check_block
+from tests.harness.runtime_datasets import Costly
+from tests.docs.runtime_blocks import check_block
 
 LOOP_S = 0.01  # the "training step"
 BATCH = 4
