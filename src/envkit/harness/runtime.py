@@ -178,7 +178,7 @@ def loader_kwargs(dataset=None, batch_size: int | None = None, *, num_workers="a
                        f"(affinity {affinity}, {quota_text})")
     elif int(wish) > cap:
         workers = cap
-        why_workers = (f"{wish_src} lowered to one worker per usable CPU, the harness's bound "
+        why_workers = (f"{wish_src} lowered to one worker per usable CPU (quota rounded up) "
                        f"(affinity {affinity}, {quota_text})")
     else:
         workers = int(wish)
