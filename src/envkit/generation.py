@@ -24,7 +24,7 @@ from envkit.errors import ProfileError
 from envkit.profile import LoadedProfile
 from envkit.render import make_env
 from envkit.runsettings import RunSettings
-from envkit.targets import TARGET_NAMES, GenContext, OutputFile, render_targets
+from envkit.targets import TARGET_NAMES, GenContext, OutputFile, render_targets, target_warnings
 from envkit.targets import dockerfile
 
 
@@ -44,9 +44,15 @@ def render_build_context(loaded: LoadedProfile, out_dir: Path) -> list[OutputFil
     return sorted(dockerfile.render(context(loaded, out_dir)), key=lambda f: f.path)
 
 
-def report_warnings(loaded: LoadedProfile, strict: bool, err: TextIO) -> None:
-    """Print warnings to ``err``; under ``strict`` they are errors (exit 2, nothing written)."""
+def report_warnings(loaded: LoadedProfile, strict: bool, err: TextIO, targets: tuple[str, ...] = ()) -> None:
+    """Print warnings to ``err``; under ``strict`` they are errors (exit 2, nothing written).
+
+    ``targets``: the targets being rendered; each adds what it cannot express (targets sharing
+    a translation, such as the two Kubernetes ones, share their warnings: each is said once).
+    """
     warnings = profile_warnings(loaded.profile) + file_warnings(loaded.profile, loaded.base_dir)
+    warnings += [w for w in dict.fromkeys(w for t in targets for w in target_warnings(t, loaded.profile))
+                 if w not in warnings]
     if strict and warnings:
         raise ProfileError("\n".join(f"{loaded.source}: {w}" for w in warnings),
                            hint="fix the profile, or drop --strict to treat these as warnings")

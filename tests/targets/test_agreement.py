@@ -67,8 +67,9 @@ def _from_flags(flags: list[str], base: str = "/") -> dict:
 
 def _from_run_sh(text: str, out_dir: str) -> dict:
     body = text.split("flags=(\n", 1)[1].split("\n)\n", 1)[0]
-    # "${here}" is the script's folder, i.e. the output directory.
-    flags = [shlex.split(line.replace('"${here}"', out_dir))[0] for line in body.splitlines()]
+    # "${here}" is the script's folder, i.e. the output directory. Split on \n only, as bash does
+    # (splitlines would also cut at U+2028 or NEL inside a quoted value).
+    flags = [shlex.split(line.replace('"${here}"', out_dir))[0] for line in body.split("\n")]
     return _from_flags(flags)
 
 

@@ -25,12 +25,14 @@ class Plan(NamedTuple):
     memory_bytes: int
 
 
-def plan(profile: Profile, *, host_cpus: int | None = None, host_quota: float | None = None) -> Plan:
+def plan(profile: Profile, *, host_cpus: int | None = None, host_quota: float | None = None,
+         wsl_vm: bool = True) -> Plan:
     """The loader's plan for ``profile``: the harness's rules fed with what is known.
 
     ``host_cpus`` / ``host_quota``: the CPUs and cgroup quota the host grants (``envkit doctor``
     reads them; generate does not know the host, so a ``wsl:`` section's ``processors``, the
-    VM's CPUs, stand in for them). The profile's cpuset and ``cpus`` limit the container too.
+    VM's CPUs, stand in for them unless ``wsl_vm`` is False: a cluster node is no WSL VM).
+    The profile's cpuset and ``cpus`` limit the container too.
 
     >>> from envkit.profile import load_profile
     >>> p = plan(load_profile(None).profile)
@@ -39,7 +41,7 @@ def plan(profile: Profile, *, host_cpus: int | None = None, host_quota: float | 
     """
     run, ld = profile.run, profile.loader
     affinity = host_cpus
-    if affinity is None and profile.wsl is not None:
+    if affinity is None and wsl_vm and profile.wsl is not None:
         affinity = profile.wsl.processors
     quotas = [q for q in (run.cpus, host_quota) if q]
     cpus = cpu_limit(affinity=affinity, cpuset=len(run.cpuset_cpus) or None, quota=min(quotas) if quotas else None)

@@ -9,17 +9,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TextIO
 
+from envkit.errors import UsageError
 from envkit.generation import render_all, report_warnings
 from envkit.output import write_outputs
 from envkit.profile import load_profile
-from envkit.targets import TARGET_NAMES
+from envkit.targets import TARGET_NAMES, required_section
 
 
 def run(profile_path: Path | None, out_dir: Path, targets: tuple[str, ...], *, force: bool, strict: bool,
         out: TextIO, err: TextIO) -> int:
     loaded = load_profile(profile_path)
-    report_warnings(loaded, strict, err)
-    files = render_all(loaded, out_dir, targets or TARGET_NAMES)
+    for target in targets:
+        section = required_section(target)
+        if section is not None and getattr(loaded.profile, section) is None:
+            raise UsageError(f"{loaded.source}: --target {target} needs a {section}: section in the profile",
+                             hint=f"add a {section}: section to the profile (its keys: docs/profile.md)")
+    targets = targets or TARGET_NAMES
+    report_warnings(loaded, strict, err, targets)
+    files = render_all(loaded, out_dir, targets)
     report = write_outputs(out_dir, files, force=force)
     for path in report.written:
         print(f"wrote {out_dir / path}", file=out)

@@ -7,7 +7,10 @@ list[OutputFile]``. Targets never write files and never see raw profile dicts;
 :data:`TARGETS` is the one name -> module map: the CLI's ``--target`` choices,
 :data:`TARGET_NAMES` and :func:`render_targets` all read it. Adding a target is
 one module, its template(s), one line here, a golden folder and a parser in
-``tests/targets/test_agreement.py`` (docs/contributing.md).
+``tests/targets/test_agreement.py`` (docs/contributing.md). A target module may also
+set ``REQUIRES_SECTION`` (the profile section it renders from, e.g. the cluster targets'
+``"cluster"``: :func:`required_section`) and define ``warnings(profile)`` (what it cannot
+express: :func:`target_warnings`); no list of names elsewhere spells either.
 
 Example:
     >>> TARGET_NAMES[:2]
@@ -101,6 +104,8 @@ TARGETS: dict[str, str] = {
     "compose": "envkit.targets.compose",
     "devcontainer": "envkit.targets.devcontainer",
     "wsl": "envkit.targets.wsl",
+    "k8s": "envkit.targets.k8s",
+    "trainjob": "envkit.targets.trainjob",
 }
 
 TARGET_NAMES: tuple[str, ...] = tuple(TARGETS)
@@ -109,6 +114,24 @@ TARGET_NAMES: tuple[str, ...] = tuple(TARGETS)
 def target_module(name: str) -> ModuleType:
     """The module rendering target ``name`` (a key of :data:`TARGETS`)."""
     return importlib.import_module(TARGETS[name])
+
+
+def required_section(name: str) -> str | None:
+    """The profile section target ``name`` cannot render without (its module's ``REQUIRES_SECTION``).
+
+    Such a target renders nothing for a profile without the section; asked for by name, generate
+    refuses (exit 2) rather than write nothing silently.
+
+    >>> required_section("dockerfile"), required_section("k8s")
+    (None, 'cluster')
+    """
+    return getattr(target_module(name), "REQUIRES_SECTION", None)
+
+
+def target_warnings(name: str, profile) -> list[str]:
+    """What target ``name`` cannot express for ``profile`` (its module's optional ``warnings``)."""
+    warn = getattr(target_module(name), "warnings", None)
+    return list(warn(profile)) if warn is not None else []
 
 
 def render_targets(ctx: GenContext, names: tuple[str, ...] = TARGET_NAMES) -> list[OutputFile]:
