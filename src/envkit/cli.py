@@ -73,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("harness", add_help=False,
                    help="run the loader harness on this host (envkit harness --help for its options)")
 
+    # `envkit watch ...` never reaches this parser either (see main): its options are the companion's.
+    sub.add_parser("watch", add_help=False, help="watch /dev/shm and a DataLoader's workers; warn before shm runs out")
+
     b = sub.add_parser("build", help="build the image through the Docker engine")
     _profile_arg(b)
     b.add_argument("--tag", default=None)
@@ -191,6 +194,10 @@ def main(argv: list[str] | None = None) -> int:
 
             profile, rest = split_harness_argv(argv[1:])
             return harness.run(profile, rest)  # no profile: the harness's own defaults or --expect
+        if argv[:1] == ["watch"]:
+            from envkit.commands import watch
+
+            return watch.run(argv[1:])
         args = build_parser().parse_args(argv)
         return dispatch(args)
     except (EnvkitError, UsageError) as e:

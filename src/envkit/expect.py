@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from envkit.harness.expect import VERSION  # the consumer defines the format's version
 from envkit.profile.model import Profile
@@ -25,7 +26,7 @@ def expectation(profile: Profile) -> dict:
     rs = RunSettings.from_profile(profile)
     loader = profile.loader
     gpus = rs.gpus if rs.gpus is not None else "none"
-    return {
+    doc: dict[str, Any] = {
         "envkit_expect": VERSION,
         "profile": profile.name,
         "loader": {
@@ -50,6 +51,9 @@ def expectation(profile: Profile) -> dict:
             "user": profile.image.user.name,
         },
     }
+    if profile.run.numa != "none":  # absent when off, so expectations without NUMA stay as they were
+        doc["run"]["numa"] = profile.run.numa
+    return doc
 
 
 def expectation_json(profile: Profile) -> bytes:

@@ -63,6 +63,8 @@ class RunSettings:
     env: tuple[tuple[str, str], ...]
     # An init process as PID 1 forwards signals and reaps exited DataLoader workers.
     init: bool = True
+    # --cpuset-mems: memory from this NUMA node only (run.numa as a node id; None otherwise).
+    cpuset_mems: str | None = None
 
     @property
     def project_volume(self) -> Volume | None:
@@ -91,6 +93,7 @@ class RunSettings:
             ulimits=tuple(Ulimit(n, u.soft, u.hard) for n, u in sorted(p.run.ulimits.items())),
             volumes=tuple(vols),
             env=tuple(sorted(env.items())),
+            cpuset_mems=str(p.run.numa) if isinstance(p.run.numa, int) else None,
         )
 
     @property

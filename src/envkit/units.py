@@ -22,6 +22,7 @@ import re
 
 # One Docker size formatter, defined in the stdlib-only harness (which also spells --shm-size remedies).
 from envkit.harness.sizing import docker_size as format_size  # noqa: F401 (re-exported)
+from envkit.harness.numa import format_cpulist
 
 _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4, "p": 1024**5}
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b)?\s*$", re.IGNORECASE)
@@ -93,20 +94,12 @@ def parse_cpuset(value: object) -> tuple[int, ...]:
 
 
 def format_cpuset(cpus: tuple[int, ...]) -> str:
-    """Canonical cpuset text with ranges collapsed.
+    """Canonical cpuset text with ranges collapsed: the harness's list formatter (one rule).
 
     >>> format_cpuset((0, 1, 2, 3, 8, 10, 11))
     '0-3,8,10-11'
     """
-    parts: list[str] = []
-    i = 0
-    while i < len(cpus):
-        j = i
-        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
-            j += 1
-        parts.append(str(cpus[i]) if i == j else f"{cpus[i]}-{cpus[j]}")
-        i = j + 1
-    return ",".join(parts)
+    return format_cpulist(cpus)
 
 
 def did_you_mean(word: object, choices) -> str:

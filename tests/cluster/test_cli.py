@@ -74,6 +74,7 @@ GUARANTEED = "run:\n  cpus: 4\n  memory: 8g\n"
     (GUARANTEED + "  ulimits: {nofile: 1024, memlock: -1}\n", CLUSTER, "x.io/d:1", "run.ulimits.nofile: "),
     (GUARANTEED + "  ipc: host\n", CLUSTER, "x.io/d:1", "run.ipc: "),
     (GUARANTEED + "  gpus: [0, 1]\n", CLUSTER, "x.io/d:1", "run.gpus: "),
+    (GUARANTEED + "  numa: 1\n", CLUSTER, "x.io/d:1", "run.numa: "),
     (GUARANTEED, CLUSTER, None, "image.tag: "),
     (GUARANTEED, CLUSTER.replace("  entrypoint:", "  image: team/demo:1\n  entrypoint:"), "x.io/d:1", "cluster.image: "),
     (GUARANTEED + "  volumes: ['/data:/data']\n", CLUSTER, "x.io/d:1", "run.volumes: "),

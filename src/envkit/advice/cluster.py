@@ -42,6 +42,10 @@ def kube_warnings(p: Profile) -> list[str]:
         out.append(f"run.cpuset: {KUBE} cannot pin specific cores ({run.cpuset}); each pod asks for "
                    "whole CPUs with requests == limits, which gets exclusive cores only where the node's "
                    "kubelet runs the static CPU manager policy")
+    if isinstance(run.numa, int):
+        out.append(f"run.numa: {KUBE} cannot name a pod's memory node (--cpuset-mems={run.numa}); the kubelet's "
+                   "Topology Manager (policy single-numa-node) keeps a Guaranteed pod's CPUs, memory and GPUs "
+                   "on one node")
     missing = [key for key, given in (("run.cpus", run.cpus is not None or run.cpuset is not None),
                                       ("run.memory", run.memory is not None)) if not given]
     if missing:

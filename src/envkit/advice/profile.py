@@ -75,6 +75,13 @@ def profile_warnings(profile: Profile) -> list[str]:
     if run.cpus is not None and run.cpuset and run.cpus > len(run.cpuset_cpus):
         out.append(f"run.cpus: {run.cpus:g} is more than the {len(run.cpuset_cpus)} CPUs in run.cpuset "
                    f"{run.cpuset!r}; the quota can never be used")
+    if isinstance(run.numa, int):
+        out.append(f"run.numa: compose.yaml cannot express --cpuset-mems={run.numa} (the Compose Specification "
+                   "has no key for it); run.sh, devcontainer.json and envkit validate apply it"
+                   + ("" if run.cpuset else "; set run.cpuset to the node's CPUs (envkit doctor lists them)"))
+    elif run.numa == "auto":
+        out.append("run.numa: auto is resolved where the host is visible: envkit doctor prints the GPU's node "
+                   "and its CPUs; the generated files carry no NUMA flags until run.numa names that node")
     if rs.memory is not None and rs.memory < p.memory_bytes:
         shm_pages = p.memory_bytes - (workers + 1) * PROCESS_RSS
         out.append(f"run.memory: {format_size(rs.memory)} is below the {human_bytes(p.memory_bytes)} that shm "

@@ -123,6 +123,44 @@ def check_cpus(host: Host, profile: Profile) -> dict:
                       + (f"; run.cpuset {profile.run.cpuset} fits" if cpuset else ""))
 
 
+def check_numa(host: Host, profile: Profile) -> dict:
+    """The host's NUMA topology (nodes, their CPUs, each NVIDIA GPU's node) against ``run.numa``."""
+    from envkit.harness.numa import format_cpulist, read_topology, resolve_node
+
+    topo = read_topology(host.root)
+    measured = {"nodes": {str(k): format_cpulist(v) for k, v in topo["nodes"].items()}, "gpus": topo["gpus"]}
+    numa = profile.run.numa
+    expected = {"numa": numa, "cpuset": profile.run.cpuset}
+    where = "; ".join(f"node {k}: CPUs {v}" for k, v in measured["nodes"].items()) or "no NUMA information"
+    gpus = ", ".join(f"GPU {g['pci']} on node {g['node'] if g['node'] is not None else '?'}" for g in topo["gpus"])
+    summary = where + (f"; {gpus}" if gpus else "")
+    node, why = resolve_node(numa, topo)
+    if node is None:
+        hint = None
+        if numa == "none" and len(topo["nodes"]) > 1 and topo["gpus"]:
+            g_node, _ = resolve_node("auto", topo)
+            if g_node is not None:
+                hint = f"run.numa: {g_node} keeps the loader's CPUs and memory beside the first GPU"
+        status = WARN if numa == "auto" and len(topo["nodes"]) > 1 else PASS
+        return make_check("numa", status, measured, expected, f"{summary} ({why})", hint)
+    cpus = topo["nodes"].get(node)
+    if cpus is None:
+        return make_check("numa", FAIL, measured, expected, f"{summary}; run.numa names node {node}, which this "
+                          "host does not have", f"set run.numa to one of {sorted(topo['nodes'])} or auto")
+    flags = f"--cpuset-cpus={format_cpulist(cpus)} --cpuset-mems={node}"
+    chosen = set(profile.run.cpuset_cpus)
+    if chosen and not chosen <= set(cpus):
+        return make_check("numa", WARN, measured, expected,
+                          f"{summary}; run.cpuset {profile.run.cpuset} reaches outside node {node} ({why})",
+                          f"run.cpuset: \"{format_cpulist(cpus)}\" (docker run {flags})")
+    remedy = None
+    if numa == "auto" or not chosen:
+        remedy = (f"on this host: run.numa: {node} and run.cpuset: \"{format_cpulist(cpus)}\" "
+                  f"(docker run {flags})")
+    return make_check("numa", PASS, measured, expected,
+                      f"{summary}; node {node} ({why})" + (f"; {remedy}" if remedy else ""), remedy)
+
+
 def check_shm(host: Host, profile: Profile) -> dict:
     the_plan = host_plan(host, profile)
     need = the_plan.shm_bytes

@@ -196,6 +196,8 @@ def sdk_kwargs(rs: RunSettings, volume_source=lambda v: v.source) -> dict:
         kw["shm_size"] = rs.shm_size
     if rs.cpuset:
         kw["cpuset_cpus"] = rs.cpuset
+    if rs.cpuset_mems is not None:
+        kw["cpuset_mems"] = rs.cpuset_mems
     if rs.cpus is not None:
         kw["nano_cpus"] = int(round(rs.cpus * 1e9))
     if rs.memory is not None:

@@ -71,6 +71,10 @@ def run_checks(expect: dict | None, *, dataset: str | None = None, num_workers=N
     checks.append(check_cpus(settings, run, usable=usable, quota=environment["cgroup"]))
     checks.append(check_ulimits(run))
     checks.append(check_gpus(run, info=environment))
+    from .numa import check_numa
+    numa = check_numa(run, root=cgroup_root)
+    if numa is not None:  # only when the profile asks for placement (run.numa)
+        checks.append(numa)
     for c in checks:
         say(f"{c['name']}: {c['status']}")
     from .loader import check_loader

@@ -152,6 +152,9 @@ class Run(Model):
     mount_project: bool = True
     volumes: tuple[Annotated[str, Field(pattern=_VOLUME_PATTERN), RunText], ...] = ()
     env: dict[EnvName, RunEnvValue] = {}
+    # NUMA placement: none, a node id (--cpuset-mems=N; run.cpuset should lie in that node), or auto
+    # (the first GPU's node, resolved where the host is visible: envkit doctor and the harness).
+    numa: Literal["auto", "none"] | Annotated[int, Field(ge=0, le=1023)] = "none"
 
     @field_validator("memory", "shm_size")
     @classmethod

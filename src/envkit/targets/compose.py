@@ -39,6 +39,7 @@ def compose_service(rs: RunSettings, volume_source=lambda v: v.source) -> dict:
         svc["init"] = True
     if rs.cpuset:
         svc["cpuset"] = rs.cpuset
+    # rs.cpuset_mems has no Compose Specification key: advice.profile warns so (run.numa).
     if rs.cpus is not None:
         svc["cpus"] = rs.cpus
     if rs.memory is not None:

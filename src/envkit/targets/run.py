@@ -63,6 +63,8 @@ def docker_flags(rs: RunSettings, volume_source=lambda v: v.source, *, project: 
         flags.append("--init")
     if rs.cpuset:
         flags.append(f"--cpuset-cpus={rs.cpuset}")
+    if rs.cpuset_mems is not None:
+        flags.append(f"--cpuset-mems={rs.cpuset_mems}")
     if rs.cpus is not None:
         flags.append(f"--cpus={_cpus_text(rs.cpus)}")
     if rs.memory is not None:
