@@ -38,10 +38,22 @@ def run(profile_path: Path | None, out_dir: Path, targets: tuple[str, ...], *, f
         out: TextIO, err: TextIO) -> int:
     loaded = load_profile(profile_path)
     report_warnings(loaded, strict, err)
-    files = render_all(loaded, out_dir, targets or TARGET_NAMES)
-    report = write_outputs(out_dir, files, force=force)
+    requested = targets or TARGET_NAMES
+    owners: dict[str, str] = {}
+    files = []
+    for name in requested:  # one target at a time, to record which target owns which file
+        for f in render_all(loaded, out_dir, (name,)):
+            owners.setdefault(f.path, name)
+            files.append(f)
+    files = sorted({f.path: f for f in files}.values(), key=lambda f: f.path)
+    report = write_outputs(out_dir, files, force=force, owners=owners, requested=tuple(requested))
     for path in report.written:
         print(f"wrote {out_dir / path}", file=out)
+    for path in report.removed:
+        print(f"removed {out_dir / path} (its target is no longer in the profile)", file=out)
+    for path in report.kept:
+        print(f"envkit: warning: kept {out_dir / path}: its target is no longer in the profile, "
+              "but the file was edited (delete it yourself if unneeded)", file=err)
     if report.unchanged:
         print(f"unchanged: {len(report.unchanged)} file(s)", file=out)
     for bak in report.backups:
