@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
+import stat
 
 from .sizing import DTYPE_ITEMSIZE
 
@@ -30,15 +32,43 @@ class UsageError(ValueError):
 ExpectError = UsageError  # the expectation-specific spelling
 
 
-def load_expect(path) -> dict:
-    """Read and validate an expectation JSON file; raise :class:`ExpectError` with one clear line."""
+EXPECT_MAX = 1024 * 1024  # an expectation is a few hundred bytes (README, "Limits")
+
+
+def _read_bounded(path) -> bytes:
+    """A regular file of at most EXPECT_MAX bytes, opened without blocking (a FIFO or /dev/zero cannot hang)."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError as exc:
         raise ExpectError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ExpectError(f"{path} is not a regular file; expected an expectation JSON file")
+        if st.st_size > EXPECT_MAX:
+            raise ExpectError(f"{path} is {st.st_size} bytes; an expectation is at most {EXPECT_MAX} bytes (1 MiB)")
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            raw = fh.read(EXPECT_MAX + 1)
+    except OSError as exc:
+        raise ExpectError(f"cannot read {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if len(raw) > EXPECT_MAX:
+        raise ExpectError(f"{path} is larger than {EXPECT_MAX} bytes (1 MiB); not an expectation")
+    return raw
+
+
+def load_expect(path) -> dict:
+    """Read and validate an expectation JSON file; raise :class:`ExpectError` with one clear line."""
+    raw = _read_bounded(path)
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ExpectError(f"{path} is not UTF-8 text (byte offset {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise ExpectError(f"{path} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ExpectError(f"{path}: JSON nested too deeply; an expectation is at most a few levels deep") from None
     try:
         validate_expect(doc)
     except ExpectError as exc:
