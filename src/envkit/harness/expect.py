@@ -90,7 +90,7 @@ def validate_expect(doc) -> None:
     if not isinstance(loader, dict) or not isinstance(run, dict):
         raise ExpectError("expectation 'loader' and 'run' must be objects")
     nw = loader.get("num_workers")
-    if nw != "auto":
+    if not (isinstance(nw, str) and nw == "auto"):
         _int("loader", "num_workers", nw, 0)
     _int("loader", "batch_size", loader.get("batch_size"), 1)
     _int("loader", "prefetch_factor", loader.get("prefetch_factor"), 1)
@@ -99,10 +99,10 @@ def validate_expect(doc) -> None:
                               or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape)):
         raise ExpectError(f"loader.sample_shape must be a non-empty list of positive integers, got {shape!r}")
     dtype = loader.get("dtype")
-    if dtype is not None and dtype not in DTYPE_ITEMSIZE:
+    if dtype is not None and (not isinstance(dtype, str) or dtype not in DTYPE_ITEMSIZE):
         raise ExpectError(f"loader.dtype {dtype!r} is not one of {sorted(DTYPE_ITEMSIZE)}")
     method = loader.get("start_method")
-    if method is not None and method not in ("fork", "spawn", "forkserver"):
+    if method is not None and (not isinstance(method, str) or method not in ("fork", "spawn", "forkserver")):
         raise ExpectError(f"loader.start_method must be fork, spawn or forkserver, got {method!r}")
     for key in ("pin_memory", "persistent_workers"):
         if loader.get(key) is not None and not isinstance(loader[key], bool):
@@ -113,7 +113,7 @@ def validate_expect(doc) -> None:
     if cpus is not None and (isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or cpus <= 0):
         raise ExpectError(f"run.cpus must be a positive number or null, got {cpus!r}")
     gpus = run.get("gpus")
-    if not (gpus is None or gpus in ("all", "none") or (isinstance(gpus, int) and not isinstance(gpus, bool) and gpus >= 0)
+    if not (gpus is None or (isinstance(gpus, str) and gpus in ("all", "none")) or (isinstance(gpus, int) and not isinstance(gpus, bool) and gpus >= 0)
             or (isinstance(gpus, list) and all(isinstance(g, (int, str)) for g in gpus))):
         raise ExpectError(f'run.gpus must be "all", "none", a count or a list of ids, got {gpus!r}')
     ulimits = run.get("ulimits") or {}

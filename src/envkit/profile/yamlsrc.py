@@ -41,6 +41,7 @@ def read_yaml(raw: bytes, source: str) -> tuple[object, dict[tuple, Position]]:
         ) from None
     text = text.removeprefix("\ufeff")
     _check_characters(text, source)
+    _check_flow_depth(text, source)
     try:
         loader = yaml.SafeLoader(text)
     except yaml.YAMLError as e:  # the reader's own character check (belt and braces)
@@ -90,6 +91,49 @@ def _check_characters(text: str, source: str) -> None:
         esc = f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
         raise ProfileError(f"{source}:{line}:{col}: control character U+{code:04X} is not allowed in a profile; "
                            f"write it as an escape inside double quotes (\"{esc}\") or remove it")
+
+
+def _check_flow_depth(text: str, source: str) -> None:
+    """Refuse ``[[[[...`` / ``{{{{...`` nesting beyond MAX_DEPTH in one linear pass, before PyYAML sees it.
+
+    PyYAML's scanner is quadratic in flow nesting (a 6 KB line of brackets takes seconds, 1 MiB would
+    take hours) and its composer recurses: counting first keeps every profile's parse fast and bounded.
+    Quoted scalars and comments are skipped; the count errs towards refusing only absurd nesting.
+
+    >>> _check_flow_depth("x: " + "[" * 101, "p.yaml")
+    Traceback (most recent call last):
+    ...
+    envkit.errors.ProfileError: p.yaml:1:104: nesting deeper than 100 levels
+    """
+    depth, line, col, quote, comment = 0, 1, 0, "", False
+    prev = "\n"
+    for ch in text:
+        col += 1
+        if ch == "\n":
+            line, col, comment = line + 1, 0, False
+            if quote == "":
+                prev = ch
+                continue
+        if comment:
+            continue
+        if quote:
+            if ch == quote:
+                quote = ""
+            elif ch == "\\" and quote == '"':
+                quote = '"\\'  # the next character is escaped
+            elif quote == '"\\':
+                quote = '"'
+        elif ch in "'\"" and prev in " \t\n[{,:-":
+            quote = ch
+        elif ch == "#" and prev in " \t\n":
+            comment = True
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise ProfileError(f"{source}:{line}:{col}: nesting deeper than {MAX_DEPTH} levels")
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+        prev = ch
 
 
 def _check_size(root: yaml.Node, source: str) -> None:
