@@ -102,6 +102,10 @@ class Engine(abc.ABC):
     def remove_labeled(self, label_key: str = LABEL) -> int:
         """Force-remove every container carrying ``label_key``; return how many."""
 
+    def image_labels(self, image: str) -> dict[str, str]:
+        """The labels of ``image`` ({} when the engine cannot tell); ``validate --image`` compares them."""
+        return {}
+
 
 # ---------------------------------------------------------------- pure helpers
 class BuildStreamParser:

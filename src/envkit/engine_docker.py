@@ -159,6 +159,14 @@ class DockerEngine(Engine):
             with contextlib.suppress(errors.APIError):
                 self.client.api.remove_container(name, force=True)
 
+    def image_labels(self, image: str) -> dict[str, str]:
+        try:
+            return dict(self.client.images.get(image).labels or {})
+        except self._errors.ImageNotFound as exc:
+            raise EngineError(f"image {image!r} not found: {exc.explanation}", hint=BASE_IMAGE_HINT) from None
+        except self._errors.APIError as exc:
+            raise EngineError(f"the engine failed while inspecting {image}: {exc.explanation or exc}") from None
+
     def remove_labeled(self, label_key: str = LABEL) -> int:
         n = 0
         for c in self.client.containers.list(all=True, filters={"label": label_key}):
