@@ -21,6 +21,7 @@ from envkit.engine import (
     _RLIMITS, BASE_IMAGE_HINT, LABEL, START_HINT, BuildEvent, BuildFailed, BuildStreamParser, Engine, RunResult,
     explain_start_error, parse_proc_limits, to_create_kwargs,
 )
+from envkit.leftovers import owner_labels
 from envkit.errors import EngineError
 
 
@@ -128,8 +129,10 @@ class DockerEngine(Engine):
             try:
                 # create + start, not run(remove=True): that leaves a "Created" container
                 # behind when start fails.
+                # The owner (pid, start time, boot id) lets a later run sweep this container if we are killed.
                 c = self.client.containers.create(
-                    image, command, labels={**(labels or {}), **self.labels}, detach=True, **kwargs)
+                    image, command, labels={**(labels or {}), **self.labels, **owner_labels()}, detach=True,
+                    **kwargs)
                 c.start()
             except errors.ImageNotFound as exc:
                 raise EngineError(f"image {image!r} not found: {exc.explanation}",
@@ -158,6 +161,22 @@ class DockerEngine(Engine):
             # never created (NotFound) or a removal already in progress.
             with contextlib.suppress(errors.APIError):
                 self.client.api.remove_container(name, force=True)
+
+    def list_owned(self) -> list[tuple[str, str, dict[str, str]]]:
+        try:
+            found = self.client.containers.list(all=True, filters={"label": LABEL})
+        except self._errors.APIError as exc:
+            raise EngineError(f"the engine failed while listing containers: {exc.explanation or exc}") from None
+        return [(c.id, c.name, dict(c.labels or {})) for c in found]
+
+    def remove_container(self, container_id: str) -> bool:
+        try:
+            self.client.api.remove_container(container_id, force=True)
+            return True
+        except self._errors.NotFound:
+            return False
+        except self._errors.APIError as exc:
+            raise EngineError(f"the engine failed while removing {container_id[:12]}: {exc.explanation or exc}") from None
 
     def image_labels(self, image: str) -> dict[str, str]:
         try:

@@ -10,7 +10,7 @@ Example:
 
 from __future__ import annotations
 
-import tempfile
+import shutil
 from pathlib import Path
 from typing import TextIO
 
@@ -18,6 +18,7 @@ from envkit.commands.generate import render_all, report_warnings
 from envkit.runsettings import proxy_build_args
 from envkit.engine import LABEL, BuildEvent, BuildFailed, Engine
 from envkit.errors import EngineError
+from envkit.leftovers import make_build_dir, sweep
 from envkit.output import write_outputs
 from envkit.profile import LoadedProfile, load_profile
 
@@ -43,8 +44,9 @@ def build_image(loaded: LoadedProfile, engine: Engine, *, tag: str | None, no_ca
         else:
             print(f"    {ev.text}", file=err, flush=True)
 
-    with tempfile.TemporaryDirectory(prefix="envkit-build-") as tmp:
-        context = Path(tmp)
+    sweep(engine, err)  # containers and build folders of killed envkit runs
+    context = make_build_dir()  # records its owner, so a killed build's folder is swept later
+    try:
         write_outputs(context, render_all(loaded, context, ("dockerfile",)))
         print(f"envkit: building {tag} from {loaded.source}", file=err, flush=True)
         try:
@@ -54,6 +56,8 @@ def build_image(loaded: LoadedProfile, engine: Engine, *, tag: str | None, no_ca
             tail = "\n".join(f"    {line}" for line in e.log[-LOG_TAIL:])
             raise EngineError(f"{e}\nfailing step: {e.step or 'unknown'}\nlast lines of its output:\n{tail}",
                               hint=e.hint) from None
+    finally:
+        shutil.rmtree(context, ignore_errors=True)
     print(f"envkit: built {tag}", file=err, flush=True)
     return tag
 

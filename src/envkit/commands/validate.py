@@ -27,6 +27,7 @@ from envkit.engine import LABEL, Engine, RunResult
 from envkit.errors import EngineError
 from envkit.expect import expectation_json
 from envkit.harness.report import human_bytes
+from envkit.leftovers import sweep
 from envkit.profile import LoadedProfile, load_profile
 from envkit.runsettings import RunSettings, sdk_kwargs
 from envkit.targets.dockerfile import EXPECT_FILE, HARNESS_DIR, HARNESS_FILE
@@ -162,6 +163,8 @@ def run(profile_path: Path | None, *, image: str | None, compare_default: bool, 
     loaded = load_profile(profile_path)
     report_warnings(loaded, False, err)
     engine = connect(engine)
+    if image is not None:
+        sweep(engine, err)  # (build_image sweeps when it builds)
     if image is None:
         image = build_image(loaded, engine, tag=None, no_cache=False, err=err)
         settings, notes = container_settings(loaded, default=False)
