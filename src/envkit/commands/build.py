@@ -25,6 +25,21 @@ from envkit.profile import LoadedProfile, load_profile
 LOG_TAIL = 25
 
 
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0a, 0x20), 0x7f, *range(0x80, 0xa0)]}
+
+
+def neutralise(text: str) -> str:
+    """Build output made safe for a terminal: control characters (ESC, BEL, CR...) shown as ``\\xNN``.
+
+    A RUN step's output reaches the user's terminal; raw escapes could retitle it, hide lines or
+    rewrite what was printed before.
+
+    >>> neutralise("ok\\x1b]0;pwned\\x07\\tdone")
+    'ok\\\\x1b]0;pwned\\\\x07\\tdone'
+    """
+    return text.translate(_CONTROL)
+
+
 def connect(engine: Engine | None) -> Engine:
     if engine is not None:
         return engine
@@ -40,9 +55,9 @@ def build_image(loaded: LoadedProfile, engine: Engine, *, tag: str | None, no_ca
 
     def progress(ev: BuildEvent) -> None:
         if ev.kind == "step":
-            print(f"[step {ev.step}/{ev.total}] {ev.text}", file=err, flush=True)
+            print(f"[step {ev.step}/{ev.total}] {neutralise(ev.text)}", file=err, flush=True)
         else:
-            print(f"    {ev.text}", file=err, flush=True)
+            print(f"    {neutralise(ev.text)}", file=err, flush=True)
 
     sweep(engine, err)  # containers and build folders of killed envkit runs
     context = make_build_dir()  # records its owner, so a killed build's folder is swept later
@@ -53,8 +68,8 @@ def build_image(loaded: LoadedProfile, engine: Engine, *, tag: str | None, no_ca
             engine.build(context, tag, labels=labels, nocache=no_cache, on_event=progress,
                          buildargs=dict(proxy_build_args(loaded.profile)))
         except BuildFailed as e:
-            tail = "\n".join(f"    {line}" for line in e.log[-LOG_TAIL:])
-            raise EngineError(f"{e}\nfailing step: {e.step or 'unknown'}\nlast lines of its output:\n{tail}",
+            tail = "\n".join(f"    {neutralise(line)}" for line in e.log[-LOG_TAIL:])
+            raise EngineError(f"{neutralise(str(e))}\nfailing step: {neutralise(e.step or 'unknown')}\nlast lines of its output:\n{tail}",
                               hint=e.hint) from None
     finally:
         shutil.rmtree(context, ignore_errors=True)

@@ -21,7 +21,7 @@ import textwrap
 from pathlib import Path
 from typing import TextIO
 
-from envkit.commands.build import build_image, connect
+from envkit.commands.build import build_image, connect, neutralise
 from envkit.commands.generate import report_warnings
 from envkit.engine import LABEL, Engine, RunResult
 from envkit.errors import EngineError
@@ -108,7 +108,7 @@ def run_harness(engine: Engine, image: str, settings: dict, *, timeout: float, q
         if not isinstance(report, dict) or report.get("envkit_harness") != 1:
             raise ValueError("not a harness report")
     except ValueError:
-        tail = "\n".join(("    " + line) for line in (result.stderr or result.stdout).splitlines()[-20:])
+        tail = "\n".join(("    " + neutralise(line)) for line in (result.stderr or result.stdout).splitlines()[-20:])
         raise EngineError(f"the harness ({label} settings) exited with code {result.exit_code} without a report:\n"
                           f"{tail}", hint="is this an envkit-built image? (`envkit build` copies the harness in)") from None
     return report
