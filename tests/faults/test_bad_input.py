@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -14,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from envkit.doctor.checks import measure_read
+from envkit.errors import EngineError
 from tests.conftest import run_envkit
+from tests.dockerutil import require_base_image, require_docker
 
 
 @pytest.mark.parametrize("char, name", [("\x1b", "U+001B"), ("\x00", "U+0000"), ("\x7f", "U+007F"),
@@ -144,3 +147,48 @@ def test_doctor_data_on_root_emits_its_json(tmp_path):
     doc = json.loads(res.stdout)
     data = [c for c in doc["checks"] if c["name"].startswith("data:")]
     assert data and "read" in data[0]["measured"]
+
+
+@pytest.mark.parametrize("body, message", [
+    ('name: "a."', "cannot be part of an image name"),
+    ('name: ok\nimage: {base: "a.:1"}', "image.base"),
+    ('name: ok\nimage: {base: debian:bookworm, tag: "team/a..b:1"}', "path component 'a..b'"),
+    ("name: ok\nrun: {cpus: 1.0000000001}", "too precise"),
+    ("name: ok\nrun: {cpus: 0.001}", "smallest CPU limit, 0.01"),
+    ("name: ok\nrun: {memory: 9223372036854775808}", "more than Docker can take"),
+    ("name: ok\nrun: {shm_size: 99999999999t}", "more than Docker can take"),
+    ('name: ok\nrun: {volumes: ["./d:/"]}', "container's root"),
+    ('name: ok\nrun: {volumes: ["./d:/data/../.."]}', "climbs out with '..'"),
+    ('name: ok\nrun: {volumes: ["./d:/data", "./e:/data/"]}', "duplicate mount points"),
+])
+def test_values_docker_rejects_are_refused_at_load_with_their_position(tmp_path, body, message):
+    p = tmp_path / "p.yaml"
+    text = f"envkit: 1\n{body}\n"
+    if "image:" not in body:
+        text += "image: {base: debian:bookworm}\n"
+    p.write_text(text)
+    res = run_envkit("flags", str(p))
+    assert res.returncode == 2 and message in res.stderr, res.stderr
+    assert re.search(r"p\.yaml:\d+:\d+: ", res.stderr)
+
+
+def test_a_colon_in_the_profiles_folder_is_refused_clearly(tmp_path):
+    folder = tmp_path / "proj:v2"
+    folder.mkdir()
+    p = folder / "envkit.yaml"
+    p.write_text("envkit: 1\nname: ok\nimage: {base: debian:bookworm}\n")
+    res = run_envkit("flags", str(p))
+    assert res.returncode == 2 and "run.mount_project" in res.stderr and "contains ':'" in res.stderr
+    p.write_text("envkit: 1\nname: ok\nimage: {base: debian:bookworm}\nrun: {mount_project: false}\n")
+    assert run_envkit("flags", str(p)).returncode == 0
+
+
+@pytest.mark.docker
+def test_the_real_engine_cannot_take_a_colon_in_a_volume_source(tmp_path):
+    # Why refusing is right: the --volume form Docker shares across run, compose and the SDK splits at ':'.
+    engine = require_docker()
+    image = require_base_image(engine)
+    src = tmp_path / "proj:v2"
+    src.mkdir()
+    with pytest.raises(EngineError):
+        engine.run(image, ["true"], settings={"volumes": [f"{src}:/workspace"]}, labels={}, timeout=60)

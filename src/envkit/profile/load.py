@@ -100,6 +100,7 @@ def load_profile_bytes(raw: bytes, source: str, base_dir: Path) -> LoadedProfile
         lines = raw.decode("utf-8", "replace").splitlines()
         raise ProfileError(_format_errors(e, data, pos, source, lines)) from None
     _check_files(profile, pos, source, base_dir)
+    _check_mount_sources(profile, pos, source, base_dir)
     canonical = json.dumps(profile.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
     return LoadedProfile(profile, source, base_dir, hashlib.sha256(canonical.encode()).hexdigest())
 
@@ -130,6 +131,28 @@ def _check_files(profile: Profile, pos: dict, source: str, base_dir: Path) -> No
                                 f"(paths are relative to the profile's folder, {base_dir})")
             elif test == "is_file":
                 _check_pem(p, rel, key + (i,), pos, source, problems)
+    if problems:
+        raise ProfileError("\n".join(problems))
+
+
+def _check_mount_sources(profile: Profile, pos: dict, source: str, base_dir: Path) -> None:
+    """Refuse host paths holding ':' where they become ``--volume SRC:DST`` (Docker splits at ':').
+
+    Decided over writing ``--mount``: run.sh, compose's short syntax, devcontainer and the SDK all
+    share the SRC:DST form, and a project path with ':' is rare; a clear refusal beats four spellings.
+    """
+    problems = []
+    if profile.run.mount_project and ":" in str(base_dir):
+        line, col = pos.get(("run", "mount_project"), pos.get(("run",), (1, 1)))
+        problems.append(f"{source}:{line}:{col}: run.mount_project: the profile's folder {str(base_dir)!r} contains "
+                        "':', which Docker's --volume SRC:DST cannot carry (it splits at ':'); move the project to "
+                        "a path without ':', or set run.mount_project: false")
+    for i, spec in enumerate(profile.run.volumes):
+        src = spec.split(":", 1)[0]
+        if not src.startswith("/") and ":" in str(base_dir / src):
+            line, col = pos.get(("run", "volumes", i), (1, 1))
+            problems.append(f"{source}:{line}:{col}: run.volumes[{i}]: {src!r} is relative to {str(base_dir)!r}, "
+                            "which contains ':' (Docker's --volume splits at ':'); use an absolute path without ':'")
     if problems:
         raise ProfileError("\n".join(problems))
 
