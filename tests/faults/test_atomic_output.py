@@ -50,10 +50,10 @@ def _fill(fs: Path, leave: int) -> None:
 
 @pytest.fixture
 def small_fs(tmp_path):
-    """A 64 KiB tmpfs (needs root and mount; fails instead of skipping in CI)."""
+    """A 2 MiB tmpfs (needs root and mount; fails instead of skipping in CI)."""
     mnt = tmp_path / "small"
     mnt.mkdir()
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True, text=True)
+    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)], capture_output=True, text=True)
     if res.returncode != 0:
         (pytest.fail if in_ci() else pytest.skip)(f"cannot mount a tmpfs: {res.stderr.strip()}")
     yield mnt
