@@ -21,7 +21,7 @@ import pytest
 from envkit.leftovers import BOOT_LABEL, OWNER_FILE, PID_LABEL, START_LABEL, make_build_dir, owner_labels, \
     sweep_build_dirs
 from tests.conftest import ROOT, run_envkit
-from tests.dockerutil import base_image, leftover_containers, require_base_image, require_docker
+from tests.dockerutil import leftover_containers, require_base_image, require_docker
 
 RUNNER = """
 import sys
