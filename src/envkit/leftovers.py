@@ -94,7 +94,7 @@ def make_build_dir() -> Path:
 def sweep_build_dirs(root: Path | None = None) -> list[str]:
     """Remove ``envkit-build-*`` folders in ``root`` (the temp folder) whose owner is gone; return them."""
     root = Path(root or tempfile.gettempdir())
-    removed = []
+    removed: list[str] = []
     try:
         candidates = sorted(root.glob(f"{BUILD_PREFIX}*"))
     except OSError:

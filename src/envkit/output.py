@@ -241,6 +241,7 @@ def _write_locked(out_dir: Path, files: list[OutputFile], force: bool, owners: d
                     dest == out_dir / f.path and os.path.realpath(dest.parent) == os.path.realpath(out_dir / f.path).rsplit(os.sep, 1)[0]
                 dest.parent.mkdir(parents=True, exist_ok=True)  # now, not while renaming: a full disk stops us here
                 if inside:
+                    assert staging is not None  # made above whenever the plan has files
                     tmp = staging / f.path
                     tmp.parent.mkdir(parents=True, exist_ok=True)
                     if f.source is not None:

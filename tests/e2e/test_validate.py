@@ -7,9 +7,9 @@ import resource
 
 import pytest
 
-from envkit.engine import fmt_limit
-from tests.conftest import run_envkit
-from tests.dockerutil import base_image
+from envkit.engine.docker import fmt_limit
+from tests.conftest import SESSION_OWNERS, run_envkit, spawn_envkit
+from tests.dockerutil import base_image, session_containers
 from tests.e2e.conftest import E2E_TAG, ngc_profile
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -95,20 +95,15 @@ def test_interrupting_validate_leaves_no_container(built, e2e_dir, engine, sig, 
     """Ctrl-C (or SIGTERM) while the harness runs: the container is removed anyway."""
     import os
     import signal
-    import subprocess
-    import sys
     import time
 
-    from envkit.engine import LABEL
-
     # A CI runner may start us with SIGINT ignored; a user's terminal does not.
-    proc = subprocess.Popen([sys.executable, "-m", "envkit", "validate", str(e2e_dir / "envkit.yaml"), "--image",
-                             built], cwd=e2e_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = spawn_envkit("validate", str(e2e_dir / "envkit.yaml"), "--image", built, cwd=e2e_dir,
+                        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            if engine.client.containers.list(all=True, filters={"label": LABEL}):
+            if session_containers(engine, SESSION_OWNERS):  # ours only: the daemon is shared
                 break
             time.sleep(0.1)
         else:
@@ -120,4 +115,4 @@ def test_interrupting_validate_leaves_no_container(built, e2e_dir, engine, sig, 
             os.kill(proc.pid, signal.SIGKILL)
     assert proc.returncode == code, err
     assert "interrupted" in err and "Traceback" not in err
-    assert engine.client.containers.list(all=True, filters={"label": LABEL}) == []
+    assert session_containers(engine, SESSION_OWNERS) == []

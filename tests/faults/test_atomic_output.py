@@ -130,7 +130,8 @@ def test_two_runs_at_once_end_with_one_complete_consistent_set(tmp_path):
     cmd = [sys.executable, "-m", "envkit", "generate", "-o", str(out), "--force"]
     procs = [subprocess.Popen(cmd + [str(p)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for p in (a, b, a, b)]
-    results = [(p.wait(60), p.stderr.read()) for p in procs]
+    errs = [p.communicate(timeout=60)[1] for p in procs]  # communicate closes the pipes (no ResourceWarning)
+    results = [(p.returncode, e) for p, e in zip(procs, errs)]
     assert all(rc == 0 for rc, _ in results), results
     files = _tree(out)
     names = {n for n in ("alpha", "beta") if all(n.encode() in files[f] for f in ("run.sh", "compose.yaml"))}
@@ -166,8 +167,8 @@ def test_interrupted_generate_leaves_previous_outputs_and_no_temporary(tmp_path)
         while time.monotonic() < deadline and not [p for p in shm_out.rglob("*") if big.name in p.name]:
             time.sleep(0.002)
         proc.send_signal(signal.SIGINT)
-        rc = proc.wait(60)
-        assert rc == 130, proc.stderr.read()
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
         assert _tree(shm_out) == before, "an interrupted run leaves the previous outputs"
         _no_temporaries(shm_out)
     finally:

@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 
+from envkit import termtext
 from envkit.commands import build
 from envkit.engine import BuildEvent, BuildFailed
 from envkit.errors import EngineError
@@ -48,4 +49,4 @@ def test_the_real_engine_passes_escapes_through_and_the_neutraliser_stops_them(t
             pass
     raw = [t for t in seen if "marker-" in t and "printf" not in t]
     assert raw and "\x1b" in raw[0], "the engine hands the escape to envkit"
-    assert "\x1b" not in build.neutralise(raw[0]) and "\\x1b]0;pwned\\x07" in build.neutralise(raw[0])
+    assert "\x1b" not in termtext.neutralise(raw[0]) and "\\x1b]0;pwned\\x07" in termtext.neutralise(raw[0])

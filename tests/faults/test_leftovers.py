@@ -25,7 +25,7 @@ from tests.dockerutil import leftover_containers, require_base_image, require_do
 
 RUNNER = """
 import sys
-from envkit.engine import DockerEngine
+from envkit.engine.docker import DockerEngine
 eng = DockerEngine.connect(labels={"io.envkit.test": sys.argv[2]})
 eng.run(sys.argv[1], ["sleep", "600"], settings={}, labels={}, timeout=600)
 """

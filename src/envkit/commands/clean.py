@@ -19,7 +19,7 @@ from envkit.leftovers import sweep_build_dirs, sweep_containers
 def run(*, out: TextIO, err: TextIO, engine: Engine | None = None) -> int:
     folders = sweep_build_dirs()
     if engine is None:
-        from envkit.commands.build import connect
+        from envkit.imagebuild import connect
 
         engine = connect(None)
     containers = sweep_containers(engine)

@@ -12,7 +12,8 @@ import math
 
 from . import env as envmod
 from .checks_sys import check_cpus, check_gpus, check_shm, check_ulimits
-from .expect import UsageError, resolve_loader, validate_expect
+from .errors import UsageError
+from .expect import resolve_loader, validate_expect
 from .report import make_report
 from .sizing import batch_bytes
 
@@ -47,10 +48,11 @@ def _check_dataset(spec: str) -> None:
 def check_batch_memory(settings: dict, available: int | None) -> None:
     """Refuse (exit 2) a batch that cannot fit in the memory left, before anything allocates it.
 
-    >>> check_batch_memory({"batch_size": 10**6, "sample_shape": [3, 224, 224], "dtype": "float32"}, 8 << 30)
+    >>> check_batch_memory({"batch_size": 10**6, "sample_shape": [3, 224, 224], "dtype": "float32"},
+    ...                    8 << 30)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    envkit.harness.expect.UsageError: one batch is 602112000000 bytes (602.1 GB: batch_size 1000000 x [3, 224, 224] float32), more than the 8589934592 bytes (8.6 GB) of memory available; lower --batch-size or loader.batch_size
+    envkit.harness.errors.UsageError: one batch is 602112000000 bytes (602.1 GB: ...), more than the 8589934592 bytes ...
     """
     need = batch_bytes(settings["batch_size"], settings["sample_shape"], settings["dtype"])
     if available is not None and need > available:
@@ -75,12 +77,13 @@ def run_checks(expect: dict | None, *, dataset: str | None = None, num_workers=N
         _check_dataset(dataset)
     say = progress or (lambda line: None)
     usable = envmod.usable_cpus()
-    settings = resolve_loader(expect, usable=usable, num_workers=num_workers, batch_size=batch_size,
-                              dataset=dataset)
+    quota = envmod.read_cgroup_cpu_quota(cgroup_root)
+    settings = resolve_loader(expect, usable=usable, quota=quota["quota_cpus"], num_workers=num_workers,
+                              batch_size=batch_size, dataset=dataset)
     check_batch_memory(settings, envmod.available_memory(cgroup_root))
     run = (expect or {}).get("run") or {}
     say("environment")
-    environment = envmod.collect_environment(settings["start_method"], root=cgroup_root)
+    environment = envmod.collect_environment(settings["start_method"], root=cgroup_root, cgroup=quota)
     environment["loader_settings"] = settings
     checks = [check_shm(settings, run)]
     checks.append(check_cpus(settings, run, usable=usable, quota=environment["cgroup"]))

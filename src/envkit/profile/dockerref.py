@@ -10,10 +10,10 @@ precise") and refuses below 0.01; sizes are int64 bytes.
 Example:
     >>> check_reference("nvidia/cuda:12.4.1-runtime-ubuntu22.04")
     'nvidia/cuda:12.4.1-runtime-ubuntu22.04'
-    >>> check_reference("a.")
+    >>> check_reference("a.")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: 'a.' is not a valid image reference: path component 'a.' must be lowercase letters and digits joined by '.', '_', '__' or '-' (e.g. team/vision-train:dev)
+    ValueError: 'a.' is not a valid image reference: path component 'a.' must be lowercase letters and digits ...
 """
 
 from __future__ import annotations
@@ -68,7 +68,10 @@ def check_cpus(value: float) -> float:
     1.5
     """
     d = Decimal(repr(value))
-    if d.as_tuple().exponent < -9:
+    exponent = d.as_tuple().exponent
+    if not isinstance(exponent, int):  # 'n', 'N', 'F': NaN or infinity
+        raise ValueError(f"{value!r} is not a number of CPUs")
+    if exponent < -9:
         raise ValueError(f"{value!r} is too precise: Docker counts CPUs in billionths (at most 9 decimals)")
     if d < MIN_CPUS:
         raise ValueError(f"{value!r} is below Docker's smallest CPU limit, 0.01")

@@ -1,25 +1,35 @@
 """Targets: each module turns the typed profile into a template context and rendered files.
 
-A target is a function ``render(ctx: GenContext) -> list[OutputFile]``. Targets
-never write files and never see raw profile dicts; ``envkit.output`` writes
-what they return, atomically and all-or-nothing.
+A target is a module in this package exposing ``render(ctx: GenContext) ->
+list[OutputFile]``. Targets never write files and never see raw profile dicts;
+``envkit.output`` writes what they return, atomically and all-or-nothing.
+
+:data:`TARGETS` is the one name -> module map: the CLI's ``--target`` choices,
+:data:`TARGET_NAMES` and :func:`render_targets` all read it. Adding a target is
+one module, its template(s), one line here, a golden folder and a parser in
+``tests/targets/test_agreement.py`` (docs/contributing.md).
 
 Example:
-    >>> from envkit.targets import TARGET_NAMES
     >>> TARGET_NAMES[:2]
     ('dockerfile', 'run')
+    >>> callable(target_module(TARGET_NAMES[-1]).render)
+    True
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-import jinja2
+if TYPE_CHECKING:  # annotations only: the CLI reads TARGETS without loading Jinja2 or pydantic
+    import jinja2
 
-from envkit.profile import LoadedProfile
-from envkit.runsettings import RunSettings, Volume
+    from envkit.profile import LoadedProfile
+    from envkit.runsettings import RunSettings, Volume
 
 
 @dataclass(frozen=True)
@@ -83,26 +93,27 @@ class GenContext:
         return self.env.get_template(template).render(**context).encode("utf-8")
 
 
-def _registry():
-    # Imported lazily so that `import envkit.targets` stays cheap and cycle-free.
-    from envkit.targets import compose, devcontainer, dockerfile, run, wsl
+# The one registry: target name -> the module that renders it (imported on first use,
+# so `import envkit.targets` stays cheap and no target imports another through here).
+TARGETS: dict[str, str] = {
+    "dockerfile": "envkit.targets.dockerfile",
+    "run": "envkit.targets.run",
+    "compose": "envkit.targets.compose",
+    "devcontainer": "envkit.targets.devcontainer",
+    "wsl": "envkit.targets.wsl",
+}
 
-    return {
-        "dockerfile": dockerfile.render,
-        "run": run.render,
-        "compose": compose.render,
-        "devcontainer": devcontainer.render,
-        "wsl": wsl.render,
-    }
+TARGET_NAMES: tuple[str, ...] = tuple(TARGETS)
 
 
-TARGET_NAMES = ("dockerfile", "run", "compose", "devcontainer", "wsl")
+def target_module(name: str) -> ModuleType:
+    """The module rendering target ``name`` (a key of :data:`TARGETS`)."""
+    return importlib.import_module(TARGETS[name])
 
 
 def render_targets(ctx: GenContext, names: tuple[str, ...] = TARGET_NAMES) -> list[OutputFile]:
     """Render the named targets, sorted by path so output order is stable."""
-    registry = _registry()
     files: list[OutputFile] = []
     for name in names:
-        files.extend(registry[name](ctx))
+        files.extend(target_module(name).render(ctx))
     return sorted(files, key=lambda f: f.path)

@@ -1,6 +1,6 @@
 """The wsl target: .wslconfig / wsl.conf content, and golden setup-wsl.ps1 files.
 
-Regenerate the goldens with ``ENVKIT_UPDATE_GOLDEN=1 pytest tests/wsl`` and review the diff.
+Regenerate the goldens with ``ENVKIT_UPDATE_GOLDEN=1 pytest tests/targets/test_wsl.py`` and review the diff.
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def test_ps1_warns_about_windows11_keys(tmp_path):
     assert "wsl2.memory'; Build" not in text
 
 
-# The examples' wsl files are covered by tests/generate/test_golden.py; the default profile is here.
+# The examples' wsl files are covered by tests/targets/test_golden.py; the default profile is here.
 GOLDEN_PROFILES = {
     "default": None,
 }

@@ -1,13 +1,15 @@
-"""Workload-aware checks of a profile: what no peer generator does.
+"""Workload-aware advice from the profile alone: what no peer generator does.
 
 ``profile_warnings`` sizes the run settings from the loader section and says,
-per key path, what is too small or contradictory and what value to use. The
-shm formula is the harness's own (``envkit.harness.sizing``), so generate's
-warning and the in-container check agree.
+per key path, what is too small or contradictory and what value to use. It reads
+the decided :class:`~envkit.runsettings.RunSettings` (what Docker will get), and
+every number comes from the harness's rules (:mod:`envkit.harness.sizing`) through
+:func:`plan`, which ``envkit doctor`` also uses with the host's facts, so
+generate's warnings, the doctor and the in-container checks agree.
 
-Memory formula (documented in the README): a container's memory cgroup is
-charged for its /dev/shm pages, and each DataLoader worker is a full Python
-process with torch imported, so ``memory >= shm_need + (workers + 1) * 512 MiB``.
+Memory rule (docs/profile.md): a container's memory cgroup is charged for the
+/dev/shm pages its processes write, and each DataLoader worker is a full Python
+process with torch imported, so ``memory >= shm_need + (workers + 1) * PROCESS_RSS``.
 
 Example:
     >>> from envkit.profile import load_profile
@@ -21,38 +23,12 @@ import math
 from pathlib import Path
 
 from envkit.harness.report import human_bytes
-from envkit.harness.sizing import (
-    DOCKER_DEFAULT_SHM, GIB, MIB, batch_bytes, recommended_shm_bytes, shm_required_bytes,
-)
+from envkit.advice.plan import plan
+from envkit.advice.wsl import wsl_warnings
+from envkit.harness.sizing import DOCKER_DEFAULT_SHM, GIB, PROCESS_RSS, batch_bytes, cpu_limit, recommended_shm_bytes
 from envkit.profile.model import Profile
+from envkit.runsettings import RunSettings
 from envkit.units import format_size
-
-WORKER_RSS = 512 * MIB
-AUTO_WORKERS_WITHOUT_LIMIT = 4
-
-
-def cpu_budget(profile: Profile) -> int | None:
-    """CPUs the container may use: the cpuset's count, capped by a ``cpus`` quota."""
-    n = len(profile.run.cpuset_cpus) or None
-    if profile.run.cpus is not None:
-        quota = math.ceil(profile.run.cpus)
-        n = min(n, quota) if n else quota
-    return n
-
-
-def planned_workers(profile: Profile) -> int:
-    """num_workers, with ``auto`` resolved as the harness will: CPUs - 1 (at least 1, at most 8)."""
-    nw = profile.loader.num_workers
-    if nw != "auto":
-        return nw
-    cpus = cpu_budget(profile)
-    return min(8, max(1, cpus - 1)) if cpus else AUTO_WORKERS_WITHOUT_LIMIT
-
-
-def shm_need(profile: Profile) -> int:
-    ld = profile.loader
-    return shm_required_bytes(batch_size=ld.batch_size, sample_shape=ld.sample_shape, dtype=ld.dtype,
-                              num_workers=planned_workers(profile), prefetch_factor=ld.prefetch_factor)
 
 
 def file_warnings(profile: Profile, base_dir: Path) -> list[str]:
@@ -72,18 +48,19 @@ def file_warnings(profile: Profile, base_dir: Path) -> list[str]:
 def profile_warnings(profile: Profile) -> list[str]:
     """Human-readable warnings, each starting with the key path it concerns."""
     run, ld = profile.run, profile.loader
+    rs = RunSettings.from_profile(profile)
     out: list[str] = []
-    workers = planned_workers(profile)
-    need = shm_need(profile)
-    if run.ipc == "host":
+    p = plan(profile)
+    workers, need = p.workers, p.shm_bytes
+    if rs.ipc == "host":
         if run.shm_size is not None:
             out.append("run.shm_size: ignored because run.ipc is 'host' (the container shares the host's /dev/shm); "
                        "prefer ipc: private with a sized shm_size, which keeps the IPC namespace isolated")
     else:
-        have = run.shm_size if run.shm_size is not None else DOCKER_DEFAULT_SHM
-        if need > have:
+        have = rs.effective_shm
+        if have is not None and need > have:
             rec = format_size(recommended_shm_bytes(need))
-            what = format_size(have) if run.shm_size is not None else "Docker's default 64m"
+            what = format_size(have) if rs.shm_size is not None else f"Docker's default {format_size(DOCKER_DEFAULT_SHM)}"
             out.append(
                 f"run.shm_size: {what} is below the {human_bytes(need)} that {workers} DataLoader workers need "
                 f"({human_bytes(batch_bytes(ld.batch_size, ld.sample_shape, ld.dtype))} per batch x "
@@ -91,19 +68,19 @@ def profile_warnings(profile: Profile) -> list[str]:
                 f"multi-worker loading will fail with 'unable to allocate shared memory(shm)' or "
                 f"'Bus error'; use shm_size: {rec}"
             )
-    cpus = cpu_budget(profile)
+    cpus = cpu_limit(cpuset=len(run.cpuset_cpus) or None, quota=rs.cpus)
     if cpus is not None and ld.num_workers != "auto" and ld.num_workers > cpus:
         out.append(f"loader.num_workers: {ld.num_workers} workers exceed the {cpus} CPUs that run.cpuset/run.cpus "
                    f"grant; workers will contend for CPUs; use num_workers: {max(1, cpus - 1)} or widen the cpuset")
     if run.cpus is not None and run.cpuset and run.cpus > len(run.cpuset_cpus):
         out.append(f"run.cpus: {run.cpus:g} is more than the {len(run.cpuset_cpus)} CPUs in run.cpuset "
                    f"{run.cpuset!r}; the quota can never be used")
-    if run.memory is not None:
-        floor = (need if run.ipc != "host" else 0) + (workers + 1) * WORKER_RSS
-        if run.memory < floor:
-            out.append(f"run.memory: {format_size(run.memory)} is below the {human_bytes(floor)} that shm ({human_bytes(need)}) "
-                       f"plus {workers + 1} processes x 512 MiB need (shm pages count against the container's "
-                       f"memory limit); use memory: {format_size(math.ceil(floor / GIB) * GIB)} or more")
+    if rs.memory is not None and rs.memory < p.memory_bytes:
+        shm_pages = p.memory_bytes - (workers + 1) * PROCESS_RSS
+        out.append(f"run.memory: {format_size(rs.memory)} is below the {human_bytes(p.memory_bytes)} that shm "
+                   f"({human_bytes(shm_pages)}) plus {workers + 1} processes x {human_bytes(PROCESS_RSS)} need (shm pages "
+                   f"count against the container's memory limit); use memory: "
+                   f"{format_size(math.ceil(p.memory_bytes / GIB) * GIB)} or more")
     torch = profile.image.torch
     if run.wants_gpus and torch is not None and not torch.is_cuda:
         out.append(f"run.gpus: GPUs are requested but image.torch.variant is {torch.variant!r}, a build without "
@@ -117,8 +94,5 @@ def profile_warnings(profile: Profile) -> list[str]:
     if ld.start_method != "fork" and not ld.persistent_workers and workers > 0:
         out.append(f"loader.persistent_workers: with start_method {ld.start_method!r} every epoch re-imports your "
                    "script in each worker; set persistent_workers: true")
-    if profile.wsl is not None:
-        from envkit.checks_wsl import wsl_warnings
-
-        out.extend(wsl_warnings(profile))
+    out.extend(wsl_warnings(profile))
     return out

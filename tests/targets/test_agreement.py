@@ -14,9 +14,10 @@ import shlex
 import pytest
 import yaml
 
-from envkit.commands.generate import render_all
+from envkit.generation import render_all
 from envkit.profile import load_profile
-from envkit.runsettings import RunSettings, sdk_kwargs
+from envkit.engine.docker import sdk_kwargs
+from envkit.runsettings import RunSettings
 from envkit.units import parse_size
 from tests.conftest import copy_example, example_profiles
 

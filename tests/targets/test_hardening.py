@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from envkit.commands.generate import render_all
+from envkit.generation import render_all
 from envkit.errors import ProfileError
 from envkit.profile import load_profile, load_profile_bytes
 from envkit.render import make_env

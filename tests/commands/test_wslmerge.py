@@ -147,7 +147,8 @@ def test_dry_run_writes_nothing(tmp_path):
 def test_apply_creates_a_missing_file_without_backup(tmp_path):
     cfg = tmp_path / ".wslconfig"
     _apply(tmp_path, cfg)
-    assert cfg.read_bytes() == b"[wsl2]\r\nmemory=16GB\r\nprocessors=4\r\n\r\n[experimental]\r\nautoMemoryReclaim=gradual\r\nsparseVhd=true\r\n"
+    assert cfg.read_bytes() == (b"[wsl2]\r\nmemory=16GB\r\nprocessors=4\r\n\r\n"
+                                b"[experimental]\r\nautoMemoryReclaim=gradual\r\nsparseVhd=true\r\n")
     assert not list(tmp_path.glob("*.envkit-bak-*"))
 
 

@@ -11,7 +11,8 @@ from envkit.commands import build, validate
 from envkit.engine import BuildEvent, BuildFailed, RunResult
 from envkit.errors import EngineError
 from envkit.profile import load_profile
-from envkit.runsettings import RunSettings, sdk_kwargs
+from envkit.engine.docker import sdk_kwargs
+from envkit.runsettings import RunSettings
 from tests.fakes import FakeEngine
 
 PROFILE = """envkit: 1

@@ -1,6 +1,6 @@
 """Golden files: every target over every example profile.
 
-Regenerate with ``ENVKIT_UPDATE_GOLDEN=1 pytest tests/generate/test_golden.py`` and
+Regenerate with ``ENVKIT_UPDATE_GOLDEN=1 pytest tests/targets/test_golden.py`` and
 review ``git diff tests/golden`` as a user would read the output.
 """
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from envkit.commands.generate import render_all
+from envkit.generation import render_all
 from envkit.profile import load_profile
 from tests.conftest import ROOT, copy_example, example_profiles
 

@@ -17,17 +17,14 @@ from __future__ import annotations
 
 import math
 
-from envkit.harness.expect import resolve_workers
-from envkit.harness.sizing import GIB, shm_required_bytes
+from envkit.advice.plan import Plan, plan
+from envkit.harness.sizing import GIB, PROCESS_RSS
 from envkit.profile.model import Profile
 from envkit.units import format_wsl_size
 
 # Beyond these, a value is almost certainly a typo: few workstations have more.
 TYPICAL_MAX_MEMORY = 256 * GIB
 TYPICAL_MAX_PROCESSORS = 128
-# Resident memory per Python process (the training process and each worker): importing torch
-# alone takes a few hundred MB, and datasets keep state in every worker. A rough, safe figure.
-PROCESS_ESTIMATE = 1 * GIB
 # What the VM needs besides the container: the kernel, the distribution, dockerd.
 VM_HEADROOM = 2 * GIB
 
@@ -40,24 +37,20 @@ def _round_up_gib(n: int) -> int:
     return int(math.ceil(n / GIB)) * GIB
 
 
-def container_memory_need(profile: Profile) -> tuple[int, str]:
+def container_memory_need(profile: Profile, the_plan: Plan | None = None) -> tuple[int, str]:
     """Bytes the container needs in the VM and how that was worked out.
 
-    ``run.memory`` when set; otherwise /dev/shm (``run.shm_size`` or the loader's
-    need) plus ``PROCESS_ESTIMATE`` for the training process and each worker.
+    ``run.memory`` when set (the container may grow to it); otherwise the plan's memory
+    need (:func:`envkit.advice.plan.plan`): the loader's /dev/shm need plus
+    :data:`~envkit.harness.sizing.PROCESS_RSS` for the training process and each worker.
+    ``the_plan`` defaults to the plan from the profile alone (``envkit doctor`` passes the host's).
     """
     if profile.run.memory:
         return profile.run.memory, "run.memory"
-    ld = profile.loader
-    usable = (profile.wsl.processors if profile.wsl and profile.wsl.processors else None) \
-        or len(profile.run.cpuset_cpus) or 8
-    workers = resolve_workers(ld.num_workers, usable)
-    shm = profile.run.shm_size or shm_required_bytes(
-        batch_size=ld.batch_size, sample_shape=ld.sample_shape, dtype=ld.dtype,
-        num_workers=workers, prefetch_factor=ld.prefetch_factor)
-    shm_from = "run.shm_size" if profile.run.shm_size else "the loader's shm need"
-    return shm + (workers + 1) * PROCESS_ESTIMATE, \
-        f"{shm_from} {_gb(shm)} + ~{_gb(PROCESS_ESTIMATE)} for each of {workers + 1} processes (training + workers)"
+    p = the_plan if the_plan is not None else plan(profile)
+    shm = p.memory_bytes - (p.workers + 1) * PROCESS_RSS
+    return p.memory_bytes, (f"the loader's shm {_gb(shm)} + ~{_gb(PROCESS_RSS)} for each of "
+                            f"{p.workers + 1} processes (training + workers)")
 
 
 def wsl_warnings(profile: Profile) -> list[str]:

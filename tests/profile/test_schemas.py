@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 import yaml
 
-from envkit.commands.generate import render_all
+from envkit.generation import render_all
 from envkit.profile import load_profile
 from tests.conftest import copy_example, example_profiles
 
