@@ -131,7 +131,7 @@ def test_two_runs_at_once_end_with_one_complete_consistent_set(tmp_path):
     procs = [subprocess.Popen(cmd + [str(p)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for p in (a, b, a, b)]
     errs = [p.communicate(timeout=60)[1] for p in procs]  # communicate closes the pipes (no ResourceWarning)
-    results = [(p.returncode, e) for p, e in zip(procs, errs)]
+    results = [(p.returncode, e) for p, e in zip(procs, errs, strict=True)]
     assert all(rc == 0 for rc, _ in results), results
     files = _tree(out)
     names = {n for n in ("alpha", "beta") if all(n.encode() in files[f] for f in ("run.sh", "compose.yaml"))}
