@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from envkit.leftovers import start_time
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 # Vendored copies with their source commits and licences (schemas/README.md, schemas/update.sh).
@@ -63,11 +65,33 @@ def copy_example(name: str, dest: Path) -> Path:
     return dest / name
 
 
+# (pid, start time) of every envkit process this session started. Containers carry their owner's
+# (envkit.leftovers), so teardown can tell this session's containers from other runs' on a shared daemon.
+SESSION_OWNERS: set[tuple[str, str]] = set()
+
+
+def spawn_envkit(*args: str, cwd: Path | None = None, env: dict | None = None, **popen_kw) -> subprocess.Popen:
+    """Start the real console entry point (stdout/stderr piped, text) and record it in SESSION_OWNERS."""
+    full_env = {**os.environ, **(env or {})}
+    proc = subprocess.Popen([sys.executable, "-m", "envkit", *args], cwd=cwd, env=full_env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen_kw)
+    # Until we wait for it the child is alive or a zombie, so /proc still has its start time.
+    start = start_time(proc.pid)
+    if start is not None:
+        SESSION_OWNERS.add((str(proc.pid), start))
+    return proc
+
+
 def run_envkit(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 120):
     """Run the real console entry point in a subprocess (what a user runs)."""
-    full_env = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "envkit", *args], cwd=cwd, env=full_env,
-                          capture_output=True, text=True, timeout=timeout)
+    proc = spawn_envkit(*args, cwd=cwd, env=env)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 @pytest.fixture(scope="session")

@@ -95,6 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--data", action="append", type=Path, default=[], help="dataset path to check (repeatable)")
     d.add_argument("--json", action="store_true")
 
+    sub.add_parser("clean", help="remove containers and build folders left by killed envkit runs, and list them")
+
     w = sub.add_parser("wsl", help="WSL2 helpers")
     wsub = w.add_subparsers(dest="wsl_command", required=True, metavar="COMMAND", parser_class=_Parser)
     wa = wsub.add_parser("apply", help="merge the profile's keys into a .wslconfig (backup first)")
@@ -143,6 +145,9 @@ def dispatch(args: argparse.Namespace) -> int:
     if cmd == "doctor":
         from envkit.commands import doctor
         return doctor.run(args.profile, args.script, args.data, args.json, out, err)
+    if cmd == "clean":
+        from envkit.commands import clean
+        return clean.run(out=out, err=err)
     if cmd == "wsl":
         from envkit.commands import wsl_apply
         return wsl_apply.run(args.profile, args.wslconfig, args.dry_run, out, err)

@@ -39,6 +39,27 @@ def render_all(loaded: LoadedProfile, out_dir: Path, targets: tuple[str, ...] = 
     return render_targets(context(loaded, out_dir), targets)
 
 
+def render_owned(loaded: LoadedProfile, out_dir: Path,
+                 targets: tuple[str, ...] = TARGET_NAMES) -> tuple[list[OutputFile], dict[str, str]]:
+    """Render ``targets`` one at a time: the files (sorted by path) and which target owns each path.
+
+    The owners go into the manifest, so a later run can remove the files of a target the
+    profile no longer has (and only those). A path two targets render belongs to the first.
+
+    >>> from envkit.profile import load_profile
+    >>> files, owners = render_owned(load_profile(None), Path("out"), ("run", "compose"))
+    >>> sorted(set(owners.values()))
+    ['compose', 'run']
+    """
+    owners: dict[str, str] = {}
+    files: dict[str, OutputFile] = {}
+    for name in targets:
+        for f in render_all(loaded, out_dir, (name,)):
+            owners.setdefault(f.path, name)
+            files.setdefault(f.path, f)
+    return sorted(files.values(), key=lambda f: f.path), owners
+
+
 def render_build_context(loaded: LoadedProfile, out_dir: Path) -> list[OutputFile]:
     """What ``docker build`` needs: the Dockerfile target's files only."""
     return sorted(dockerfile.render(context(loaded, out_dir)), key=lambda f: f.path)

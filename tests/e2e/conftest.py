@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.dockerutil import leftover_containers, require_base_image, require_docker
+from tests.conftest import SESSION_OWNERS
+from tests.dockerutil import require_base_image, require_docker, session_containers
 
 TORCH = "2.13.0"
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
@@ -73,11 +74,17 @@ def engine():
 
 @pytest.fixture(autouse=True)
 def no_leftover_containers(request):
-    """After every test: no container envkit created may remain (any state)."""
+    """After every test: no container this session's envkit runs created may remain (any state).
+
+    Only containers whose owner labels name this pytest process or an envkit it started
+    (SESSION_OWNERS) are judged and removed: another user's or a concurrent session's
+    containers on the shared daemon are left alone.
+    """
     yield
     if "engine" in request.fixturenames:
         eng = request.getfixturevalue("engine")
-        left = leftover_containers(eng)
+        left = session_containers(eng, SESSION_OWNERS)
         if left:
-            eng.remove_labeled()
-            pytest.fail(f"envkit containers left behind: {left}", pytrace=False)
+            for cid, _ in left:
+                eng.remove_container(cid)
+            pytest.fail(f"envkit containers left behind: {[name for _, name in left]}", pytrace=False)

@@ -10,10 +10,8 @@ import pytest
 from envkit.profile import load_profile
 from envkit.engine.docker import sdk_kwargs
 from envkit.runsettings import RunSettings
-from tests.e2e import test_validate
 from tests.docs.runtime_blocks import check_block
 
-built = test_validate.built  # the e2e image build fixture, reused
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 # The NGC-style workload of tests/e2e/conftest.py: 32 x 3x224x224 float32 (18.4 MiB a batch).
@@ -63,18 +61,18 @@ def _run(engine, image, settings, script, timeout=300):
     return json.loads(res.stdout.strip().splitlines()[-1]), res.stderr
 
 
-def test_loader_kwargs_fit_docker_default_shm_and_give_the_profile_settings_under_the_flags(engine, built, e2e_dir):
-    default, why = _run(engine, built, {}, LOAD)
+def test_loader_kwargs_fit_docker_default_shm_and_give_the_profile_settings_under_the_flags(engine, e2e_image, e2e_dir):
+    default, why = _run(engine, e2e_image, {}, LOAD)
     assert default["samples"] == 192  # loaded without a shm error
     assert default["budget"]["shm_free_bytes"] <= 64 * 2**20
     assert default["budget"]["shm_need_bytes"] <= default["budget"]["shm_free_bytes"]
     assert (default["kwargs"]["num_workers"], default["kwargs"]["prefetch_factor"]) == (1, 1), why
     assert "raise --shm-size" in why
-    check_block("explain-default-shm", f"$ docker run --rm {built} python3 train.py   # no flags\n{why}", masked=True)
+    check_block("explain-default-shm", f"$ docker run --rm {e2e_image} python3 train.py   # no flags\n{why}", masked=True)
 
     rs = RunSettings.from_profile(load_profile(e2e_dir / "envkit.yaml").profile)
     flags = {k: v for k, v in sdk_kwargs(rs).items() if k != "volumes"}
-    generated, why = _run(engine, built, flags, LOAD)
+    generated, why = _run(engine, e2e_image, flags, LOAD)
     assert generated["samples"] == 192
     assert generated["kwargs"] == {"batch_size": 32, "num_workers": 2, "prefetch_factor": 2,
                                    "persistent_workers": True, "pin_memory": False}, why
@@ -82,10 +80,10 @@ def test_loader_kwargs_fit_docker_default_shm_and_give_the_profile_settings_unde
     check_block("kwargs-generated", json.dumps(generated["kwargs"]))
 
 
-def test_watch_warns_before_a_small_shm_kills_the_loader(engine, built):
+def test_watch_warns_before_a_small_shm_kills_the_loader(engine, e2e_image):
     cmd = ('python3 -c "$LEAK" & python3 -m envkit_runtime watch --pid $! --interval 0.1 --json; '
            'wait $!; echo "TRAIN rc=$?" >&2')
-    res = engine.run(built, ["bash", "-c", cmd], settings={"shm_size": 32 * 2**20, "environment": {"LEAK": LEAK}},
+    res = engine.run(e2e_image, ["bash", "-c", cmd], settings={"shm_size": 32 * 2**20, "environment": {"LEAK": LEAK}},
                      timeout=300)
     samples = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
     train = [x for x in res.stderr.splitlines() if x.startswith("TRAIN")]

@@ -8,8 +8,8 @@ import resource
 import pytest
 
 from envkit.engine.docker import fmt_limit
-from tests.conftest import run_envkit
-from tests.dockerutil import base_image
+from tests.conftest import SESSION_OWNERS, run_envkit, spawn_envkit
+from tests.dockerutil import base_image, session_containers
 from tests.e2e.conftest import ngc_profile
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -84,20 +84,15 @@ def test_interrupting_validate_leaves_no_container(e2e_image, e2e_dir, engine, s
     """Ctrl-C (or SIGTERM) while the harness runs: the container is removed anyway."""
     import os
     import signal
-    import subprocess
-    import sys
     import time
 
-    from envkit.engine import LABEL
-
     # A CI runner may start us with SIGINT ignored; a user's terminal does not.
-    proc = subprocess.Popen([sys.executable, "-m", "envkit", "validate", str(e2e_dir / "envkit.yaml"), "--image",
-                             e2e_image], cwd=e2e_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = spawn_envkit("validate", str(e2e_dir / "envkit.yaml"), "--image", e2e_image, cwd=e2e_dir,
+                        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            if engine.client.containers.list(all=True, filters={"label": LABEL}):
+            if session_containers(engine, SESSION_OWNERS):  # ours only: the daemon is shared
                 break
             time.sleep(0.1)
         else:
@@ -109,4 +104,4 @@ def test_interrupting_validate_leaves_no_container(e2e_image, e2e_dir, engine, s
             os.kill(proc.pid, signal.SIGKILL)
     assert proc.returncode == code, err
     assert "interrupted" in err and "Traceback" not in err
-    assert engine.client.containers.list(all=True, filters={"label": LABEL}) == []
+    assert session_containers(engine, SESSION_OWNERS) == []

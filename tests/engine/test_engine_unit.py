@@ -12,6 +12,7 @@ import pytest
 import requests.exceptions
 from docker.types import DeviceRequest, Ulimit
 
+from envkit.leftovers import owner_labels
 from envkit.engine import LABEL, BuildEvent, BuildFailed, RunResult
 from envkit.engine.docker import (GPU_HINT, BuildStreamParser, DockerEngine, explain_start_error, fmt_limit,
                                   parse_proc_limits, to_create_kwargs)
@@ -269,7 +270,8 @@ def test_run_success_collects_stdout_and_stderr_separately_and_removes():
                                  labels={"a": "b"}, timeout=7)
     assert r == RunResult(0, "out\n", "err\n", False)
     kw = client.created[0]
-    assert kw["labels"] == {"a": "b", LABEL: "1"} and kw["shm_size"] == "1g"
+    # The owner labels let a later run sweep the container if this process is killed.
+    assert kw["labels"] == {"a": "b", LABEL: "1", **owner_labels()} and kw["shm_size"] == "1g"
     assert client.removed == [(kw["name"], True)] and client.waits == [7]
 
 

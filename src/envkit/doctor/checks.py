@@ -12,7 +12,9 @@ Example:
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import time
 from pathlib import Path
 
@@ -337,24 +339,72 @@ def mount_of(path: str, mounts) -> tuple[str, str, str] | None:
     return best
 
 
-def measure_read(path: Path, max_bytes: int = READ_MAX_BYTES, budget_s: float = READ_BUDGET_S) -> dict:
-    """Read up to ``max_bytes`` from the files under ``path`` within ``budget_s``; MB/s with MB = 1e6."""
-    files = [path] if path.is_file() else (p for p in sorted(path.rglob("*")) if p.is_file())
-    done, start = 0, time.perf_counter()
-    for f in files:
+def _walk_files(path: Path, deadline: float, skipped: list[int]):
+    """Regular files under ``path``, in sorted order, listed lazily so the time budget covers the listing.
+
+    Unreadable folders, vanished entries and anything not a regular file are skipped (counted in ``skipped``).
+    """
+    try:
+        st = os.stat(path)
+    except OSError:
+        skipped[0] += 1
+        return
+    if stat.S_ISREG(st.st_mode):
+        yield path
+        return
+    stack = [path] if stat.S_ISDIR(st.st_mode) else []
+    while stack and time.perf_counter() < deadline:
+        folder = stack.pop()
         try:
-            with open(f, "rb", buffering=0) as fh:
-                while done < max_bytes and time.perf_counter() - start < budget_s:
-                    chunk = fh.read(min(MIB, max_bytes - done))
-                    if not chunk:
-                        break
-                    done += len(chunk)
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
         except OSError:
+            skipped[0] += 1
             continue
-        if done >= max_bytes or time.perf_counter() - start >= budget_s:
+        subdirs = []
+        for e in entries:
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    subdirs.append(Path(e.path))
+                elif e.is_file(follow_symlinks=False):
+                    yield Path(e.path)
+            except OSError:
+                skipped[0] += 1
+        stack.extend(reversed(subdirs))
+
+
+def measure_read(path: Path, max_bytes: int = READ_MAX_BYTES, budget_s: float = READ_BUDGET_S) -> dict:
+    """Read up to ``max_bytes`` from the files under ``path`` within ``budget_s``; MB/s with MB = 1e6.
+
+    The budget covers listing too; unreadable entries are skipped and counted, never fatal, and
+    files are opened without blocking (a FIFO or /proc/kmsg cannot hang the walk).
+    """
+    done, start = 0, time.perf_counter()
+    deadline = start + budget_s
+    skipped = [0]
+    for f in _walk_files(path, deadline, skipped):
+        try:
+            fd = os.open(f, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+        except OSError:
+            skipped[0] += 1
+            continue
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                continue
+            while done < max_bytes and time.perf_counter() < deadline:
+                chunk = os.read(fd, min(MIB, max_bytes - done))
+                if not chunk:
+                    break
+                done += len(chunk)
+        except OSError:
+            skipped[0] += 1
+        finally:
+            os.close(fd)
+        if done >= max_bytes or time.perf_counter() >= deadline:
             break
     seconds = time.perf_counter() - start
-    return {"bytes": done, "seconds": round(seconds, 3), "mb_per_s": round(done / seconds / 1e6, 1) if seconds and done else None}
+    return {"bytes": done, "seconds": round(seconds, 3), "skipped": skipped[0],
+            "mb_per_s": round(done / seconds / 1e6, 1) if seconds and done else None}
 
 
 def check_location(host: Host, name: str, path: str, wsl: dict, mounts, measure: bool) -> dict:

@@ -34,7 +34,10 @@ Example:
 from __future__ import annotations
 
 import ast
+import errno
 import io
+import os
+import stat
 import tokenize
 from dataclasses import dataclass
 
@@ -68,13 +71,31 @@ _DTYPES = frozenset("float float16 float32 float64 half bfloat16 double int int8
                     "short complex64 complex128 cfloat".split())
 
 
+SCRIPT_MAX = 8 * 1024 * 1024  # a training script; larger is not a script (README, "Limits")
+
+
+def _read_script(path) -> bytes:
+    """At most SCRIPT_MAX bytes of a regular file, opened without blocking; OSError otherwise."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        if st.st_size > SCRIPT_MAX:
+            raise OSError(errno.EFBIG, f"larger than {SCRIPT_MAX // (1024 * 1024)} MiB, not a training script",
+                          str(path))
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return f.read(SCRIPT_MAX + 1)[:SCRIPT_MAX]
+    finally:
+        os.close(fd)
+
+
 def check_file(path) -> list[Finding]:
     """Read ``path`` and check it, decoding it as Python does (UTF-8, or its PEP 263 coding line).
 
     Raises :class:`OSError` when the file cannot be read (the caller reports that).
     """
-    with open(path, "rb") as f:
-        raw = f.read()
+    raw = _read_script(path)
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
     except SyntaxError as e:  # an unknown coding declaration, or a BOM that contradicts it

@@ -81,3 +81,15 @@ class Engine(abc.ABC):
     @abc.abstractmethod
     def remove_labeled(self, label_key: str = LABEL) -> int:
         """Force-remove every container carrying ``label_key``; return how many."""
+
+    def list_owned(self) -> list[tuple[str, str, dict[str, str]]]:
+        """(id, name, labels) of every container (any state) carrying ``LABEL``; [] when unsupported."""
+        return []
+
+    def remove_container(self, container_id: str) -> bool:
+        """Force-remove one container; False when it was already gone."""
+        return False
+
+    def image_labels(self, image: str) -> dict[str, str]:
+        """The labels of ``image`` ({} when the engine cannot tell); ``validate --image`` compares them."""
+        return {}

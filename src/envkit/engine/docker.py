@@ -24,6 +24,7 @@ from typing import Any, Callable
 from envkit.engine import LABEL, BuildEvent, BuildFailed, Engine, RunResult
 from envkit.engine.dockerd import _RLIMITS, find_dockerd, parse_proc_limits, read_daemon
 from envkit.errors import EngineError
+from envkit.leftovers import owner_labels
 from envkit.runsettings import RunSettings
 
 BASE_IMAGE_HINT = ("build it first with `envkit build`, or for the local base image run "
@@ -326,8 +327,10 @@ class DockerEngine(Engine):
             try:
                 # create + start, not run(remove=True): that leaves a "Created" container
                 # behind when start fails.
+                # The owner (pid, start time, boot id) lets a later run sweep this container if we are killed.
                 c = self.client.containers.create(
-                    image, command, labels={**(labels or {}), **self.labels}, detach=True, **kwargs)
+                    image, command, labels={**(labels or {}), **self.labels, **owner_labels()}, detach=True,
+                    **kwargs)
                 c.start()
             except errors.ImageNotFound as exc:
                 raise EngineError(f"image {image!r} not found: {exc.explanation}",
@@ -356,6 +359,31 @@ class DockerEngine(Engine):
             # never created (NotFound) or a removal already in progress.
             with contextlib.suppress(errors.APIError):
                 self.client.api.remove_container(name, force=True)
+
+    def list_owned(self) -> list[tuple[str, str, dict[str, str]]]:
+        try:
+            found = self.client.containers.list(all=True, filters={"label": LABEL})
+        except self._errors.APIError as exc:
+            raise EngineError(f"the engine failed while listing containers: {exc.explanation or exc}") from None
+        return [(c.id, c.name, dict(c.labels or {})) for c in found]
+
+    def remove_container(self, container_id: str) -> bool:
+        try:
+            self.client.api.remove_container(container_id, force=True)
+            return True
+        except self._errors.NotFound:
+            return False
+        except self._errors.APIError as exc:
+            raise EngineError(
+                f"the engine failed while removing {container_id[:12]}: {exc.explanation or exc}") from None
+
+    def image_labels(self, image: str) -> dict[str, str]:
+        try:
+            return dict(self.client.images.get(image).labels or {})
+        except self._errors.ImageNotFound as exc:
+            raise EngineError(f"image {image!r} not found: {exc.explanation}", hint=BASE_IMAGE_HINT) from None
+        except self._errors.APIError as exc:
+            raise EngineError(f"the engine failed while inspecting {image}: {exc.explanation or exc}") from None
 
     def remove_labeled(self, label_key: str = LABEL) -> int:
         n = 0

@@ -55,6 +55,29 @@ def _read(path: Path) -> str | None:
         return None
 
 
+def available_memory(root: str | os.PathLike = "/") -> int | None:
+    """Bytes this process may still allocate: ``MemAvailable``, lowered by a cgroup v2 ``memory.max``.
+
+    None when neither can be read (not Linux).
+    """
+    root = Path(root)
+    avail = None
+    for line in (_read(root / "proc/meminfo") or "").splitlines():
+        if line.startswith("MemAvailable:"):
+            try:
+                avail = int(line.split()[1]) * 1024
+            except (IndexError, ValueError):
+                pass
+    cg = _own_cgroup_paths(root).get("")
+    if cg is not None:
+        base = root / "sys/fs/cgroup" / cg.lstrip("/")
+        limit, used = _read(base / "memory.max"), _read(base / "memory.current")
+        if limit and limit.isdigit() and used and used.isdigit():
+            room = max(0, int(limit) - int(used))
+            avail = room if avail is None else min(avail, room)
+    return avail
+
+
 def usable_cpus() -> int:
     """CPUs this process may run on: the affinity mask (cpuset-aware), like torch's worker bound."""
     if hasattr(os, "sched_getaffinity"):

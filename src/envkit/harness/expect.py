@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any
 import multiprocessing
+import os
+import stat
 
 from .errors import UsageError
 from .sizing import DTYPE_ITEMSIZE, cpu_limit, memory_need_bytes, plan_workers, shm_required_bytes
@@ -30,15 +32,43 @@ DEFAULT_LOADER = {"num_workers": 2, "batch_size": 32, "sample_shape": [3, 64, 64
 ExpectError = UsageError  # the expectation-specific spelling
 
 
-def load_expect(path) -> dict:
-    """Read and validate an expectation JSON file; raise :class:`ExpectError` with one clear line."""
+EXPECT_MAX = 1024 * 1024  # an expectation is a few hundred bytes (README, "Limits")
+
+
+def _read_bounded(path) -> bytes:
+    """A regular file of at most EXPECT_MAX bytes, opened without blocking (a FIFO or /dev/zero cannot hang)."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError as exc:
         raise ExpectError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ExpectError(f"{path} is not a regular file; expected an expectation JSON file")
+        if st.st_size > EXPECT_MAX:
+            raise ExpectError(f"{path} is {st.st_size} bytes; an expectation is at most {EXPECT_MAX} bytes (1 MiB)")
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            raw = fh.read(EXPECT_MAX + 1)
+    except OSError as exc:
+        raise ExpectError(f"cannot read {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if len(raw) > EXPECT_MAX:
+        raise ExpectError(f"{path} is larger than {EXPECT_MAX} bytes (1 MiB); not an expectation")
+    return raw
+
+
+def load_expect(path) -> dict:
+    """Read and validate an expectation JSON file; raise :class:`ExpectError` with one clear line."""
+    raw = _read_bounded(path)
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ExpectError(f"{path} is not UTF-8 text (byte offset {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise ExpectError(f"{path} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ExpectError(f"{path}: JSON nested too deeply; an expectation is at most a few levels deep") from None
     try:
         validate_expect(doc)
     except ExpectError as exc:
@@ -60,7 +90,7 @@ def validate_expect(doc) -> None:
     if not isinstance(loader, dict) or not isinstance(run, dict):
         raise ExpectError("expectation 'loader' and 'run' must be objects")
     nw = loader.get("num_workers")
-    if nw != "auto":
+    if not (isinstance(nw, str) and nw == "auto"):
         _int("loader", "num_workers", nw, 0)
     _int("loader", "batch_size", loader.get("batch_size"), 1)
     _int("loader", "prefetch_factor", loader.get("prefetch_factor"), 1)
@@ -69,10 +99,10 @@ def validate_expect(doc) -> None:
                               or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape)):
         raise ExpectError(f"loader.sample_shape must be a non-empty list of positive integers, got {shape!r}")
     dtype = loader.get("dtype")
-    if dtype is not None and dtype not in DTYPE_ITEMSIZE:
+    if dtype is not None and (not isinstance(dtype, str) or dtype not in DTYPE_ITEMSIZE):
         raise ExpectError(f"loader.dtype {dtype!r} is not one of {sorted(DTYPE_ITEMSIZE)}")
     method = loader.get("start_method")
-    if method is not None and method not in ("fork", "spawn", "forkserver"):
+    if method is not None and (not isinstance(method, str) or method not in ("fork", "spawn", "forkserver")):
         raise ExpectError(f"loader.start_method must be fork, spawn or forkserver, got {method!r}")
     for key in ("pin_memory", "persistent_workers"):
         if loader.get(key) is not None and not isinstance(loader[key], bool):
@@ -83,7 +113,8 @@ def validate_expect(doc) -> None:
     if cpus is not None and (isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or cpus <= 0):
         raise ExpectError(f"run.cpus must be a positive number or null, got {cpus!r}")
     gpus = run.get("gpus")
-    if not (gpus is None or gpus in ("all", "none") or (isinstance(gpus, int) and not isinstance(gpus, bool) and gpus >= 0)
+    if not (gpus is None or (isinstance(gpus, str) and gpus in ("all", "none"))
+            or (isinstance(gpus, int) and not isinstance(gpus, bool) and gpus >= 0)
             or (isinstance(gpus, list) and all(isinstance(g, (int, str)) for g in gpus))):
         raise ExpectError(f'run.gpus must be "all", "none", a count or a list of ids, got {gpus!r}')
     ulimits = run.get("ulimits") or {}

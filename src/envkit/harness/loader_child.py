@@ -94,7 +94,8 @@ def run_one(index: int, run: dict, emit) -> dict:
         epochs = 0
         while batches < run["batches"] and epochs < 1000:
             phase = "iter_start"
-            it = iter(loader)  # workers start (and the dataset is pickled under spawn) here
+            # Workers start here (and under spawn the dataset is serialised to them).
+            it = iter(loader)
             phase = "iterate"
             got = False
             for batch in it:
@@ -133,6 +134,27 @@ def run_one(index: int, run: dict, emit) -> dict:
         raise
 
 
+def _user_frame(exc: BaseException) -> str | None:
+    """``file:line in function`` of the innermost frame outside torch, the standard library and the harness.
+
+    That is the dataset's own code when the dataset raised; None when every frame is someone else's.
+    """
+    import sysconfig
+
+    skip = [os.path.dirname(__file__), sysconfig.get_paths().get("stdlib") or "\0"]
+    try:
+        import torch
+        skip.append(os.path.dirname(torch.__file__))
+    except Exception:  # torch itself failed to import: every frame is outside it
+        pass
+    found = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        path = os.path.abspath(frame.filename)
+        if not any(path.startswith(os.path.abspath(d) + os.sep) for d in skip) and not frame.filename.startswith("<"):
+            found = f"{frame.filename}:{frame.lineno} in {frame.name}"
+    return found
+
+
 def child_main(config: dict) -> None:
     """Entry point of the child: run every configuration, report on ``config["fd"]``, exit 0/3."""
     out = os.fdopen(config["fd"], "w", buffering=1)
@@ -149,7 +171,7 @@ def child_main(config: dict) -> None:
         except Exception as exc:  # reported, classified by the parent
             emit({"event": "error", "run": index, "phase": getattr(exc, "envkit_phase", "setup"),
                   "nw": run.get("num_workers", 0),
-                  "type": type(exc).__name__, "message": str(exc),
+                  "type": type(exc).__name__, "message": str(exc), "where": _user_frame(exc),
                   "traceback": "".join(traceback.format_exception(exc))[-6000:]})
             rc = 3
             if config.get("stop_on_error", True):

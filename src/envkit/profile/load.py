@@ -27,6 +27,7 @@ from envkit import __version__
 from envkit.errors import ProfileError
 from envkit.profile.model import Profile
 from envkit.profile.yamlsrc import _dotted, read_yaml
+from envkit.safeio import CERT_MAX, PROFILE_MAX, read_bounded
 from envkit.units import did_you_mean
 
 SUPPORTED_VERSIONS = (1,)
@@ -83,14 +84,10 @@ def load_profile(path: Path | None) -> LoadedProfile:
     """Load ``path``, or the embedded default profile when ``path`` is None."""
     if path is None:
         return load_profile_bytes(default_profile_text().encode(), DEFAULT_NAME, Path.cwd())
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ProfileError(f"{path}: no such file", hint="run `envkit init` to write a starting profile") from None
-    except IsADirectoryError:
-        raise ProfileError(f"{path}: is a directory, expected a profile file (envkit.yaml)") from None
-    except OSError as e:
-        raise ProfileError(f"{path}: cannot read: {e.strerror}") from None
+    if not path.exists() and not path.is_symlink():
+        raise ProfileError(f"{path}: no such file", hint="run `envkit init` to write a starting profile")
+    # Regular files only, opened without blocking, at most PROFILE_MAX bytes read (/dev/zero, a FIFO).
+    raw = read_bounded(path, PROFILE_MAX, "a profile file (envkit.yaml)")
     return load_profile_bytes(raw, str(path), path.resolve().parent)
 
 
@@ -104,6 +101,7 @@ def load_profile_bytes(raw: bytes, source: str, base_dir: Path) -> LoadedProfile
         lines = raw.decode("utf-8", "replace").splitlines()
         raise ProfileError(_format_errors(e, data, pos, source, lines)) from None
     _check_files(profile, pos, source, base_dir)
+    _check_mount_sources(profile, pos, source, base_dir)
     # Defaults left out: a profile's hash stays the same when a later envkit adds an optional key.
     canonical = json.dumps(profile.model_dump(mode="json", exclude_defaults=True), sort_keys=True,
                            separators=(",", ":"))
@@ -135,12 +133,46 @@ def _check_files(profile: Profile, pos: dict, source: str, base_dir: Path) -> No
                 line, col = pos.get(key + (i,), (0, 0))
                 problems.append(f"{source}:{line}:{col}: {_dotted(key + (i,))}: {rel!r} is not {what} "
                                 f"(paths are relative to the profile's folder, {base_dir})")
-            elif test == "is_file" and b"-----BEGIN CERTIFICATE-----" not in p.read_bytes()[:1 << 20]:
-                line, col = pos.get(key + (i,), (0, 0))
-                problems.append(f"{source}:{line}:{col}: {_dotted(key + (i,))}: {rel!r} holds no PEM certificate "
-                                "(expected '-----BEGIN CERTIFICATE-----')")
+            elif test == "is_file":
+                _check_pem(p, rel, key + (i,), pos, source, problems)
     if problems:
         raise ProfileError("\n".join(problems))
+
+
+def _check_mount_sources(profile: Profile, pos: dict, source: str, base_dir: Path) -> None:
+    """Refuse host paths holding ':' where they become ``--volume SRC:DST`` (Docker splits at ':').
+
+    Decided over writing ``--mount``: run.sh, compose's short syntax, devcontainer and the SDK all
+    share the SRC:DST form, and a project path with ':' is rare; a clear refusal beats four spellings.
+    """
+    problems = []
+    if profile.run.mount_project and ":" in str(base_dir):
+        key = ("run", "mount_project")  # the key's position, else its section's
+        line, col = pos.get(key, pos.get(key[:1], (1, 1)))
+        problems.append(f"{source}:{line}:{col}: run.mount_project: the profile's folder {str(base_dir)!r} contains "
+                        "':', which Docker's --volume SRC:DST cannot carry (it splits at ':'); move the project to "
+                        "a path without ':', or set run.mount_project: false")
+    for i, spec in enumerate(profile.run.volumes):
+        src = spec.split(":", 1)[0]
+        if not src.startswith("/") and ":" in str(base_dir / src):
+            line, col = pos.get(("run", "volumes", i), (1, 1))
+            problems.append(f"{source}:{line}:{col}: run.volumes[{i}]: {src!r} is relative to {str(base_dir)!r}, "
+                            "which contains ':' (Docker's --volume splits at ':'); use an absolute path without ':'")
+    if problems:
+        raise ProfileError("\n".join(problems))
+
+
+def _check_pem(p: Path, rel: str, key: tuple, pos: dict, source: str, problems: list[str]) -> None:
+    """A certificate file: regular, at most CERT_MAX bytes (it is copied into the image), holding a PEM block."""
+    line, col = pos.get(key, (0, 0))
+    try:
+        data = read_bounded(p, CERT_MAX, "a PEM certificate file")
+    except ProfileError as e:
+        problems.append(f"{source}:{line}:{col}: {_dotted(key)}: {e}")
+        return
+    if b"-----BEGIN CERTIFICATE-----" not in data:
+        problems.append(f"{source}:{line}:{col}: {_dotted(key)}: {rel!r} holds no PEM certificate "
+                        "(expected '-----BEGIN CERTIFICATE-----')")
 
 
 def _format_errors(exc: ValidationError, data: dict, pos: dict, source: str, lines: list[str]) -> str:

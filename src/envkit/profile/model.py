@@ -18,6 +18,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from envkit.harness.sizing import DTYPE_ITEMSIZE, batch_bytes
 from envkit.profile.cluster import Cluster
+from envkit.profile.dockerref import PATH_COMPONENT, check_cpus, check_reference, volume_target_problem
 from envkit.profile.types import (
     AbsPath, Cpuset, DebPackage, EnvName, EnvValue, Name, PipRequirement, PositiveInt, RunEnvValue, RunText, Size,
 )
@@ -89,7 +90,12 @@ class Image(Model):
     def _no_digest_in_base(cls, v: str) -> str:
         if "@" in v:
             raise ValueError("put the digest in image.digest, not in image.base")
-        return v
+        return check_reference(v, what="image reference")
+
+    @field_validator("tag")
+    @classmethod
+    def _tag_is_a_reference(cls, v: str | None) -> str | None:
+        return None if v is None else check_reference(v, what="image tag")
 
 
 class Ulimit(Model):
@@ -145,7 +151,7 @@ class Run(Model):
     shm_size: Size | None = None
     ipc: Literal["private", "shareable", "host"] = "private"
     cpuset: Cpuset | None = None
-    cpus: Annotated[float, Field(gt=0, le=4096)] | None = None
+    cpus: Annotated[float, Field(gt=0, le=4096), AfterValidator(check_cpus)] | None = None
     memory: Size | None = None
     gpus: GpuSpec = "none"
     ulimits: Annotated[dict[UlimitName, Ulimit], Field(json_schema_extra={"propertyNames": {"enum": list(ULIMIT_NAMES)}})] = {}
@@ -162,6 +168,22 @@ class Run(Model):
         # Docker refuses a memory limit below 6 MB at `docker run`; say so at load time instead.
         if v is not None and info.field_name == "memory" and v < 6 * 1024 * 1024:
             raise ValueError(f"Docker's smallest memory limit is 6m; got {v} bytes")
+        return v
+
+    @field_validator("volumes")
+    @classmethod
+    def _targets_docker_accepts(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        seen: dict[str, int] = {}
+        for i, spec in enumerate(v):
+            target = spec.split(":")[1]
+            problem = volume_target_problem(target)
+            if problem:
+                raise ValueError(f"run.volumes[{i}]: container path {target!r}: {problem}")
+            norm = "/" + "/".join(s for s in target.split("/") if s not in ("", "."))
+            if norm in seen:
+                raise ValueError(f"run.volumes[{i}] mounts onto {norm}, as run.volumes[{seen[norm]}] does; "
+                                 "Docker refuses duplicate mount points")
+            seen[norm] = i
         return v
 
     @property
@@ -203,6 +225,15 @@ class Profile(Model):
     loader: Loader = Loader()
     wsl: Wsl | None = None
     cluster: Cluster | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name_makes_an_image_name(cls, v: str) -> str:
+        # The default image is envkit/<name>: the name must be one path component of Docker's grammar.
+        if not PATH_COMPONENT.match(v):
+            raise ValueError(f"{v!r} cannot be part of an image name (envkit/{v}); use lowercase letters and "
+                             "digits joined by single '.', '_' or '-', e.g. vision-train")
+        return v
 
     @model_validator(mode="after")
     def _project_mount_is_free(self):

@@ -16,6 +16,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints, WithJsonSchema
 
+from envkit.profile.dockerref import check_size
 from envkit.units import format_cpuset, parse_cpuset, parse_size
 
 _SIZE_SCHEMA = {
@@ -33,7 +34,7 @@ def _profile_size(value: object) -> int:
     if bare and 0 < n < 1024 * 1024:
         raise ValueError(f"{n} is read as {n} bytes, which is almost certainly missing a unit "
                          f"(did you mean {n}g or {n}m?); plain numbers are bytes")
-    return n
+    return check_size(n)  # int64: what Docker stores
 
 
 Size = Annotated[int, BeforeValidator(_profile_size), WithJsonSchema(_SIZE_SCHEMA)]
