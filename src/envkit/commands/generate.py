@@ -15,6 +15,7 @@ from envkit.output import write_outputs
 from envkit.profile import LoadedProfile, load_profile
 from envkit.render import make_env
 from envkit.runsettings import RunSettings
+from envkit.slurm_advice import slurm_warnings
 from envkit.targets import TARGET_NAMES, GenContext, OutputFile, render_targets
 
 
@@ -24,9 +25,11 @@ def render_all(loaded: LoadedProfile, out_dir: Path, targets: tuple[str, ...] = 
     return render_targets(ctx, targets)
 
 
-def report_warnings(loaded: LoadedProfile, strict: bool, err: TextIO) -> None:
+def report_warnings(loaded: LoadedProfile, strict: bool, err: TextIO, targets: tuple[str, ...] = ()) -> None:
     """Print warnings to ``err``; under ``strict`` they are errors (exit 2, nothing written)."""
     warnings = profile_warnings(loaded.profile) + file_warnings(loaded.profile, loaded.base_dir)
+    if "slurm" in targets:
+        warnings += slurm_warnings(loaded.profile)
     if strict and warnings:
         raise ProfileError("\n".join(f"{loaded.source}: {w}" for w in warnings),
                            hint="fix the profile, or drop --strict to treat these as warnings")
@@ -37,7 +40,10 @@ def report_warnings(loaded: LoadedProfile, strict: bool, err: TextIO) -> None:
 def run(profile_path: Path | None, out_dir: Path, targets: tuple[str, ...], *, force: bool, strict: bool,
         out: TextIO, err: TextIO) -> int:
     loaded = load_profile(profile_path)
-    report_warnings(loaded, strict, err)
+    if "slurm" in targets and loaded.profile.cluster is None:
+        raise ProfileError(f"{loaded.source}: --target slurm needs a cluster: section (nodes, entrypoint, slurm)",
+                           hint="see docs/slurm.md for a cluster: section to start from")
+    report_warnings(loaded, strict, err, targets or TARGET_NAMES)
     files = render_all(loaded, out_dir, targets or TARGET_NAMES)
     report = write_outputs(out_dir, files, force=force)
     for path in report.written:

@@ -85,7 +85,7 @@ class GenContext:
 
 def _registry():
     # Imported lazily so that `import envkit.targets` stays cheap and cycle-free.
-    from envkit.targets import compose, devcontainer, dockerfile, run, wsl
+    from envkit.targets import compose, devcontainer, dockerfile, run, slurm, wsl
 
     return {
         "dockerfile": dockerfile.render,
@@ -93,10 +93,11 @@ def _registry():
         "compose": compose.render,
         "devcontainer": devcontainer.render,
         "wsl": wsl.render,
+        "slurm": slurm.render,
     }
 
 
-TARGET_NAMES = ("dockerfile", "run", "compose", "devcontainer", "wsl")
+TARGET_NAMES = ("dockerfile", "run", "compose", "devcontainer", "wsl", "slurm")
 
 
 def render_targets(ctx: GenContext, names: tuple[str, ...] = TARGET_NAMES) -> list[OutputFile]:
