@@ -168,7 +168,7 @@ def test_a_ulimit_above_the_hard_limit_names_it(tmp_path):
     profile = _profile(tmp_path, "pyxis", ulimits={"nofile": 2**40})
     out = tmp_path / "out"
     assert run_envkit("generate", str(profile), "-o", str(out), "--target", "slurm").returncode == 0
-    proc = subprocess.run(["bash", "-c", f"ulimit -H -n 2048 && ulimit -S -n 1024 && exec bash {out / 'slurm.sbatch'}"],
+    proc = subprocess.run(["bash", "-c", f"ulimit -S -n 1024 && ulimit -H -n 2048 && exec bash {out / 'slurm.sbatch'}"],
                           env={"PATH": f"{FAKEBIN}:/usr/bin:/bin", "FAKE_LOG": str(tmp_path / "log"),
                                "SLURM_JOB_ID": "1", "SLURM_JOB_NODELIST": "n[1-2]", "SLURM_JOB_NUM_NODES": "2"},
                           capture_output=True, text=True, timeout=30)
