@@ -97,6 +97,9 @@ def slurm_cluster(tmp_path_factory):
 def slurm_project(e2e_dir, tmp_path_factory) -> Path:  # noqa: F811
     """A project folder: the e2e image built under SLURM_TAG, its bundle, and allreduce.py."""
     root = tmp_path_factory.mktemp("slurm-project")
+    # The bundle mounts this folder at /workspace for the image's user (uid 1234): pytest's 0700
+    # folders would hide allreduce.py from it ("Permission denied", exit 2 on every rank).
+    root.chmod(0o755)
     for sub in ("wheels", "certs"):
         (root / sub).symlink_to(e2e_dir / sub)
     (root / "allreduce.py").write_text(ALLREDUCE)
