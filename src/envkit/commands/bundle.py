@@ -23,7 +23,6 @@ never overwritten. Rebuilding over envkit's own bundle replaces it.
 Example:
     >>> from envkit.profile import load_profile
     >>> from envkit.runsettings import RunSettings
-from envkit.units import format_size
     >>> p = load_profile(None).profile
     >>> cfg = oci_config(p, RunSettings.from_profile(p), image_env=["PATH=/usr/bin"], base_dir=Path("/p"))
     >>> [m["options"][-1] for m in cfg["mounts"] if m["destination"] == "/dev/shm"]
