@@ -5,6 +5,8 @@ bundle's config.json. The real two-node Slurm runs are in test_cluster.py."""
 from __future__ import annotations
 
 import json
+import math
+import shlex
 import os
 import resource
 import shutil
@@ -235,3 +237,40 @@ def test_bundle_refuses_a_folder_it_did_not_write(tmp_path):
     assert (mine / "notes.txt").read_text() == "keep me"
     (mine / MARKER).write_text("{}")
     check_destination(mine)
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_no_mounts_and_no_gpus(runtime, tmp_path):
+    """Empty mount lists must not reach srun/apptainer as an empty option (set -u, empty arrays)."""
+    profile = tmp_path / "p.yaml"
+    profile.write_text("envkit: 1\nname: nm\nimage: {base: 'debian:bookworm'}\nrun: {mount_project: false}\n"
+                       f"cluster: {{nodes: 2, entrypoint: [t.py], slurm: {{runtime: {runtime}, bundle: /b}}}}\n")
+    out = tmp_path / "out"
+    assert run_envkit("generate", str(profile), "-o", str(out), "--target", "slurm").returncode == 0
+    log = tmp_path / "calls.jsonl"
+    proc = subprocess.run(["bash", str(out / "slurm.sbatch")], cwd=out, capture_output=True, text=True, timeout=60,
+                          env={"PATH": f"{FAKEBIN}:/usr/bin:/bin", "FAKE_LOG": str(log), "FAKE_RUNTIME": runtime,
+                               "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "n[1-2]", "SLURM_JOB_NUM_NODES": "2"})
+    assert proc.returncode == 0, proc.stderr
+    train = [json.loads(line) for line in log.read_text().splitlines()][-1]
+    assert "" not in train and not any(a.startswith(("--container-mounts", "--bind", "--nv")) for a in train)
+    assert train[train.index("torchrun"):][:3] == ["torchrun", "--nnodes=2", "--nproc-per-node=1"]
+
+
+@pytest.mark.parametrize("example", CLUSTER_EXAMPLES)
+def test_sbatch_agrees_with_the_run_settings(example, tmp_path):
+    """Parse the #SBATCH lines back and compare with the one translation (RunSettings) and the cluster section."""
+    loaded = load_profile(copy_example(example, tmp_path))
+    p, rs = loaded.profile, RunSettings.from_profile(loaded.profile)
+    text = sbatch_text(tmp_path / example, tmp_path / "out")
+    opts = dict(line.split(None, 1)[1].lstrip("-").split("=", 1) for line in text.splitlines()
+                if line.startswith("#SBATCH"))
+    assert int(opts["nodes"]) == p.cluster.nodes and opts["ntasks-per-node"] == "1"
+    assert int(opts["mem"]) * 2**20 >= rs.memory > (int(opts["mem"]) - 1) * 2**20
+    assert int(opts["cpus-per-task"]) == (len(p.run.cpuset_cpus) or math.ceil(rs.cpus))
+    assert int(opts["gpus-per-node"]) == p.cluster.gpus_per_node
+    assert f"--nproc-per-node={p.cluster.gpus_per_node}" in text
+    for u in rs.ulimits:
+        assert f"raise_limit {u.name} " in text
+    for key, value in rs.env:
+        assert f"export {key}={shlex.quote(value)}" in text
