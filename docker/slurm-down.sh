@@ -6,8 +6,8 @@
 set -uo pipefail
 
 if [ "$#" -ne 1 ]; then echo "usage: $0 DIR" >&2; exit 2; fi
-DIR=$1
-[ -d "$DIR" ] || exit 0
+[ -d "$1" ] || exit 0
+DIR=$(cd "$1" && pwd)
 
 if [ -d "$DIR/runc" ] && command -v runc >/dev/null 2>&1; then
     for c in $(runc --root="$DIR/runc" list -q 2>/dev/null); do
@@ -20,6 +20,9 @@ stop() {  # PIDFILE: TERM, then KILL after 5 s
     local pid
     [ -f "$1" ] || return 0
     pid=$(cat "$1")
+    rm -f "$1"
+    # Only a daemon of this cluster: its command line names DIR (a recycled pid is someone else's).
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$DIR" || return 0
     kill -TERM "$pid" 2>/dev/null || return 0
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
     kill -KILL "$pid" 2>/dev/null || true

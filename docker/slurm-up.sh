@@ -9,6 +9,8 @@
 #   mknod: --gpus-per-node is honoured and sets CUDA_VISIBLE_DEVICES);
 # - Slurm's OCI container support through runc (oci.conf), containers under DIR/runc;
 # - every file (config, state, spool, logs, pid files) under DIR; ports chosen free.
+# - with ENVKIT_SLURM_OWNER=PID, a watchdog runs slurm-down.sh DIR once that process is gone, so a
+#   killed test session leaves no daemon behind.
 # Prints `export SLURM_CONF=DIR/slurm.conf` on stdout; progress on stderr.
 # Exit codes: 0 both nodes idle; 1 could not start (the logs under DIR say why); 2 usage.
 set -euo pipefail
@@ -95,6 +97,13 @@ setsid munged --force --key-file="$DIR/munge.key" --socket="$DIR/munge.sock" --p
 setsid slurmctld -i -f "$SLURM_CONF" >&2
 setsid slurmd -N n1 -f "$SLURM_CONF" >&2
 setsid slurmd -N n2 -f "$SLURM_CONF" >&2
+
+if [ -n "${ENVKIT_SLURM_OWNER:-}" ]; then
+    here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+    # shellcheck disable=SC2016  # expanded by the inner bash, from its arguments
+    setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 2; done; exec bash "$2/slurm-down.sh" "$3"' \
+        watchdog "$ENVKIT_SLURM_OWNER" "$here" "$DIR" </dev/null >/dev/null 2>&1 &
+fi
 
 for _ in $(seq "$((WAIT * 4))"); do
     if [ "$(sinfo -h -N -o '%t' 2>/dev/null | grep -c '^idle')" = 2 ]; then

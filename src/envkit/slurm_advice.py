@@ -53,7 +53,7 @@ def slurm_warnings(profile: Profile) -> list[str]:
             out.append(f"cluster.image: {c.image} names no registry host, so nodes look for it on Docker Hub; "
                        "use the reference of the registry you pushed it to")
     for name, u in sorted(run.ulimits.items()):
-        where = "the bundle's rlimits" if runtime == "oci" else "ulimit -S in the batch script"
+        where = "ulimit -S in the batch script" + (" and set in the bundle's rlimits" if runtime == "oci" else "")
         out.append(f"run.ulimits.{name}: Slurm cannot set ulimits; raised with {where}, which fails "
                    "(naming the limit) if above the node's hard limit")
     return out

@@ -83,8 +83,9 @@ def slurm_cluster(tmp_path_factory):
     if os.geteuid() != 0:
         _unavailable("a local Slurm needs root (slurmd starts the containers)")
     folder = tmp_path_factory.mktemp("slurm")
+    # ENVKIT_SLURM_OWNER: if this session is killed before its teardown, a watchdog stops the daemons.
     up = subprocess.run(["bash", str(ROOT / "docker" / "slurm-up.sh"), str(folder)], capture_output=True,
-                        text=True, timeout=900)
+                        text=True, timeout=900, env={**os.environ, "ENVKIT_SLURM_OWNER": str(os.getpid())})
     try:
         if up.returncode != 0:
             _unavailable(f"the local Slurm did not start: {up.stderr.strip()[-1500:]}")

@@ -25,7 +25,7 @@ from envkit.profile.model import Profile
 from envkit.runsettings import RunSettings
 from envkit.slurm_advice import slurm_warnings
 from envkit.targets.slurm import preflight_command
-from tests.conftest import copy_example, example_profiles, in_ci, run_envkit
+from tests.conftest import ROOT, copy_example, example_profiles, in_ci, run_envkit
 
 FAKEBIN = Path(__file__).parent / "fakebin"
 RUNTIMES = ("pyxis", "oci", "apptainer")
@@ -274,3 +274,20 @@ def test_sbatch_agrees_with_the_run_settings(example, tmp_path):
         assert f"raise_limit {u.name} " in text
     for key, value in rs.env:
         assert f"export {key}={shlex.quote(value)}" in text
+
+
+def test_cluster_scripts_pass_shellcheck():
+    scripts = [str(ROOT / "docker" / name) for name in ("slurm-up.sh", "slurm-down.sh")]
+    sc = subprocess.run([shellcheck(), *scripts], capture_output=True, text=True)
+    assert sc.returncode == 0, sc.stdout
+
+
+def test_a_missing_cluster_fails_under_envkit_require_slurm(monkeypatch):
+    from tests.slurm.conftest import _unavailable
+
+    monkeypatch.setenv("ENVKIT_REQUIRE_SLURM", "1")
+    with pytest.raises(pytest.fail.Exception, match="ENVKIT_REQUIRE_SLURM=1"):
+        _unavailable("no slurmd")
+    monkeypatch.delenv("ENVKIT_REQUIRE_SLURM")
+    with pytest.raises(pytest.skip.Exception):
+        _unavailable("no slurmd")
