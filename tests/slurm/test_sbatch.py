@@ -291,3 +291,20 @@ def test_a_missing_cluster_fails_under_envkit_require_slurm(monkeypatch):
     monkeypatch.delenv("ENVKIT_REQUIRE_SLURM")
     with pytest.raises(pytest.skip.Exception):
         _unavailable("no slurmd")
+
+
+def test_docs_worked_example_warnings_are_real_output(tmp_path):
+    """docs/slurm.md's oci example prints exactly what generate prints for the test cluster's profile."""
+    from tests.e2e.conftest import ngc_profile
+    from tests.slurm.conftest import cluster_config
+
+    (tmp_path / "wheels").mkdir()
+    (tmp_path / "certs").mkdir()
+    shutil.copy(ROOT / "examples" / "certs" / "corp-root.pem", tmp_path / "certs" / "host-ca.pem")
+    (tmp_path / "envkit.yaml").write_text(ngc_profile("envkit/bookworm-python:local", tag="envkit-slurm-e2e:test")
+                                          + cluster_config())
+    res = run_envkit("generate", "envkit.yaml", "-o", ".", "--target", "slurm", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    docs = (ROOT / "docs" / "slurm.md").read_text()
+    lines = [line for line in res.stderr.splitlines() if "warning" in line and "run." in line]
+    assert lines and all(line in docs for line in lines), lines
