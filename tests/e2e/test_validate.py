@@ -7,7 +7,7 @@ import resource
 
 import pytest
 
-from envkit.engine import fmt_limit
+from envkit.engine.docker import fmt_limit
 from tests.conftest import run_envkit
 from tests.dockerutil import base_image
 from tests.e2e.conftest import E2E_TAG, ngc_profile

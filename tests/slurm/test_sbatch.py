@@ -18,12 +18,12 @@ import pytest
 import yaml
 
 from envkit.commands.bundle import MARKER, check_destination, oci_config
-from envkit.commands.generate import render_all
+from envkit.generation import render_all
 from envkit.errors import UsageError
 from envkit.profile import load_profile
 from envkit.profile.model import Profile
 from envkit.runsettings import RunSettings
-from envkit.slurm_advice import slurm_warnings
+from envkit.advice.slurm import slurm_warnings
 from envkit.targets.slurm import preflight_command
 from tests.conftest import ROOT, copy_example, example_profiles, in_ci, run_envkit
 
@@ -183,10 +183,12 @@ def test_a_ulimit_above_the_hard_limit_names_it(tmp_path):
 def test_warnings_name_each_key():
     p = Profile.model_validate({
         "envkit": 1, "name": "w", "image": {"base": "debian:bookworm"},
-        "run": {"cpuset": "0-3", "gpus": "all", "ulimits": {"memlock": -1}},
+        "run": {"cpuset": "0-3", "gpus": [0, 3], "ulimits": {"memlock": -1}},
         "cluster": {"entrypoint": ["t.py"]}})
-    keys = [w.split(":")[0] for w in slurm_warnings(p)]
+    warnings = slurm_warnings(p)
+    keys = [w.split(":")[0] for w in warnings]
     assert keys == ["run.cpuset", "run.shm_size", "run.gpus", "cluster.image", "run.ulimits.memlock"]
+    assert "asking for 2 per node" in warnings[2]
     oci = p.model_copy(update={"cluster": p.cluster.model_copy(update={
         "slurm": p.cluster.slurm.model_copy(update={"runtime": "oci"}), "gpus_per_node": 4})})
     assert [w.split(":")[0] for w in slurm_warnings(oci)] == ["run.cpuset", "run.ulimits.memlock"]
@@ -200,6 +202,26 @@ def test_generate_prints_the_slurm_warnings_and_needs_a_cluster(tmp_path):
     res = run_envkit("generate", str(plain), "-o", str(tmp_path / "p"), "--target", "slurm")
     assert res.returncode == 2 and "--target slurm needs a cluster: section" in res.stderr
     assert not (tmp_path / "p").exists()
+
+
+def test_slurm_takes_its_counts_from_the_cluster_plan(tmp_path):
+    # The same ClusterPlan as the Kubernetes targets: ids count as that many GPUs, and "all"
+    # without cluster.gpus_per_node is an error (exit 2, nothing written), not a job without GPUs.
+    base = {"envkit": 1, "name": "c", "image": {"base": "debian:bookworm", "tag": "reg.example.com/c:1"},
+            "cluster": {"nodes": 3, "entrypoint": ["t.py"]}}
+    ids = tmp_path / "ids.yaml"
+    ids.write_text(yaml.safe_dump({**base, "run": {"gpus": [1, 2, 5], "cpus": 3.5}}))
+    res = run_envkit("generate", str(ids), "-o", str(tmp_path / "ids"), "--target", "slurm")
+    assert res.returncode == 0, res.stderr
+    text = (tmp_path / "ids" / "slurm.sbatch").read_text()
+    for line in ("#SBATCH --nodes=3", "#SBATCH --gpus-per-node=3", "#SBATCH --cpus-per-task=4"):
+        assert line in text.splitlines()
+    assert "--nproc-per-node=3" in text
+    every = tmp_path / "all.yaml"
+    every.write_text(yaml.safe_dump({**base, "run": {"gpus": "all"}}))
+    res = run_envkit("generate", str(every), "-o", str(tmp_path / "all"), "--target", "slurm")
+    assert res.returncode == 2 and "run.gpus: 'all' cannot be scheduled" in res.stderr
+    assert "Traceback" not in res.stderr and not (tmp_path / "all").exists()
 
 
 def test_oci_config_carries_the_run_settings(tmp_path):

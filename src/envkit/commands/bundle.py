@@ -59,7 +59,7 @@ def _rlimit(value: int) -> int:
 
 def _mounts(p: Profile, rs: RunSettings, base_dir: Path) -> list[dict]:
     shm = rs.effective_shm
-    mounts = [
+    mounts: list[dict] = [
         {"destination": "/proc", "type": "proc", "source": "proc"},
         {"destination": "/dev", "type": "tmpfs", "source": "tmpfs",
          "options": ["nosuid", "strictatime", "mode=755", "size=65536k"]},
@@ -78,7 +78,7 @@ def _mounts(p: Profile, rs: RunSettings, base_dir: Path) -> list[dict]:
     ]
     for v in rs.volumes:
         src = (base_dir / v.source).resolve() if v.is_relative else Path(v.source)
-        ro = bool(v.mode) and v.mode.startswith("ro")
+        ro = v.mode is not None and v.mode.startswith("ro")
         mounts.append({"destination": v.target, "type": "bind", "source": str(src),
                        "options": ["rbind", "ro" if ro else "rw"]})
     return mounts
@@ -134,7 +134,7 @@ def check_destination(out_dir: Path) -> None:
 
 def export_rootfs(image: str, rootfs: Path) -> tuple[str, list[str]]:
     """``docker export`` of a (never started) container of ``image`` into ``rootfs``: (image id, its Env)."""
-    from envkit.engine import DockerEngine
+    from envkit.engine.docker import DockerEngine
 
     client = DockerEngine.connect().client
     try:
@@ -148,6 +148,8 @@ def export_rootfs(image: str, rootfs: Path) -> tuple[str, list[str]]:
         rootfs.mkdir(parents=True)
         tar = subprocess.Popen(["tar", "-x", "--numeric-owner", "-C", str(rootfs)], stdin=subprocess.PIPE,
                                stderr=subprocess.PIPE)
+        # Both pipes were asked for above; the asserts tell mypy so.
+        assert tar.stdin is not None and tar.stderr is not None
         try:
             for chunk in container.export():
                 tar.stdin.write(chunk)

@@ -1,7 +1,9 @@
 """slurm.sbatch: the profile's environment on ``cluster.nodes`` Slurm nodes, with a preflight on each.
 
-Every value comes from the same ``RunSettings`` as run.sh (CPUs, memory, GPUs, ulimits,
-volumes, env); this module only decides how Slurm spells them. The script:
+The per-node counts (nodes, GPUs, processes, whole CPUs) and the image come from
+``envkit.advice.clusterplan.ClusterPlan``, as for the Kubernetes targets; memory, ulimits,
+volumes and env from the same ``RunSettings`` as run.sh. This module only decides how Slurm
+spells them. The script:
 
 1. asks Slurm for the resources (``#SBATCH`` lines: nodes, one task per node, GPUs per node,
    CPUs per task, memory per node in MiB, partition/account/time);
@@ -26,11 +28,15 @@ from __future__ import annotations
 
 import math
 
-from envkit.checks import cpu_budget
+from envkit.advice.clusterplan import ClusterPlan
+from envkit.advice.slurm import slurm_warnings
+from envkit.profile.model import Profile
 from envkit.targets import GenContext, OutputFile
 from envkit.targets.dockerfile import EXPECT_FILE, HARNESS_DIR, HARNESS_FILE
 
 FILE = "slurm.sbatch"
+# Rendered only for a profile with a cluster: section; asked for by name without one, generate exits 2.
+REQUIRES_SECTION = "cluster"
 # The batch script runs outside the container; relative volume sources are anchored at the
 # folder sbatch was called from (sbatch copies the script to its spool, so its own path is useless).
 _HERE = "\0here\0"
@@ -63,17 +69,9 @@ def ulimit_args(name: str, value: int) -> tuple[str, str, str]:
     return letter, str(math.ceil(value / unit)), " KiB" if unit == 1024 else ""
 
 
-def image_ref(ctx: GenContext) -> str:
-    """What nodes run: ``cluster.image``, else the profile's own tag (warned about: local-only)."""
-    return ctx.profile.cluster.image or ctx.profile.image_tag
-
-
-def gpus_per_node(ctx: GenContext) -> int:
-    """``cluster.gpus_per_node``, else a count in run.gpus; ids or "all" give 0 (and a warning)."""
-    c, gpus = ctx.profile.cluster, ctx.settings.gpus
-    if c.gpus_per_node is not None:
-        return c.gpus_per_node
-    return gpus if isinstance(gpus, int) and not isinstance(gpus, bool) else 0
+def warnings(profile: Profile) -> list[str]:
+    """What the slurm target cannot express (one line each, naming the profile key)."""
+    return slurm_warnings(profile)
 
 
 def memory_mib(memory: int | None) -> int | None:
@@ -85,15 +83,14 @@ def memory_mib(memory: int | None) -> int | None:
     return None if memory is None else math.ceil(memory / 2**20)
 
 
-def sbatch_options(ctx: GenContext) -> list[str]:
+def sbatch_options(ctx: GenContext, plan: ClusterPlan) -> list[str]:
     p, c = ctx.profile, ctx.profile.cluster
-    opts = [f"--job-name={p.name}", f"--nodes={c.nodes}", "--ntasks-per-node=1"]
-    gpus = gpus_per_node(ctx)
-    if gpus:
-        opts.append(f"--gpus-per-node={gpus}")
-    cpus = cpu_budget(p)
-    if cpus:
-        opts.append(f"--cpus-per-task={cpus}")
+    # One task per node: torchrun in it starts plan.nproc_per_node workers, so the task gets all CPUs.
+    opts = [f"--job-name={p.name}", f"--nodes={plan.nodes}", "--ntasks-per-node=1"]
+    if plan.gpus_per_node:
+        opts.append(f"--gpus-per-node={plan.gpus_per_node}")
+    if plan.cpus:
+        opts.append(f"--cpus-per-task={plan.cpus}")
     mem = memory_mib(ctx.settings.memory)
     if mem:
         opts.append(f"--mem={mem}")
@@ -120,26 +117,26 @@ def mounts(ctx: GenContext) -> list[dict]:
 
 def context(ctx: GenContext) -> dict:
     p, c = ctx.profile, ctx.profile.cluster
-    gpus = gpus_per_node(ctx)
+    plan = ClusterPlan.from_profile(p, ctx.loaded.source)
     items = mounts(ctx) if c.slurm.runtime != "oci" else []
     return {
         "header": ctx.header("#"),
         # $here (the submit folder) is only defined when something refers to it: shellcheck flags unused names.
         "needs_here": any(m["here"] for m in items) or (c.slurm.runtime == "oci" and c.slurm.bundle is None),
-        "sbatch": sbatch_options(ctx),
+        "sbatch": sbatch_options(ctx, plan),
         "runtime": c.slurm.runtime,
-        "image": image_ref(ctx),
+        "image": plan.image,
         # A bundle path left unset means "beside the submit directory" (a run-time value).
         "bundle": c.slurm.bundle,
         "workdir": p.image.workdir,
         "env": list(ctx.settings.env),
-        "ulimits": [{"name": u.name, **dict(zip(("letter", "value", "unit"), ulimit_args(u.name, u.soft)))}
+        "ulimits": [{"name": u.name, **dict(zip(("letter", "value", "unit"), ulimit_args(u.name, u.soft), strict=True))}
                     for u in ctx.settings.ulimits],
         "mounts": items,
-        "gpus": gpus,
-        "nproc": gpus or 1,
+        "gpus": plan.gpus_per_node,
+        "nproc": plan.nproc_per_node,
         "preflight": preflight_command(),
-        "entrypoint": list(c.entrypoint),
+        "entrypoint": list(plan.entrypoint),
     }
 
 
