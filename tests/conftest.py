@@ -27,10 +27,13 @@ def in_ci() -> bool:
     return os.environ.get("ENVKIT_REQUIRE_DOCKER") == "1" or os.environ.get("CI") == "true"
 
 
+KEEP_ENV = ("ENVKIT_REQUIRE_DOCKER", "ENVKIT_REQUIRE_SLURM", "ENVKIT_BASE_IMAGE", "ENVKIT_UPDATE_GOLDEN")
+
+
 @pytest.fixture(autouse=True)
 def _isolate(monkeypatch, tmp_path_factory):
     for key in list(os.environ):
-        if key.startswith("ENVKIT_") and key not in ("ENVKIT_REQUIRE_DOCKER", "ENVKIT_BASE_IMAGE", "ENVKIT_UPDATE_GOLDEN"):
+        if key.startswith("ENVKIT_") and key not in KEEP_ENV:
             monkeypatch.delenv(key, raising=False)
     monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
 

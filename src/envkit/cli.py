@@ -89,6 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--timeout", type=_seconds, default=300.0, help="seconds for each harness run (default 300)")
     v.add_argument("--quick", action="store_true", help="fewer batches and a smaller transfer buffer")
 
+    bu = sub.add_parser("bundle", help="write an OCI bundle of the built image for Slurm's srun --container")
+    _profile_arg(bu)
+    bu.add_argument("--image", default=None, help="the built image (default: the profile's image tag)")
+    bu.add_argument("-o", "--output", type=Path, required=True, help="bundle folder (on storage every node sees)")
+
     d = sub.add_parser("doctor", help="check this host (Linux, WSL2, Windows) and training scripts")
     _profile_arg(d)
     d.add_argument("--script", action="append", type=Path, default=[], help="training script to check (repeatable)")
@@ -142,6 +147,9 @@ def dispatch(args: argparse.Namespace) -> int:
         from envkit.commands import validate
         return validate.run(args.profile, image=args.image, compare_default=args.compare_default,
                             as_json=args.json, timeout=args.timeout, quick=args.quick, out=out, err=err)
+    if cmd == "bundle":
+        from envkit.commands import bundle
+        return bundle.run(args.profile, args.image, args.output, out=out, err=err)
     if cmd == "doctor":
         from envkit.commands import doctor
         return doctor.run(args.profile, args.script, args.data, args.json, out, err)

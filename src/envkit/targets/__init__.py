@@ -106,6 +106,7 @@ TARGETS: dict[str, str] = {
     "wsl": "envkit.targets.wsl",
     "k8s": "envkit.targets.k8s",
     "trainjob": "envkit.targets.trainjob",
+    "slurm": "envkit.targets.slurm",
 }
 
 TARGET_NAMES: tuple[str, ...] = tuple(TARGETS)
