@@ -162,7 +162,8 @@ def main() -> None:
         ref_ctx = root / "ref-ctx"
         ref_ctx.mkdir()
         shutil.copytree(root / "wheels", ref_ctx / "wheels")
-        shutil.copytree(root / "certs", ref_ctx / "certs")
+        (ref_ctx / "certs").mkdir()
+        shutil.copy(HOST_CA, ref_ctx / "certs" / "host-ca.crt")  # update-ca-certificates reads only *.crt
         rows: list[tuple[str, float, float]] = []
 
         def both(case: str, env_value: str, pip_now: list[str], no_cache: bool = False) -> None:
