@@ -1,6 +1,6 @@
 """Shared helpers for tests that need a real Docker engine.
 
-``require_docker()`` returns a connected :class:`envkit.engine.DockerEngine`, or skips the
+``require_docker()`` returns a connected :class:`envkit.engine.docker.DockerEngine`, or skips the
 test when no engine is reachable -- except under ``ENVKIT_REQUIRE_DOCKER=1`` (CI), where a
 missing engine is a failure, so a broken CI machine cannot pass by skipping everything.
 
@@ -18,7 +18,8 @@ import os
 
 import pytest
 
-from envkit.engine import LABEL, DockerEngine
+from envkit.engine import LABEL
+from envkit.engine.docker import DockerEngine
 from envkit.errors import EngineError
 
 DEFAULT_BASE_IMAGE = "envkit/bookworm-python:local"

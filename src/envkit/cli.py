@@ -21,8 +21,8 @@ from pathlib import Path
 
 from envkit import __version__
 from envkit.errors import EnvkitError, UsageError
+from envkit.targets import TARGET_NAMES
 
-TARGETS = ("dockerfile", "run", "compose", "devcontainer", "wsl")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     g = sub.add_parser("generate", help="render Dockerfile, run.sh, compose.yaml, devcontainer.json, WSL files")
     _profile_arg(g)
     g.add_argument("-o", "--output", type=Path, default=Path("."), help="output directory (default: .)")
-    g.add_argument("--target", action="append", choices=TARGETS, default=[], help="only this target (repeatable)")
+    g.add_argument("--target", action="append", choices=TARGET_NAMES, default=[], help="only this target (repeatable)")
     g.add_argument("--force", action="store_true", help="overwrite files edited since envkit wrote them (backups kept)")
     g.add_argument("--strict", action="store_true", help="treat workload warnings as errors")
 
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
             return harness.run(profile, rest)  # no profile: the harness's own defaults or --expect
         args = build_parser().parse_args(argv)
         return dispatch(args)
-    except EnvkitError as e:
+    except (EnvkitError, UsageError) as e:
         print(f"envkit: error: {e}", file=sys.stderr)
         if e.hint:
             print(f"envkit: hint: {e.hint}", file=sys.stderr)

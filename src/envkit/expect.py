@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import json
 
+from envkit.harness.expect import VERSION  # the consumer defines the format's version
 from envkit.profile.model import Profile
 from envkit.runsettings import RunSettings
 
-VERSION = 1
-
 
 def expectation(profile: Profile) -> dict:
+    """The profile's promises as the harness reads them (:func:`envkit.harness.expect.validate_expect`)."""
     rs = RunSettings.from_profile(profile)
     loader = profile.loader
     gpus = rs.gpus if rs.gpus is not None else "none"

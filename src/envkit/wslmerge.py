@@ -230,6 +230,7 @@ def merge_ini(text: str, updates: Iterable[tuple[str, str, str]], source: str = 
             pending.setdefault(section, []).append((key, value))
             continue
         ln = lines[idx]
+        assert ln.match is not None  # a "key" line always carries its match
         indent, user_key, eq, raw = ln.match.groups()
         # Continuation lines belong to the value being replaced.
         j = idx + 1

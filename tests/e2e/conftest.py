@@ -16,10 +16,12 @@ import shutil
 import zipfile
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
 
+from envkit.engine import SESSION_ENV, SESSION_LABEL
 from tests.dockerutil import base_image, leftover_containers, require_base_image, require_docker
 
 TORCH = "2.13.0"
@@ -93,8 +95,26 @@ loader:
 """
 
 
+# Unique to this test session: envkit puts it on every container it creates (also from the CLI
+# subprocesses, which inherit the environment), so the leftover check and its cleanup see only this
+# session's containers, never those of a concurrent run on the same daemon.
+SESSION = f"e2e-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+SESSION_FILTER = f"{SESSION_LABEL}={SESSION}"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_label():
+    old = os.environ.get(SESSION_ENV)
+    os.environ[SESSION_ENV] = SESSION
+    yield SESSION_FILTER
+    if old is None:
+        os.environ.pop(SESSION_ENV, None)
+    else:
+        os.environ[SESSION_ENV] = old
+
+
 @pytest.fixture(scope="session")
-def engine():
+def engine(session_label):
     eng = require_docker()
     require_base_image(eng)
     return eng
@@ -133,11 +153,11 @@ def built(engine, e2e_dir):
 
 @pytest.fixture(autouse=True)
 def no_leftover_containers(request):
-    """After every test: no container envkit created may remain (any state)."""
+    """After every test: no container envkit created in THIS session may remain (any state)."""
     yield
     if "engine" in request.fixturenames:
         eng = request.getfixturevalue("engine")
-        left = leftover_containers(eng)
+        left = leftover_containers(eng, SESSION_FILTER)
         if left:
-            eng.remove_labeled()
+            eng.remove_labeled(SESSION_FILTER)
             pytest.fail(f"envkit containers left behind: {left}", pytrace=False)

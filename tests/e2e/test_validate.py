@@ -7,7 +7,7 @@ import resource
 
 import pytest
 
-from envkit.engine import fmt_limit
+from envkit.engine.docker import fmt_limit
 from tests.conftest import run_envkit
 from tests.dockerutil import base_image
 from tests.e2e.conftest import ngc_profile
@@ -80,15 +80,13 @@ def test_no_engine_is_explained(tmp_path):
 
 
 @pytest.mark.parametrize("sig, code", [("SIGINT", 130), ("SIGTERM", 143)])
-def test_interrupting_validate_leaves_no_container(built, e2e_dir, engine, sig, code):
+def test_interrupting_validate_leaves_no_container(built, e2e_dir, engine, session_label, sig, code):
     """Ctrl-C (or SIGTERM) while the harness runs: the container is removed anyway."""
     import os
     import signal
     import subprocess
     import sys
     import time
-
-    from envkit.engine import LABEL
 
     # A CI runner may start us with SIGINT ignored; a user's terminal does not.
     proc = subprocess.Popen([sys.executable, "-m", "envkit", "validate", str(e2e_dir / "envkit.yaml"), "--image",
@@ -97,7 +95,7 @@ def test_interrupting_validate_leaves_no_container(built, e2e_dir, engine, sig, 
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            if engine.client.containers.list(all=True, filters={"label": LABEL}):
+            if engine.client.containers.list(all=True, filters={"label": session_label}):
                 break
             time.sleep(0.1)
         else:
@@ -109,4 +107,4 @@ def test_interrupting_validate_leaves_no_container(built, e2e_dir, engine, sig, 
             os.kill(proc.pid, signal.SIGKILL)
     assert proc.returncode == code, err
     assert "interrupted" in err and "Traceback" not in err
-    assert engine.client.containers.list(all=True, filters={"label": LABEL}) == []
+    assert engine.client.containers.list(all=True, filters={"label": session_label}) == []

@@ -1,7 +1,7 @@
 """``envkit validate``: build (or take ``--image``), run the harness in a container with exactly the
 profile's run settings, and report; ``--compare-default`` also runs it under Docker's defaults.
 
-The container settings come from ``envkit.runsettings.sdk_kwargs``, the same
+The container settings come from ``envkit.engine.docker.sdk_kwargs``, the same
 translation that writes run.sh and compose.yaml. "Docker's defaults" means no
 --shm-size, --ipc, --cpuset-cpus, --cpus, --memory or --ulimit; a GPU request
 is kept, so the comparison isolates what envkit tunes.
@@ -21,13 +21,14 @@ import textwrap
 from pathlib import Path
 from typing import TextIO
 
-from envkit.commands.build import build_image, connect
-from envkit.commands.generate import report_warnings
 from envkit.engine import LABEL, Engine, RunResult
+from envkit.engine.docker import sdk_kwargs
 from envkit.errors import EngineError
+from envkit.generation import report_warnings
 from envkit.harness.report import human_bytes
+from envkit.imagebuild import build_image, connect
 from envkit.profile import LoadedProfile, load_profile
-from envkit.runsettings import RunSettings, sdk_kwargs
+from envkit.runsettings import RunSettings
 from envkit.targets.dockerfile import EXPECT_FILE, HARNESS_DIR, HARNESS_FILE
 
 

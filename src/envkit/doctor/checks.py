@@ -12,16 +12,16 @@ Example:
 
 from __future__ import annotations
 
-import math
 import re
 import time
 from pathlib import Path
 
-from envkit.checks_wsl import VM_HEADROOM, container_memory_need
+from envkit.advice.plan import Plan, plan
+from envkit.advice.wsl import VM_HEADROOM, container_memory_need
 from envkit.doctor.host import Host
-from envkit.harness.expect import resolve_workers
+from envkit.harness.env import WSL_ENV_VARS, WSL_INTEROP_FILE, read_cgroup_cpu_quota, wsl_version
 from envkit.harness.report import FAIL, PASS, SKIP, WARN, human_bytes, make_check
-from envkit.harness.sizing import MIB, docker_size, recommended_shm_bytes, shm_required_bytes
+from envkit.harness.sizing import MIB, cpu_limit, docker_size, recommended_shm_bytes
 from envkit.profile.model import Profile
 
 READ_MAX_BYTES = 64 * MIB
@@ -31,28 +31,15 @@ SLOW_FS = ("9p", "drvfs", "v9fs")
 
 
 def detect_wsl(host: Host) -> dict:
-    """``{"version": 2 | 1 | None, "osrelease", "evidence": [...]}`` from the kernel release, env and binfmt."""
+    """``{"version": 2 | 1 | None, "osrelease", "evidence": [...]}``: the harness's WSL rule
+    (:func:`envkit.harness.env.wsl_version`) applied to the host, with the evidence it read."""
     release = (host.read_text("/proc/sys/kernel/osrelease") or "").strip()
-    evidence = []
-    version = None
-    if "microsoft-standard-wsl2" in release.lower() or release.lower().endswith("-wsl2"):
-        version = 2
-        evidence.append(f"osrelease {release}")
-    elif "Microsoft" in release:
-        # WSL1 reports the Windows build with a capitalised "Microsoft" (e.g. 4.4.0-19041-Microsoft).
-        version = 1
-        evidence.append(f"osrelease {release}")
-    elif "microsoft" in release.lower():
-        version = 2
-        evidence.append(f"osrelease {release}")
-    for var in ("WSL_DISTRO_NAME", "WSL_INTEROP"):
-        if host.environ.get(var):
-            evidence.append(f"{var}={host.environ[var]}")
-    if host.exists("/proc/sys/fs/binfmt_misc/WSLInterop"):
+    interop = host.exists("/" + WSL_INTEROP_FILE)
+    version = wsl_version(release, environ=host.environ, interop=interop)
+    evidence = [f"osrelease {release}"] if "microsoft" in release.lower() else []
+    evidence += [f"{var}={host.environ[var]}" for var in WSL_ENV_VARS if host.environ.get(var)]
+    if interop:
         evidence.append("binfmt_misc/WSLInterop")
-    if version is None and evidence:
-        # A custom kernel hides "microsoft" from the release; WSL1 cannot run custom kernels.
-        version = 2
     return {"version": version, "osrelease": release or None, "evidence": evidence}
 
 
@@ -81,10 +68,16 @@ def meminfo_total(host: Host) -> int | None:
     return int(m.group(1)) * 1024 if m else None
 
 
+def host_plan(host: Host, profile: Profile) -> Plan:
+    """The loader's plan on this host: the profile's limits and the host's CPUs and cgroup quota."""
+    return plan(profile, host_cpus=host.usable_cpus(), host_quota=cpu_quota(host))
+
+
 def check_memory(host: Host, profile: Profile, wsl: dict) -> dict:
     total = meminfo_total(host)
-    need, how = container_memory_need(profile)
-    expected = {"container_bytes": need, "how": how}
+    the_plan = host_plan(host, profile)
+    need, how = container_memory_need(profile, the_plan)
+    expected = {"container_bytes": need, "how": how, "need_bytes": the_plan.memory_bytes}
     if total is None:
         return make_check("memory", SKIP, {}, expected, "cannot read /proc/meminfo")
     remedy = ("raise memory in %UserProfile%\\.wslconfig (wsl.memory in the profile; envkit wsl apply), "
@@ -101,18 +94,8 @@ def check_memory(host: Host, profile: Profile, wsl: dict) -> dict:
 
 
 def cpu_quota(host: Host) -> float | None:
-    """CPUs allowed by a cgroup quota (v2 cpu.max, v1 cfs_quota/period), or None when unlimited."""
-    text = host.read_text("/sys/fs/cgroup/cpu.max")
-    if text:
-        quota, _, period = text.strip().partition(" ")
-        if quota != "max" and period:
-            return int(quota) / int(period)
-        return None
-    quota = host.read_text("/sys/fs/cgroup/cpu/cpu.cfs_quota_us")
-    period = host.read_text("/sys/fs/cgroup/cpu/cpu.cfs_period_us")
-    if quota and period and int(quota) > 0:
-        return int(quota) / int(period)
-    return None
+    """CPUs allowed by the host's cgroup quota (tightest over the ancestors), or None when unlimited."""
+    return read_cgroup_cpu_quota(host.root)["quota_cpus"]
 
 
 def check_cpus(host: Host, profile: Profile) -> dict:
@@ -120,17 +103,17 @@ def check_cpus(host: Host, profile: Profile) -> dict:
     quota = cpu_quota(host)
     cpuset = profile.run.cpuset_cpus
     nw = profile.loader.num_workers
-    expected = {"cpuset": profile.run.cpuset, "cpuset_count": len(cpuset), "num_workers": nw}
+    workers = host_plan(host, profile).workers
+    expected = {"cpuset": profile.run.cpuset, "cpuset_count": len(cpuset), "num_workers": nw, "workers": workers}
     if cpus is None:
         return make_check("cpus", SKIP, {}, expected, "cannot count this machine's CPUs")
-    effective = min(cpus, math.floor(quota)) if quota else cpus
+    effective = cpu_limit(affinity=cpus, quota=quota) or cpus
     measured = {"cpus": cpus, "quota_cpus": quota, "effective": effective}
     if cpuset and max(cpuset) >= cpus:
         return make_check("cpus", FAIL, measured, expected,
                           f"run.cpuset {profile.run.cpuset} names CPU {max(cpuset)}, but this machine has CPUs "
                           f"0-{cpus - 1}: the container will not start ('Requested CPUs are not available')",
                           "shrink run.cpuset, or on WSL2 raise processors in .wslconfig and wsl --shutdown")
-    workers = resolve_workers(nw, effective)
     if workers + 1 > effective:
         return make_check("cpus", WARN, measured, expected,
                           f"{effective} usable CPU(s) for {workers} DataLoader workers plus the training process",
@@ -141,12 +124,10 @@ def check_cpus(host: Host, profile: Profile) -> dict:
 
 
 def check_shm(host: Host, profile: Profile) -> dict:
-    ld = profile.loader
-    workers = resolve_workers(ld.num_workers, host.usable_cpus() or 1)
-    need = shm_required_bytes(batch_size=ld.batch_size, sample_shape=ld.sample_shape, dtype=ld.dtype,
-                              num_workers=workers, prefetch_factor=ld.prefetch_factor)
+    the_plan = host_plan(host, profile)
+    need = the_plan.shm_bytes
     stats = host.statvfs("/dev/shm")
-    expected = {"required_bytes": need, "ipc": profile.run.ipc}
+    expected = {"required_bytes": need, "ipc": profile.run.ipc, "workers": the_plan.workers}
     if stats is None:
         return make_check("shm", SKIP if not need else WARN, {}, expected, "no /dev/shm on this host")
     measured = dict(stats)

@@ -15,7 +15,7 @@ looked up under ``root``. What cannot live in a file tree comes from
 A fixture host without a file answers "unknown" (None). With ``root`` "/",
 the real calls are made (``os.statvfs``, ``resource.getrlimit``,
 ``shutil.which``). The Docker engine is only ever asked through envkit's one
-engine seam, :class:`envkit.engine.DockerEngine` (``connect()`` then
+engine seam, :class:`envkit.engine.docker.DockerEngine` (``connect()`` then
 ``ping()``, loaded lazily); ``Host.engine_ping`` replaces that call in tests.
 
 Example:
@@ -149,7 +149,7 @@ class Host:
 
 def engine_ping() -> dict[str, Any]:
     """``DockerEngine.connect().ping()`` through :mod:`envkit.engine`; raises EngineError without an engine."""
-    from envkit.engine import DockerEngine  # lazily: loads docker-py only when the doctor asks
+    from envkit.engine.docker import DockerEngine  # lazily: loads docker-py only when the doctor asks
 
     engine = DockerEngine.connect()
     try:

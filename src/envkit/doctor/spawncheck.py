@@ -134,7 +134,7 @@ def dotted_name(node: ast.AST, aliases: dict[str, str]) -> str | None:
 
 
 def _is_named(qualified: str | None, name: str) -> bool:
-    return bool(qualified) and (qualified == name or qualified.endswith("." + name))
+    return qualified is not None and (qualified == name or qualified.endswith("." + name))
 
 
 def _is_dataloader(call: ast.Call, aliases: dict[str, str] | None = None) -> bool:
@@ -214,7 +214,7 @@ class _Checker:
             elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 out.append(stmt)  # for its decorators and defaults only (see _shallow_calls)
             elif isinstance(stmt, ast.ClassDef):
-                out.extend(stmt.decorator_list)
+                out.extend(ast.Expr(d) for d in stmt.decorator_list)  # as statements, for the walk
                 out.extend(self._unguarded_stmts(stmt.body))
             else:
                 out.append(stmt)
@@ -224,7 +224,7 @@ class _Checker:
         findings: list[Finding] = []
         seen_funcs: set[str] = set()
         # (calls to inspect, the chain of "f() called at line N" that reached them)
-        queue = [(_shallow_calls(self._unguarded_stmts(self.tree.body)), ())]
+        queue: list[tuple[list[ast.Call], tuple[str, ...]]] = [(_shallow_calls(self._unguarded_stmts(self.tree.body)), ())]
         while queue:
             calls, via = queue.pop(0)
             for call in sorted(calls, key=lambda c: c.lineno):
@@ -251,7 +251,7 @@ class _Checker:
     # -- 2. what gets pickled ------------------------------------------------------------------
 
     def _enclosing_functions(self, node: ast.AST) -> list[ast.AST]:
-        out = []
+        out: list[ast.AST] = []
         while node in self.parents:
             node = self.parents[node]
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
@@ -277,7 +277,7 @@ class _Checker:
                             found.setdefault(t.id, ("value", node.lineno, node.value))
         return found
 
-    def _resolve(self, name: str, scopes: list[ast.AST]) -> tuple[str, int, ast.AST] | None:
+    def _resolve(self, name: str, scopes: list[ast.AST]) -> tuple[str, int, ast.AST | None] | None:
         for fn in scopes:
             hit = self._local_defs(fn).get(name)
             if hit:

@@ -12,7 +12,8 @@ import math
 
 from . import env as envmod
 from .checks_sys import check_cpus, check_gpus, check_shm, check_ulimits
-from .expect import UsageError, resolve_loader, validate_expect
+from .errors import UsageError
+from .expect import resolve_loader, validate_expect
 from .report import make_report
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -59,11 +60,12 @@ def run_checks(expect: dict | None, *, dataset: str | None = None, num_workers=N
         _check_dataset(dataset)
     say = progress or (lambda line: None)
     usable = envmod.usable_cpus()
-    settings = resolve_loader(expect, usable=usable, num_workers=num_workers, batch_size=batch_size,
-                              dataset=dataset)
+    quota = envmod.read_cgroup_cpu_quota(cgroup_root)
+    settings = resolve_loader(expect, usable=usable, quota=quota["quota_cpus"], num_workers=num_workers,
+                              batch_size=batch_size, dataset=dataset)
     run = (expect or {}).get("run") or {}
     say("environment")
-    environment = envmod.collect_environment(settings["start_method"], root=cgroup_root)
+    environment = envmod.collect_environment(settings["start_method"], root=cgroup_root, cgroup=quota)
     environment["loader_settings"] = settings
     checks = [check_shm(settings, run)]
     checks.append(check_cpus(settings, run, usable=usable, quota=environment["cgroup"]))

@@ -13,19 +13,19 @@ Example:
 from __future__ import annotations
 
 import json
+from typing import Any
 import multiprocessing
 
-from .sizing import DTYPE_ITEMSIZE
+from .errors import UsageError
+from .sizing import DTYPE_ITEMSIZE, cpu_limit, memory_need_bytes, plan_workers, shm_required_bytes
+
+# The expectation format's version: defined here, on the consumer's side, and imported by
+# the producer (envkit.expect), so the two cannot drift apart.
+VERSION = 1
 
 DEFAULT_LOADER = {"num_workers": 2, "batch_size": 32, "sample_shape": [3, 64, 64], "dtype": "float32",
                   "pin_memory": True, "prefetch_factor": 2, "persistent_workers": False,
                   "start_method": None}
-AUTO_WORKERS_CAP = 8
-
-
-class UsageError(ValueError):
-    """Invalid input (expectation, override, --dataset); the CLI maps it to exit code 2."""
-
 
 ExpectError = UsageError  # the expectation-specific spelling
 
@@ -53,8 +53,8 @@ def _int(section: str, key: str, value, minimum: int) -> None:
 
 def validate_expect(doc) -> None:
     """Check types of the keys the harness reads; unknown keys are ignored (forward compatible)."""
-    if not isinstance(doc, dict) or doc.get("envkit_expect") != 1:
-        raise ExpectError('expectation must be a JSON object with "envkit_expect": 1')
+    if not isinstance(doc, dict) or doc.get("envkit_expect") != VERSION:
+        raise ExpectError(f'expectation must be a JSON object with "envkit_expect": {VERSION}')
     loader = doc.get("loader") or {}
     run = doc.get("run") or {}
     if not isinstance(loader, dict) or not isinstance(run, dict):
@@ -98,17 +98,15 @@ def validate_expect(doc) -> None:
             _int("run.ulimits." + name, k, lim.get(k), -1)
 
 
-def resolve_workers(value, usable: int) -> int:
-    """``"auto"`` -> ``max(1, usable - 1)`` capped at 8 (one CPU stays for the training loop)."""
-    if value == "auto":
-        return max(1, min(usable - 1, AUTO_WORKERS_CAP))
-    return int(value)
+def resolve_loader(expect: dict | None, *, usable: int, quota: float | None = None, num_workers=None,
+                   batch_size=None, dataset: str | None = None) -> dict:
+    """Concrete loader settings: defaults <- expectation's ``loader`` <- CLI overrides.
 
-
-def resolve_loader(expect: dict | None, *, usable: int, num_workers=None, batch_size=None,
-                   dataset: str | None = None) -> dict:
-    """Concrete loader settings: defaults <- expectation's ``loader`` <- CLI overrides."""
-    loader = dict(DEFAULT_LOADER)
+    ``usable`` is the affinity mask's size and ``quota`` the cgroup CPU quota (None: none);
+    ``auto`` workers are planned from both (:func:`.sizing.plan_workers`). The plan's
+    ``shm_need_bytes`` and ``memory_need_bytes`` come with the settings.
+    """
+    loader: dict[str, Any] = dict(DEFAULT_LOADER)
     for key, value in ((expect or {}).get("loader") or {}).items():
         if key in loader and value is not None:
             loader[key] = value
@@ -121,7 +119,7 @@ def resolve_loader(expect: dict | None, *, usable: int, num_workers=None, batch_
             raise ExpectError("--batch-size must be >= 1")
         loader["batch_size"] = batch_size
     loader["num_workers_requested"] = loader["num_workers"]
-    loader["num_workers"] = resolve_workers(loader["num_workers"], usable)
+    loader["num_workers"] = plan_workers(loader["num_workers"], cpu_limit(affinity=usable, quota=quota))
     if loader["start_method"] is None:
         # The platform default (Linux fork before 3.14, forkserver from 3.14, spawn elsewhere).
         loader["start_method"] = (multiprocessing.get_start_method(allow_none=True)
@@ -130,4 +128,11 @@ def resolve_loader(expect: dict | None, *, usable: int, num_workers=None, batch_
         raise ExpectError(f"start method {loader['start_method']!r} is not available on this platform")
     loader["sample_shape"] = list(loader["sample_shape"])
     loader["dataset"] = dataset or "synthetic"
+    loader["shm_need_bytes"] = shm_required_bytes(
+        batch_size=loader["batch_size"], sample_shape=loader["sample_shape"], dtype=loader["dtype"],
+        num_workers=loader["num_workers"], prefetch_factor=loader["prefetch_factor"])
+    run = (expect or {}).get("run") or {}
+    loader["memory_need_bytes"] = memory_need_bytes(
+        shm_need=loader["shm_need_bytes"], workers=loader["num_workers"],
+        shm_size=None if run.get("ipc") == "host" else run.get("shm_size_bytes"))
     return loader

@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 from .classify import FAILURES, MESSAGES, classify, failure_remedy  # noqa: F401 (re-exported)
 from .env import child_warnings
@@ -116,7 +117,7 @@ def run_loader_child(runs: list[dict], *, timeout: float, progress=None, label: 
     env = dict(os.environ, PYTORCH_NVML_BASED_CUDA_CHECK="1", PYTHONUNBUFFERED="1",
                PYTHONWARNINGS=child_warnings())  # inherited by spawned workers too
     stderr = tempfile.TemporaryFile()
-    out = {"results": {}, "errors": {}, "error": None, "hang": False, "returncode": None, "stderr_tail": "",
+    out: dict[str, Any] = {"results": {}, "errors": {}, "error": None, "hang": False, "returncode": None, "stderr_tail": "",
            "child_pid": None, "leftover": [], "last_batch": 0}
     with _subreaper():
         proc = subprocess.Popen([sys.executable, "-c", BOOTSTRAP, json.dumps(config)], pass_fds=(wfd,),

@@ -86,7 +86,7 @@ def run_one(index: int, run: dict, emit) -> dict:
         if nw > 0:
             kwargs.update(prefetch_factor=run["prefetch_factor"], persistent_workers=bool(run["persistent_workers"]),
                           multiprocessing_context=run["start_method"])
-        loader = DataLoader(dataset, **kwargs)
+        loader: DataLoader = DataLoader(dataset, **kwargs)  # type: ignore[arg-type]  # any map-style dataset
         device = torch.device("cuda") if (accel and run.get("to_device")) else None
         emit({"event": "ready", "run": index, "grace": run.get("grace", 0.0)})
         batches, samples, timed_samples, t_warm, first = 0, 0, 0, None, None
@@ -129,7 +129,7 @@ def run_one(index: int, run: dict, emit) -> dict:
                 "warmup_batches": run["warmup"], "pin_memory_used": pin, "accelerator": accel,
                 "epochs": epochs}
     except BaseException as exc:
-        exc.envkit_phase = phase
+        exc.envkit_phase = phase  # type: ignore[attr-defined]  # read by the parent's classifier
         raise
 
 

@@ -5,7 +5,8 @@ Validation happens here and only here. Every failure becomes one
 the allowed values and a did-you-mean, sorted by position.
 
 Example:
-    >>> lp = load_profile_bytes(b"envkit: 1\\nname: demo\\nimage: {base: debian:bookworm}\\n", "demo.yaml")
+    >>> from pathlib import Path
+    >>> lp = load_profile_bytes(b"envkit: 1\\nname: demo\\nimage: {base: debian:bookworm}\\n", "demo.yaml", Path("."))
     >>> lp.profile.name, len(lp.sha256)
     ('demo', 64)
 """
@@ -103,7 +104,9 @@ def load_profile_bytes(raw: bytes, source: str, base_dir: Path) -> LoadedProfile
         lines = raw.decode("utf-8", "replace").splitlines()
         raise ProfileError(_format_errors(e, data, pos, source, lines)) from None
     _check_files(profile, pos, source, base_dir)
-    canonical = json.dumps(profile.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    # Defaults left out: a profile's hash stays the same when a later envkit adds an optional key.
+    canonical = json.dumps(profile.model_dump(mode="json", exclude_defaults=True), sort_keys=True,
+                           separators=(",", ":"))
     return LoadedProfile(profile, source, base_dir, hashlib.sha256(canonical.encode()).hexdigest())
 
 
@@ -121,7 +124,8 @@ def _check_version(data: dict, pos: dict, source: str) -> None:
 
 def _check_files(profile: Profile, pos: dict, source: str, base_dir: Path) -> None:
     problems = []
-    checks = [(("image", "ca_certificates"), profile.image.ca_certificates, "is_file", "a PEM certificate file")]
+    checks: list[tuple[tuple[str, ...], tuple[str, ...], str, str]] = [
+        (("image", "ca_certificates"), profile.image.ca_certificates, "is_file", "a PEM certificate file")]
     if profile.image.torch:
         checks.append((("image", "torch", "find_links"), profile.image.torch.find_links, "is_dir", "a directory of wheels"))
     for key, items, test, what in checks:
@@ -143,20 +147,21 @@ def _format_errors(exc: ValidationError, data: dict, pos: dict, source: str, lin
     found: dict[tuple, str] = {}
     for err in exc.errors():
         path, extra = _data_path(err["loc"], data)
-        raw = (_raw_value(lines, *pos[path], item=isinstance(path[-1], int))
+        line, col = pos[path] if path in pos else (0, 0)
+        raw = (_raw_value(lines, line, col, item=isinstance(path[-1], int))
                if path and path in pos and not extra else None)
-        message = _describe(err, path, extra, raw)
+        message = _describe(dict(err), path, extra, raw)
         # One line per key path: a union failure yields one error per member.
         if path not in found or err["type"] in ("extra_forbidden", "missing"):
             found[path] = message
-    lines = []
+    placed: list[tuple[tuple[int, int], str]] = []
     for path, message in found.items():
         line, col = _position(path, pos)
-        lines.append(((line, col), f"{source}:{line}:{col}: {_dotted(path)}: {message}"))
-    lines.sort()
-    out = [text for _, text in lines[:MAX_ERRORS]]
-    if len(lines) > MAX_ERRORS:
-        out.append(f"... and {len(lines) - MAX_ERRORS} more")
+        placed.append(((line, col), f"{source}:{line}:{col}: {_dotted(path)}: {message}"))
+    placed.sort()
+    out = [text for _, text in placed[:MAX_ERRORS]]
+    if len(placed) > MAX_ERRORS:
+        out.append(f"... and {len(placed) - MAX_ERRORS} more")
     return "\n".join(out)
 
 

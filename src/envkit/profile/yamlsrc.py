@@ -23,7 +23,7 @@ MAX_NODES = 50_000  # after alias expansion; a real profile has a few hundred
 Position = tuple[int, int]
 
 
-def read_yaml(raw: bytes, source: str) -> tuple[object, dict[tuple, Position]]:
+def read_yaml(raw: bytes, source: str) -> tuple[dict, dict[tuple, Position]]:
     """Parse ``raw`` as one YAML document; raise ``ProfileError`` with file:line:col on any problem."""
     if len(raw) > MAX_BYTES:
         raise ProfileError(f"{source}: file is {len(raw)} bytes; a profile is at most {MAX_BYTES} bytes")

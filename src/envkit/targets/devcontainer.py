@@ -10,7 +10,7 @@ Example:
 
 from __future__ import annotations
 
-from envkit.runsettings import docker_flags
+from envkit.targets.run import docker_flags
 from envkit.targets import GenContext, OutputFile
 from envkit.targets.dockerfile import build_args
 

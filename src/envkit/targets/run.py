@@ -3,16 +3,62 @@
 Relative volume sources are resolved against the script's own folder at run
 time, so the script works from any current directory.
 
+This module owns the ``docker run`` spelling of :class:`~envkit.runsettings.RunSettings`
+(:func:`docker_flags`); devcontainer's ``runArgs`` and ``envkit flags`` import it from here.
+
 Example:
-    >>> # render(ctx) -> [OutputFile("run.sh", ..., mode=0o755)]
+    >>> from envkit.profile import load_profile
+    >>> docker_flags(RunSettings.from_profile(load_profile(None).profile))[:3]
+    ['--shm-size=2g', '--ipc=private', '--init']
 """
 
 from __future__ import annotations
 
-from envkit.runsettings import docker_flags
+from envkit.runsettings import RunSettings
 from envkit.targets import GenContext, OutputFile
+from envkit.units import format_size
 
 _HERE = "\0here\0"  # a marker no profile value can contain (YAML text has no NULs after validation)
+
+
+def _cpus_text(cpus: float) -> str:
+    return f"{cpus:g}"
+
+
+def gpus_flag_value(gpus) -> str:
+    """``--gpus`` value: ``all``, ``2``, or ``"device=0,1"`` (quotes included: Docker parses it as CSV)."""
+    if gpus == "all" or isinstance(gpus, int):
+        return str(gpus)
+    return '"device=' + ",".join(str(g) for g in gpus) + '"'
+
+
+def docker_flags(rs: RunSettings, volume_source=lambda v: v.source, *, project: bool = True) -> list[str]:
+    """``docker run`` flags, one list item per flag (never shell-joined here).
+
+    ``volume_source`` maps a Volume to the host path text to use (callers resolve relative paths);
+    ``project=False`` leaves out the project mount (devcontainer.json states it as workspaceMount).
+    """
+    flags: list[str] = []
+    if rs.shm_size is not None:
+        flags.append(f"--shm-size={format_size(rs.shm_size)}")
+    flags.append(f"--ipc={rs.ipc}")
+    if rs.init:
+        flags.append("--init")
+    if rs.cpuset:
+        flags.append(f"--cpuset-cpus={rs.cpuset}")
+    if rs.cpus is not None:
+        flags.append(f"--cpus={_cpus_text(rs.cpus)}")
+    if rs.memory is not None:
+        flags.append(f"--memory={format_size(rs.memory)}")
+    if rs.gpus is not None:
+        flags.append(f"--gpus={gpus_flag_value(rs.gpus)}")
+    flags.extend(f"--ulimit={u.flag_value}" for u in rs.ulimits)
+    for v in rs.volumes:
+        if v.project and not project:
+            continue
+        flags.append("--volume=" + ":".join([volume_source(v), v.target] + ([v.mode] if v.mode else [])))
+    flags.extend(f"--env={k}={val}" for k, val in rs.env)
+    return flags
 
 
 def context(ctx: GenContext) -> dict:

@@ -54,7 +54,7 @@ def spell_value(key: str, value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if key in SIZE_KEYS:
-        return format_wsl_size(int(value))
+        return format_wsl_size(int(value))  # type: ignore[call-overload]  # a size key holds an int (profile.wsl)
     if isinstance(value, int):
         return str(value)
     return quote_value(str(value))
