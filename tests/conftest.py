@@ -24,10 +24,15 @@ def in_ci() -> bool:
     return os.environ.get("ENVKIT_REQUIRE_DOCKER") == "1" or os.environ.get("CI") == "true"
 
 
+# Kept through the isolation: how the suite runs (ENVKIT_SESSION: the e2e session's label, which the
+# CLI subprocesses must inherit so their containers are found by the leftover check).
+KEPT_ENV = ("ENVKIT_REQUIRE_DOCKER", "ENVKIT_BASE_IMAGE", "ENVKIT_UPDATE_GOLDEN", "ENVKIT_SESSION")
+
+
 @pytest.fixture(autouse=True)
 def _isolate(monkeypatch, tmp_path_factory):
     for key in list(os.environ):
-        if key.startswith("ENVKIT_") and key not in ("ENVKIT_REQUIRE_DOCKER", "ENVKIT_BASE_IMAGE", "ENVKIT_UPDATE_GOLDEN"):
+        if key.startswith("ENVKIT_") and key not in KEPT_ENV:
             monkeypatch.delenv(key, raising=False)
     monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
 

@@ -364,3 +364,13 @@ def test_fake_engine_records_and_scripts():
     assert eng.ping()["nvidia_runtime"] is False
     eng.containers = [{LABEL: "1"}, {"other": "x"}]
     assert eng.remove_labeled(LABEL) == 1 and eng.containers == [{"other": "x"}]
+
+
+def test_session_label_goes_on_everything_the_engine_creates(monkeypatch):
+    """ENVKIT_SESSION tags containers and images, so a shared daemon's users find only their own."""
+    from envkit.engine import SESSION_ENV, SESSION_LABEL
+
+    monkeypatch.setenv(SESSION_ENV, "ci-42")
+    assert DockerEngine(object(), labels={"x": "1"}).labels == {SESSION_LABEL: "ci-42", "x": "1", LABEL: "1"}
+    monkeypatch.delenv(SESSION_ENV)
+    assert DockerEngine(object()).labels == {LABEL: "1"}
