@@ -104,7 +104,7 @@ def e2e_dir(tmp_path_factory) -> Path:
     Shared by the e2e and clients tiers (both need the same image; see ``e2e_image``).
     """
     from tests.dockerutil import base_image, require_base_image, require_docker
-    from tests.e2e.conftest import HOST_CA, TORCH, ngc_profile
+    from tests.e2e.conftest import CONFLICTS_TORCH, HOST_CA, NEEDS_TORCH, TORCH, make_wheel, ngc_profile
 
     require_base_image(require_docker())
     root = tmp_path_factory.mktemp("e2e")
@@ -115,6 +115,8 @@ def e2e_dir(tmp_path_factory) -> Path:
                           "-d", str(wheels), f"torch=={TORCH}"], capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-2000:]
     assert list(wheels.glob("torch-*.whl")), "no torch wheel in the wheelhouse"
+    make_wheel(wheels, NEEDS_TORCH, ["torch>=2"])
+    make_wheel(wheels, CONFLICTS_TORCH, ["torch==2.0.0"])
     (root / "certs").mkdir()
     shutil.copy(HOST_CA, root / "certs" / "host-ca.pem")
     (root / "envkit.yaml").write_text(ngc_profile(base_image()))

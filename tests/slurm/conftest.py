@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, run_envkit
-from tests.e2e.conftest import e2e_dir, engine, ngc_profile  # noqa: F401  (fixtures reused)
+from tests.e2e.conftest import engine, ngc_profile  # noqa: F401  (fixture reused; e2e_dir is in tests/conftest.py)
 from tests.dockerutil import base_image
 
 SLURM_TAG = "envkit-slurm-e2e:test"
@@ -95,7 +95,7 @@ def slurm_cluster(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def slurm_project(e2e_dir, tmp_path_factory) -> Path:  # noqa: F811
+def slurm_project(e2e_dir, tmp_path_factory) -> Path:
     """A project folder: the e2e image built under SLURM_TAG, its bundle, and allreduce.py."""
     root = tmp_path_factory.mktemp("slurm-project")
     # The bundle mounts this folder at /workspace for the image's user (uid 1234): pytest's 0700

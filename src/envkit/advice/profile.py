@@ -23,6 +23,7 @@ import math
 from pathlib import Path
 
 from envkit.harness.report import human_bytes
+from envkit.advice.image import image_warnings
 from envkit.advice.plan import plan
 from envkit.advice.wsl import wsl_warnings
 from envkit.harness.sizing import DOCKER_DEFAULT_SHM, GIB, PROCESS_RSS, batch_bytes, cpu_limit, recommended_shm_bytes
@@ -101,5 +102,6 @@ def profile_warnings(profile: Profile) -> list[str]:
     if ld.start_method != "fork" and not ld.persistent_workers and workers > 0:
         out.append(f"loader.persistent_workers: with start_method {ld.start_method!r} every epoch re-imports your "
                    "script in each worker; set persistent_workers: true")
+    out.extend(image_warnings(profile))
     out.extend(wsl_warnings(profile))
     return out
