@@ -29,7 +29,7 @@ TOOLS = ROOT / ".envkit-tools"
 
 # The in-image check, in ONE place. The image branch puts `envkit-check` on the image's PATH (the
 # harness with the baked expectation); when it lands, this becomes ["envkit-check"].
-ENVKIT_CHECK = ["python3", "/opt/envkit/envkit_harness.pyz", "--expect", "/opt/envkit/envkit_expect.json"]
+ENVKIT_CHECK = ["envkit-check"]
 
 # Values a shell, YAML, JSON, compose's interpolation or a --mount CSV could each misread.
 HOSTILE = r"""envkit: 1

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 from envkit.advice.clusterplan import ClusterPlan
 from envkit.targets import GenContext
+from envkit.targets.dockerfile import CHECK_FILE
 
 MASTER_PORT = 29500
 SHM_VOLUME = "dshm"
@@ -100,7 +101,7 @@ class Pod:
     service_account: str | None
     plan: ClusterPlan
     # The preflight: the harness with the profile's baked expectation (on the image's PATH).
-    check_command: tuple[str, ...] = ("envkit-check",)
+    check_command: tuple[str, ...] = (CHECK_FILE,)
 
     @property
     def master_addr(self) -> str:

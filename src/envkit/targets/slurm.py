@@ -32,7 +32,7 @@ from envkit.advice.clusterplan import ClusterPlan
 from envkit.advice.slurm import slurm_warnings
 from envkit.profile.model import Profile
 from envkit.targets import GenContext, OutputFile
-from envkit.targets.dockerfile import EXPECT_FILE, HARNESS_DIR, HARNESS_FILE
+from envkit.targets.dockerfile import CHECK_FILE as CHECK_COMMAND
 
 FILE = "slurm.sbatch"
 # Rendered only for a profile with a cluster: section; asked for by name without one, generate exits 2.
@@ -50,14 +50,13 @@ _ULIMIT_FLAGS = {
 
 
 def preflight_command() -> list[str]:
-    """The one place naming the in-image preflight: the harness with the expectation baked at build time.
+    """The one place naming the in-image preflight: ``envkit-check``, the harness with the image's baked
+    expectation (the profile's workload and run settings), quick mode so every node answers in seconds.
 
-    (When the image carries an ``envkit-check`` command, this becomes ``["envkit-check"]``.)
-
-    >>> preflight_command()[0]
-    'python3'
+    >>> preflight_command()
+    ['envkit-check', '--quick']
     """
-    return ["python3", f"{HARNESS_DIR}/{HARNESS_FILE}", "--expect", f"{HARNESS_DIR}/{EXPECT_FILE}", "--quick"]
+    return [CHECK_COMMAND, "--quick"]
 
 
 def ulimit_args(name: str, value: int) -> tuple[str, str, str]:
