@@ -82,26 +82,11 @@ def kill_and_reap(proc: subprocess.Popen, pgid: int, grace: float = 5.0) -> None
             time.sleep(0.01)
 
 
-def group_members(pgid: int) -> list[int]:
-    """Live (non-zombie) pids in process group ``pgid``, from /proc (empty where /proc is absent)."""
-    pids = []
-    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        fields = stat.rpartition(")")[2].split()
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != "Z":
-            pids.append(int(entry))
-    return pids
+def _live_procs():
+    """(pid, fields after the command name) of every live (non-zombie) process, from /proc.
 
-
-def children_of(ppid: int) -> list[int]:
-    """Live (non-zombie) pids whose parent is ``ppid``, from /proc."""
-    pids = []
+    Fields: 0 state, 1 ppid, 2 pgid (proc(5)); the name may hold spaces or ")", so split after the last ")".
+    """
     for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
         if not entry.isdigit():
             continue
@@ -110,9 +95,18 @@ def children_of(ppid: int) -> list[int]:
                 fields = fh.read().rpartition(")")[2].split()
         except OSError:
             continue
-        if len(fields) > 1 and int(fields[1]) == ppid and fields[0] != "Z":
-            pids.append(int(entry))
-    return pids
+        if len(fields) > 2 and fields[0] != "Z":
+            yield int(entry), fields
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) pids in process group ``pgid``, from /proc (empty where /proc is absent)."""
+    return [pid for pid, fields in _live_procs() if int(fields[2]) == pgid]
+
+
+def children_of(ppid: int) -> list[int]:
+    """Live (non-zombie) pids whose parent is ``ppid``, from /proc."""
+    return [pid for pid, fields in _live_procs() if int(fields[1]) == ppid]
 
 
 def adopted_children(before: set[int]) -> list[int]:
