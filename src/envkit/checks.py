@@ -66,6 +66,11 @@ def file_warnings(profile: Profile, base_dir: Path) -> list[str]:
             out.append(f"image.torch.find_links: no torch {torch.version}+{torch.variant} wheel in "
                        f"{', '.join(torch.find_links)} (found: {', '.join(sorted(wheels)) or 'none'}); the build "
                        f"will look for it on the index instead (pip download torch=={torch.version} --no-deps -d <dir>)")
+    from envkit.pythons import check_profile
+
+    _, note = check_profile(profile.image, [base_dir / d for d in (torch.find_links if torch else ())])
+    if note:
+        out.append(f"image.torch.version: {note}")
     return out
 
 

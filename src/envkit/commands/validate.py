@@ -21,7 +21,7 @@ import textwrap
 from pathlib import Path
 from typing import TextIO
 
-from envkit.commands.build import build_image, connect
+from envkit.commands.build import build_image, connect, python_problem
 from envkit.commands.generate import report_warnings
 from envkit.engine import LABEL, Engine, RunResult
 from envkit.errors import EngineError
@@ -134,6 +134,11 @@ def run(profile_path: Path | None, *, image: str | None, compare_default: bool, 
         dsettings, _ = container_settings(loaded, default=True)
         default = run_harness(engine, image, dsettings, timeout=timeout, quick=quick, label="default")
     verdict = generated["verdict"]
+    # The image's real Python against the profile's (image.python, or what the base's name implies).
+    problem = python_problem(loaded, str((generated.get("environment") or {}).get("python") or ""))
+    if problem:
+        print(f"envkit: error: {loaded.source}: {problem}", file=err)
+        verdict = "fail"
     if as_json:
         doc = {"profile": loaded.profile.name, "image": image, "generated": generated, "default": default,
                "verdict": verdict}

@@ -50,6 +50,7 @@ _PATTERNS = {
     "digest": "'sha256:' followed by 64 hex digits",
     "tag": "an image tag such as 'team/vision-train:dev'",
     "version": "a release such as '2.5.1'",
+    "python": "a Python version such as '3.12'",
     "variant": "'cpu', 'cuXYZ' (e.g. cu124) or 'rocmX.Y'",
     "index_url": "an http(s):// or file:// URL",
     "workdir": "an absolute path of letters, digits and . _ / + - such as /workspace",
@@ -103,6 +104,7 @@ def load_profile_bytes(raw: bytes, source: str, base_dir: Path) -> LoadedProfile
         lines = raw.decode("utf-8", "replace").splitlines()
         raise ProfileError(_format_errors(e, data, pos, source, lines)) from None
     _check_files(profile, pos, source, base_dir)
+    _check_python(profile, pos, source, base_dir)
     # Defaults left out: a profile's hash stays the same when a later envkit adds an optional key.
     canonical = json.dumps(profile.model_dump(mode="json", exclude_defaults=True), sort_keys=True,
                            separators=(",", ":"))
@@ -139,6 +141,19 @@ def _check_files(profile: Profile, pos: dict, source: str, base_dir: Path) -> No
                                 "(expected '-----BEGIN CERTIFICATE-----')")
     if problems:
         raise ProfileError("\n".join(problems))
+
+
+def _check_python(profile: Profile, pos: dict, source: str, base_dir: Path) -> None:
+    """Refuse a torch release paired with a Python it has no wheel for, naming the nearest pairing that has one."""
+    from envkit.pythons import check_profile
+
+    torch = profile.image.torch
+    error, _ = check_profile(profile.image, [base_dir / d for d in (torch.find_links if torch else ())])
+    if error:
+        key = ("image", "python") if profile.image.python else ("image", "torch", "version")
+        line, col = pos.get(key, pos.get(("image", "torch"), (0, 0)))
+        first, _, rest = error.partition("\n")
+        raise ProfileError(f"{source}:{line}:{col}: {_dotted(key)}: {first}", hint=rest.replace("\n", " "))
 
 
 def _format_errors(exc: ValidationError, data: dict, pos: dict, source: str, lines: list[str]) -> str:

@@ -72,6 +72,9 @@ class Image(Model):
     base: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._/:@-]*$", max_length=255)]
     digest: Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")] | None = None
     tag: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$")] | None = None
+    # The base's Python ("3.12"); when left out, the base's name implies it (python:3.12-slim, *bookworm*)
+    # or nothing is known until the build. Checked against torch's wheels at load, and in the image by build.
+    python: Annotated[str, Field(pattern=r"^3\.\d{1,2}$")] | None = None
     system_packages: tuple[DebPackage, ...] = ()
     pip_packages: tuple[PipRequirement, ...] = ()
     torch: Torch | None = None
