@@ -1,20 +1,28 @@
-"""Build time cold and warm, and validate's time beyond the build, against a real Docker engine.
+"""envkit's Dockerfile against a reference single-stage pip Dockerfile, built side by side in one run.
 
-Runs in one go, side by side:
-  1. cold:  `envkit build --no-cache`
-  2. warm:  rebuild after changing only image.env     (cached layers up to the env layer)
-  3. warm:  rebuild after changing only pip_packages   (cached layers up to the pip layer)
-  4. validate --image (the harness in a container) and validate --compare-default
-and prints each time and its ratio to the cold build.
+For the NGC-style example's image (examples/ngc-style.yaml: its system packages, pip packages
+and non-root user), both Dockerfiles are built with the classic builder (the one docker-py
+uses), in this order:
+  1. cold:  --no-cache, each
+  2. warm:  rebuild after changing only image.env            (each)
+  3. warm:  rebuild after changing only image.pip_packages   (each)
+and it prints each time with its ratio (envkit / reference, and warm / cold), the image sizes,
+and for envkit's image: image size minus base size against the installed environment's size
+(the venv plus what apt installed beyond the base, from dpkg's Installed-Size).
 
-Needs an engine and the local base image: `bash docker/with-engine.sh python benchmarks/bench_build.py`.
-Uses the same local setup as the end-to-end tests: the local Debian base image, an offline
-torch wheelhouse (pip finds the CPU wheel on local disk) and the host CA bundle.
+What differs from the example, because this machine has no registry and no GPU: the base is the
+local Debian image (``ENVKIT_BASE_IMAGE``, built by docker/base-image.sh) instead of ubuntu:22.04,
+and torch is the CPU wheel 2.13.0 from a local wheelhouse instead of cu124 from the PyTorch
+index (the same setup as the end-to-end tests, with the host CA bundle for PyPI).
+
+    bash docker/with-engine.sh python benchmarks/bench_build.py
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -24,57 +32,173 @@ from pathlib import Path
 
 TORCH = "2.13.0"
 BASE = os.environ.get("ENVKIT_BASE_IMAGE", "envkit/bookworm-python:local")
+TAG_ENVKIT = "envkit-image-bench-envkit:latest"
+TAG_REF = "envkit-image-bench-reference:latest"
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "ngc-style.yaml"
+HOST_CA = "/etc/ssl/certs/ca-certificates.crt"
 
 
-def profile(env_value: str, pip: str) -> str:
+def example_image() -> tuple[list[str], list[str], str, int]:
+    """The example's system packages, pip packages, user name and uid (read from the YAML)."""
+    import yaml
+
+    image = yaml.safe_load(EXAMPLE.read_text())["image"]
+    return (list(image.get("system_packages", [])), list(image.get("pip_packages", [])),
+            image["user"]["name"], image["user"]["uid"])
+
+
+def profile(env_value: str, pip: list[str]) -> str:
+    apt, _, user, uid = example_image()
     return f"""envkit: 1
-name: bench-build
+name: ngc-style
 image:
   base: {BASE}
-  tag: envkit/bench-build:latest
+  tag: {TAG_ENVKIT}
+  system_packages: {json.dumps(apt)}
+  pip_packages: {json.dumps(pip)}
   torch: {{version: "{TORCH}", variant: cpu, find_links: [wheels]}}
-  pip_packages: [{pip}]
+  user: {{name: {user}, uid: {uid}, gid: {uid}}}
   ca_certificates: [certs/host-ca.pem]
   env: {{BENCH: "{env_value}"}}
-run: {{shm_size: 512m, cpuset: "0-1", memory: 4g}}
-loader: {{num_workers: 2, batch_size: 32, sample_shape: [3, 224, 224]}}
+run: {{shm_size: 16g, ipc: private, memory: 128g}}
+loader: {{num_workers: 12, batch_size: 256, sample_shape: [3, 224, 224], dtype: uint8, prefetch_factor: 4}}
 """
 
 
-def timed(args: list[str], cwd: Path) -> float:
+def reference_dockerfile(env_value: str, pip: list[str]) -> str:
+    """What a careful hand-written single-stage Dockerfile does: apt, venv, pip install torch from the
+    wheelhouse (deleted in the same layer), pip packages, the user, env last."""
+    apt, _, user, uid = example_image()
+    pkgs = " ".join(sorted({"ca-certificates", "python3", "python3-venv", *apt}))
+    reqs = " ".join(f"'{p}'" for p in pip)
+    return f"""FROM {BASE}
+ARG DEBIAN_FRONTEND=noninteractive
+COPY certs/ /usr/local/share/ca-certificates/bench/
+RUN apt-get update && apt-get install -y --no-install-recommends {pkgs} \\
+ && update-ca-certificates && rm -rf /var/lib/apt/lists/*
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_CERT={HOST_CA} SSL_CERT_FILE={HOST_CA}
+RUN python3 -m venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH
+COPY wheels/ /tmp/wheels/
+RUN pip install --find-links /tmp/wheels torch=={TORCH}+cpu numpy && rm -rf /tmp/wheels
+RUN pip install {reqs}
+RUN groupadd --gid {uid} {user} && useradd --uid {uid} --gid {uid} --create-home {user} && mkdir -p /workspace
+ENV BENCH="{env_value}"
+USER {user}
+WORKDIR /workspace
+"""
+
+
+def build(context: Path, tag: str, no_cache: bool = False) -> float:
+    """Seconds for a classic-builder build (DOCKER_BUILDKIT=0: the builder docker-py uses)."""
+    args = ["docker", "build", "-q", "-t", tag, *(["--no-cache"] if no_cache else []), str(context)]
     start = time.perf_counter()
-    res = subprocess.run([sys.executable, "-m", "envkit", *args], cwd=cwd, capture_output=True, text=True)
+    res = subprocess.run(args, capture_output=True, text=True, env={**os.environ, "DOCKER_BUILDKIT": "0"})
     took = time.perf_counter() - start
-    if res.returncode not in (0, 1):
-        sys.exit(f"envkit {' '.join(args)} failed ({res.returncode}):\n{res.stderr[-3000:]}")
+    if res.returncode != 0:
+        sys.exit(f"build of {tag} failed:\n{res.stdout[-2000:]}\n{res.stderr[-3000:]}")
     return took
 
 
+def generate_envkit(root: Path, env_value: str, pip: list[str]) -> Path:
+    (root / "envkit.yaml").write_text(profile(env_value, pip))
+    out = root / "envkit-ctx"
+    res = subprocess.run([sys.executable, "-m", "envkit", "generate", str(root / "envkit.yaml"), "-o", str(out),
+                          "--target", "dockerfile", "--force"], capture_output=True, text=True)
+    if res.returncode not in (0, 1):
+        sys.exit(f"envkit generate failed:\n{res.stderr}")
+    return out
+
+
+def write_reference(root: Path, env_value: str, pip: list[str]) -> Path:
+    ctx = root / "ref-ctx"
+    (ctx / "Dockerfile").write_text(reference_dockerfile(env_value, pip))
+    return ctx
+
+
+def image_size(tag: str) -> int:
+    out = subprocess.run(["docker", "image", "inspect", "-f", "{{.Size}}", tag], capture_output=True, text=True,
+                         check=True).stdout
+    return int(out.strip())
+
+
+def in_image(tag: str, script: str) -> str:
+    return subprocess.run(["docker", "run", "--rm", "--user", "0", "--entrypoint", "sh", tag, "-c", script],
+                          capture_output=True, text=True, check=True).stdout
+
+
+def dpkg_sizes(tag: str) -> dict[str, int]:
+    out = in_image(tag, "dpkg-query -W -f '${Package} ${Installed-Size}\\n'")
+    return {name: int(kib or 0) * 1024 for name, kib in (line.split(" ") for line in out.splitlines() if line)}
+
+
+def installed_bytes(tag: str) -> tuple[int, int]:
+    """(venv bytes, bytes of the Debian packages apt added beyond the base)."""
+    venv = int(in_image(tag, "du -sb /opt/venv").split()[0])
+    base, image = dpkg_sizes(BASE), dpkg_sizes(tag)
+    apt = sum(size for name, size in image.items() if name not in base)
+    return venv, apt
+
+
+def layers_with(tag: str, needle: str) -> list[str]:
+    out = subprocess.run(["docker", "history", "--no-trunc", "--format", "{{.Size}}\t{{.CreatedBy}}", tag],
+                         capture_output=True, text=True, check=True).stdout
+    return [line[:120] for line in out.splitlines() if needle in line]
+
+
+def gb(n: float) -> str:
+    return f"{n / 1e9:.2f} GB"
+
+
 def main() -> None:
-    with tempfile.TemporaryDirectory(prefix="envkit-bench-") as tmp:
+    _, pip, _, _ = example_image()
+    with tempfile.TemporaryDirectory(prefix="envkit-image-bench-") as tmp:
         root = Path(tmp)
         (root / "wheels").mkdir()
         subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
                         "-d", str(root / "wheels"), f"torch=={TORCH}"], check=True)
         (root / "certs").mkdir()
-        shutil.copy("/etc/ssl/certs/ca-certificates.crt", root / "certs" / "host-ca.pem")
-        p = root / "envkit.yaml"
-        rows = []
-        p.write_text(profile("a", "six"))
-        rows.append(("cold build (--no-cache)", timed(["build", str(p), "--no-cache"], root)))
-        p.write_text(profile("b", "six"))
-        rows.append(("warm: env changed", timed(["build", str(p)], root)))
-        p.write_text(profile("b", "six, packaging"))
-        rows.append(("warm: pip_packages changed", timed(["build", str(p)], root)))
-        rows.append(("warm: nothing changed", timed(["build", str(p)], root)))
-        rows.append(("validate --image (harness only)",
-                     timed(["validate", str(p), "--image", "envkit/bench-build:latest"], root)))
-        rows.append(("validate --image --compare-default",
-                     timed(["validate", str(p), "--image", "envkit/bench-build:latest", "--compare-default"], root)))
-    cold = rows[0][1]
-    print(f"{'case':<38} {'seconds':>8} {'vs cold':>8}")
-    for name, secs in rows:
-        print(f"{name:<38} {secs:>8.1f} {secs / cold:>7.2f}x")
+        shutil.copy(HOST_CA, root / "certs" / "host-ca.pem")
+        ref_ctx = root / "ref-ctx"
+        ref_ctx.mkdir()
+        shutil.copytree(root / "wheels", ref_ctx / "wheels")
+        (ref_ctx / "certs").mkdir()
+        shutil.copy(HOST_CA, ref_ctx / "certs" / "host-ca.crt")  # update-ca-certificates reads only *.crt
+        rows: list[tuple[str, float, float]] = []
+
+        def both(case: str, env_value: str, pip_now: list[str], no_cache: bool = False) -> None:
+            e = build(generate_envkit(root, env_value, pip_now), TAG_ENVKIT, no_cache)
+            r = build(write_reference(root, env_value, pip_now), TAG_REF, no_cache)
+            rows.append((case, e, r))
+            print(f"  {case}: envkit {e:.1f} s, reference {r:.1f} s", file=sys.stderr, flush=True)
+
+        both("cold build (--no-cache)", "a", pip, no_cache=True)
+        both("warm: image.env changed", "b", pip)
+        both("warm: pip_packages changed", "b", [*pip, "six"])
+
+        sizes = {TAG_ENVKIT: image_size(TAG_ENVKIT), TAG_REF: image_size(TAG_REF)}
+        base = image_size(BASE)
+        venv, apt = installed_bytes(TAG_ENVKIT)
+        ref_venv, ref_apt = installed_bytes(TAG_REF)
+        wheel_layers = {t: layers_with(t, "wheels") for t in sizes}
+
+    cold_e, cold_r = rows[0][1], rows[0][2]
+    print(f"NGC-style example (base {BASE}, torch {TORCH}+cpu from a wheelhouse), classic builder, one run")
+    print(f"{'case':<30} {'envkit s':>9} {'reference s':>12} {'envkit/ref':>11} {'envkit/cold':>12} {'ref/cold':>9}")
+    for name, e, r in rows:
+        print(f"{name:<30} {e:>9.1f} {r:>12.1f} {e / r:>10.2f}x {e / cold_e:>11.2f}x {r / cold_r:>8.2f}x")
+    print()
+    print(f"{'image':<30} {'size':>9} {'minus base':>12} {'installed':>11} {'ratio':>7}")
+    for label, tag, v, a in (("envkit", TAG_ENVKIT, venv, apt), ("reference", TAG_REF, ref_venv, ref_apt)):
+        extra = sizes[tag] - base
+        print(f"{label:<30} {gb(sizes[tag]):>9} {gb(extra):>12} {gb(v + a):>11} {extra / (v + a):>6.2f}x")
+    print(f"(base {gb(base)}; installed = venv {gb(venv)} + apt packages beyond the base {gb(apt)} for envkit; "
+          f"venv {gb(ref_venv)} + apt {gb(ref_apt)} for the reference)")
+    print(f"envkit/reference image size: {sizes[TAG_ENVKIT] / sizes[TAG_REF]:.2f}x")
+    for tag, found in wheel_layers.items():
+        print(f"layers of {tag} that mention the wheelhouse: {len(found)}")
+        for line in found:
+            print("    " + re.sub(r"\s+", " ", line))
 
 
 if __name__ == "__main__":

@@ -74,6 +74,45 @@ def file_warnings(profile: Profile, base_dir: Path) -> list[str]:
     return out
 
 
+# CUDA libraries a nvidia/cuda base holds that torch's CUDA wheels (nvidia-*-cu12: cublas, cudnn,
+# nccl, ...) install again, in bytes. Estimates for CUDA 12 Ubuntu images, from their uncompressed
+# sizes minus the Ubuntu base: runtime ~2.6 GB, cudnn-runtime ~3.6 GB; a -devel image holds the
+# runtime's libraries too (its compilers and headers are not duplicated).
+CUDA_RUNTIME_LIBS = 2.5 * GIB
+CUDNN_LIBS = 1.0 * GIB
+
+
+def cuda_twice_bytes(base: str) -> float:
+    """Estimated bytes a ``nvidia/cuda`` base stores again next to a CUDA torch wheel (0 for others).
+
+    >>> round(cuda_twice_bytes("nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04") / GIB, 1)
+    3.5
+    >>> cuda_twice_bytes("ubuntu:24.04")
+    0
+    """
+    repo, _, tag = base.partition(":")
+    if repo.rsplit("/", 2)[-2:] != ["nvidia", "cuda"] or not any(f in tag for f in ("runtime", "devel")):
+        return 0  # -base images hold only cudart: nothing worth a warning
+    return CUDA_RUNTIME_LIBS + (CUDNN_LIBS if "cudnn" in tag else 0)
+
+
+def image_warnings(profile: Profile) -> list[str]:
+    """CUDA stored twice (a nvidia/cuda base under a CUDA torch wheel) and cuda_devel's base."""
+    image, out = profile.image, []
+    torch = image.torch
+    twice = cuda_twice_bytes(image.base)
+    is_devel = "devel" in image.base.partition(":")[2] and twice > 0
+    if image.cuda_devel and not is_devel:
+        out.append(f"image.cuda_devel: true, but image.base {image.base!r} is not a nvidia/cuda:*-devel image: "
+                   "compiling CUDA extensions needs its nvcc and headers (e.g. nvidia/cuda:12.4.1-devel-ubuntu22.04)")
+    if twice and torch is not None and torch.is_cuda and not (is_devel and image.cuda_devel):
+        out.append(f"image.base: {image.base} stores CUDA twice: torch's {torch.variant} wheels install their own "
+                   f"CUDA libraries (nvidia-*-cu12) and load those, so about {twice / GIB:.1f} GB of the base's "
+                   "copy is dead weight in every pull; use a plain base such as ubuntu:22.04 (the driver comes "
+                   "from the host), or a -devel base with image.cuda_devel: true only to compile CUDA extensions")
+    return out
+
+
 def profile_warnings(profile: Profile) -> list[str]:
     """Human-readable warnings, each starting with the key path it concerns."""
     run, ld = profile.run, profile.loader
@@ -122,6 +161,7 @@ def profile_warnings(profile: Profile) -> list[str]:
     if ld.start_method != "fork" and not ld.persistent_workers and workers > 0:
         out.append(f"loader.persistent_workers: with start_method {ld.start_method!r} every epoch re-imports your "
                    "script in each worker; set persistent_workers: true")
+    out.extend(image_warnings(profile))
     if profile.wsl is not None:
         from envkit.checks_wsl import wsl_warnings
 

@@ -8,8 +8,12 @@ proxy needs for pip inside the build).
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import os
 import resource
 import shutil
+import zipfile
 import subprocess
 import sys
 from pathlib import Path
@@ -19,8 +23,13 @@ import pytest
 from tests.dockerutil import base_image, leftover_containers, require_base_image, require_docker
 
 TORCH = "2.13.0"
+BUILD_TIMEOUT = 1800
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
-E2E_TAG = "envkit/e2e-ngc:test"
+# Overridable so parallel checkouts sharing one daemon do not build over each other's image.
+E2E_TAG = os.environ.get("ENVKIT_E2E_TAG", "envkit/e2e-ngc:test")
+# Tiny local wheels in the wheelhouse: one that accepts the profile's torch, one that pins another.
+NEEDS_TORCH = "needs-torch"
+CONFLICTS_TORCH = "conflicts-torch"
 
 
 def _fits(resource_id: int, wanted: int) -> int:
@@ -29,8 +38,28 @@ def _fits(resource_id: int, wanted: int) -> int:
     return wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
 
 
+def make_wheel(folder: Path, name: str, requires: list[str]) -> Path:
+    """Write a minimal pure-Python wheel (name 0.1) whose metadata requires ``requires``; offline."""
+    dist, ver = name.replace("-", "_"), "0.1"
+    info = f"{dist}-{ver}.dist-info"
+    files = {
+        f"{dist}/__init__.py": b"",
+        f"{info}/METADATA": (f"Metadata-Version: 2.1\nName: {name}\nVersion: {ver}\n"
+                             + "".join(f"Requires-Dist: {r}\n" for r in requires)).encode(),
+        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: envkit-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = [f"{path},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},"
+              f"{len(data)}" for path, data in files.items()] + [f"{info}/RECORD,,"]
+    dest = folder / f"{dist}-{ver}-py3-none-any.whl"
+    # Fixed timestamps: the same bytes every session, so the wheelhouse COPY stays a cache hit.
+    with zipfile.ZipFile(dest, "w") as z:
+        for path, data in [*files.items(), (f"{info}/RECORD", ("\n".join(record) + "\n").encode())]:
+            z.writestr(zipfile.ZipInfo(path, date_time=(2020, 1, 1, 0, 0, 0)), data)
+    return dest
+
+
 def ngc_profile(base: str, *, memlock: int | str | None = None, tag: str = E2E_TAG, extra_image: str = "",
-                shm: str = "512m") -> str:
+                shm: str = "512m", pip: str = NEEDS_TORCH) -> str:
     if memlock is None:
         memlock = _fits(resource.RLIMIT_MEMLOCK, 64 * 1024 * 1024)
     nofile = _fits(resource.RLIMIT_NOFILE, 65536)
@@ -43,7 +72,7 @@ image:
   torch: {{version: "{TORCH}", variant: cpu, find_links: [wheels]}}
   user: {{name: trainer, uid: 1234, gid: 1234}}
   ca_certificates: [certs/host-ca.pem]
-  env: {{OMP_NUM_THREADS: "1"}}
+  pip_packages: [{pip}]
 {extra_image}run:
   shm_size: {shm}
   ipc: private
@@ -82,10 +111,24 @@ def e2e_dir(tmp_path_factory, engine) -> Path:
                           "-d", str(wheels), f"torch=={TORCH}"], capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-2000:]
     assert list(wheels.glob("torch-*.whl")), "no torch wheel in the wheelhouse"
+    make_wheel(wheels, NEEDS_TORCH, ["torch>=2"])
+    make_wheel(wheels, CONFLICTS_TORCH, ["torch==2.0.0"])
     (root / "certs").mkdir()
     shutil.copy(HOST_CA, root / "certs" / "host-ca.pem")
     (root / "envkit.yaml").write_text(ngc_profile(base_image()))
     return root
+
+
+@pytest.fixture(scope="session")
+def built(engine, e2e_dir):
+    """Build once per session with `envkit build` (streams progress); every e2e module reuses it."""
+    from tests.conftest import run_envkit
+
+    res = run_envkit("build", str(e2e_dir / "envkit.yaml"), cwd=e2e_dir, timeout=BUILD_TIMEOUT)
+    assert res.returncode == 0, res.stderr[-4000:]
+    assert res.stdout.strip() == E2E_TAG
+    assert "[step 1/" in res.stderr and "FROM " + base_image() in res.stderr
+    return E2E_TAG
 
 
 @pytest.fixture(autouse=True)

@@ -10,20 +10,9 @@ import pytest
 from envkit.engine import fmt_limit
 from tests.conftest import run_envkit
 from tests.dockerutil import base_image
-from tests.e2e.conftest import E2E_TAG, ngc_profile
+from tests.e2e.conftest import ngc_profile
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
-BUILD_TIMEOUT = 1800
-
-
-@pytest.fixture(scope="session")
-def built(engine, e2e_dir):
-    """Build once per session with `envkit build` (streams progress)."""
-    res = run_envkit("build", str(e2e_dir / "envkit.yaml"), cwd=e2e_dir, timeout=BUILD_TIMEOUT)
-    assert res.returncode == 0, res.stderr[-4000:]
-    assert res.stdout.strip() == E2E_TAG
-    assert "[step 1/" in res.stderr and "FROM " + base_image() in res.stderr
-    return E2E_TAG
 
 
 def test_validate_compare_default(built, e2e_dir):

@@ -58,6 +58,11 @@ def test_dockerfile_has_no_placebo_lines(example, tmp_path):
     text = "\n".join(instructions)
     for placebo in ("sysctl", "/dev/shm", "ulimit", "swappiness", "limits.conf"):
         assert placebo not in text, f"{example}: placebo setting {placebo!r} in the Dockerfile"
-    # Layer order for caching: system packages, then torch, then pip packages, then env/user.
-    order = [text.find(marker) for marker in ("apt-get install", "python3 -m venv", "useradd", "COPY envkit_harness.pyz")]
+    # Layer order for caching: system packages and the user (system stage), then venv and torch
+    # (build stage), then the venv copy and the harness (final stage).
+    order = [text.find(marker) for marker in ("apt-get install", "useradd", "python3 -m venv", "torch==",
+                                              "COPY --from=build", "COPY envkit_harness.pyz")]
+    if order[0] == -1:  # a python: base with no system packages has nothing to apt-get
+        assert "python:" in dockerfile.split(" AS system", 1)[0]
+        order = order[1:]
     assert order == sorted(order) and -1 not in order

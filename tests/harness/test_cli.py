@@ -44,6 +44,10 @@ def test_json_report_healthy_exit_0(run_cli, write_expect, small_loader):
     assert by["pinned_transfer"]["status"] == "skip" and "CUDA" in by["pinned_transfer"]["message"]
     assert report["verdict"] in ("pass", "warn")
     assert "loader: batch" in p.stderr  # progress goes to stderr, never stdout
+    # Which workload ran, and from which expectation file (issue 9: the built-in one hides failures).
+    w = report["workload"]
+    assert w["source"] == "expectation" and os.path.isabs(w["expect_file"])
+    assert w["expect_file"].endswith(".json") and w["batch_size"] == small_loader["batch_size"]
 
 
 def test_failing_check_exits_1(run_cli, write_expect):
@@ -60,6 +64,7 @@ def test_table_without_json(run_cli, small_loader, write_expect):
     p = run_cli("--quick", "--num-workers", "1", "--expect", write_expect(small_loader))
     assert p.returncode == 0, p.stderr
     assert "verdict" in p.stdout and "CHECK" in p.stdout and "loader" in p.stdout
+    assert "workload: synthetic " in p.stdout and "1 workers (from /" in p.stdout
     with pytest.raises(json.JSONDecodeError):
         json.loads(p.stdout)
 

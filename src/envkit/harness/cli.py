@@ -19,7 +19,7 @@ import time
 from .core import DEFAULT_TIMEOUT_S, check_timeout, run_checks
 from .env import quiet_numpy_warning
 from .expect import UsageError, load_expect
-from .report import FAIL, render_table, to_json
+from .report import FAIL, describe_workload, render_table, to_json
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -109,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         report = run_checks(expect, dataset=args.dataset, num_workers=args.num_workers,
                             batch_size=args.batch_size, timeout=args.timeout, quick=args.quick,
                             sweep=args.sweep, progress=_Progress(), plot=args.plot)
+        # Say which workload ran and from which file: the built-in one passes where the profile's fails.
+        report["workload"] = describe_workload(report["environment"].get("loader_settings") or {}, args.expect)
     except UsageError as exc:
         print(f"envkit-harness: error: {exc}", file=sys.stderr)
         return 2

@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
@@ -67,6 +68,29 @@ def human_bytes(n) -> str:
     return f"{n} B"  # pragma: no cover - loop always returns
 
 
+def describe_workload(settings: dict, expect_file: str | None) -> dict:
+    """Which workload a run used and where it came from, for the report's ``workload`` key.
+
+    >>> w = describe_workload({"dataset": "synthetic", "sample_shape": [3, 8, 8], "dtype": "uint8",
+    ...                        "batch_size": 4, "num_workers": 2}, None)
+    >>> w["source"], workload_line(w)
+    ('built-in defaults', 'workload: synthetic uint8[3, 8, 8], batch 4, 2 workers (built-in defaults: no --expect file)')
+    """
+    return {"dataset": settings.get("dataset"), "sample_shape": settings.get("sample_shape"),
+            "dtype": settings.get("dtype"), "batch_size": settings.get("batch_size"),
+            "num_workers": settings.get("num_workers"),
+            "source": "expectation" if expect_file else "built-in defaults",
+            "expect_file": os.path.abspath(expect_file) if expect_file else None}
+
+
+def workload_line(w: dict) -> str:
+    """One human line naming the workload and the expectation file it came from."""
+    shape = ", ".join(str(d) for d in w.get("sample_shape") or [])
+    origin = (f"from {w['expect_file']}" if w.get("expect_file") else "built-in defaults: no --expect file")
+    return (f"workload: {w.get('dataset')} {w.get('dtype')}[{shape}], batch {w.get('batch_size')}, "
+            f"{w.get('num_workers')} workers ({origin})")
+
+
 def render_table(report: dict, width: int = 100) -> str:
     """A readable table: one row per check, then the remedies of the checks that did not pass.
 
@@ -85,6 +109,8 @@ def render_table(report: dict, width: int = 100) -> str:
         if env.get("wsl"):
             bits.append(f"wsl={env['wsl']}")
         lines.append("environment: " + ", ".join(bits))
+    if report.get("workload"):
+        lines.append(workload_line(report["workload"]))
     lines.append(f"{'CHECK':<16} {'STATUS':<7} DETAIL")
     detail_width = max(30, width - 25)
     for c in report["checks"]:

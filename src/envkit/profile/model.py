@@ -83,6 +83,13 @@ class Image(Model):
     ca_certificates: tuple[str, ...] = ()
     proxy: Proxy | None = None
     workdir: AbsPath = "/workspace"
+    # uv installs torch several times faster than pip (issue 13); pip stays for indexes or
+    # tooling uv does not handle. Both read the same find_links, index, proxy and CA settings.
+    installer: Literal["uv", "pip"] = "uv"
+    # True when the image compiles CUDA extensions and so needs a nvidia/cuda:*-devel base (nvcc,
+    # headers). Without it, a nvidia/cuda base next to a CUDA torch wheel is warned about: the
+    # wheel brings its own CUDA libraries, so the base's copy is dead weight.
+    cuda_devel: bool = False
 
     @field_validator("base")
     @classmethod

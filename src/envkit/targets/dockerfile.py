@@ -1,15 +1,24 @@
-"""Dockerfile (+ .dockerignore): the build-time half of the profile.
+"""Dockerfile (+ .dockerignore, envkit-check): the build-time half of the profile.
 
 Decisions made here, not in the template:
-- layer order for caching: CA/proxy, system packages, Python venv, torch, pip
-  packages, env/user, then the harness (which changes most often);
+- three stages, classic-builder syntax (docker-py builds with it; no RUN --mount, no heredocs):
+  ``system`` (base, CA, apt packages, user), ``build`` (FROM system: the venv, installed with uv
+  or pip) and the final stage (FROM system + the venv copied from build). Wheelhouses, installer
+  caches and uv itself stay in the build stage, so they never ship (``docker history``);
+- layer order for caching: CA/proxy, system packages, user, then in the build stage uv, torch,
+  pip packages; in the final stage the venv, harness, env and the labels last;
+- torch first (from the variant's index or the wheelhouse), with numpy (torch warns on every
+  import without it); every later install is constrained to the torch actually installed, so a
+  package pinning another torch fails the build instead of replacing the variant;
 - no placebo lines: nothing about /dev/shm, sysctl or ulimits, which are run-time settings;
-- CA certificates land before the first download, and pip/requests/OpenSSL are
-  pointed at the system bundle (pip ignores it otherwise: it ships certifi);
-- proxies are build ARGs (Docker's predefined proxy ARGs are not kept in the image history).
+- CA certificates land before the first download, and pip/uv/requests/OpenSSL are pointed at the
+  system bundle (pip ignores it otherwise: it ships certifi; uv reads SSL_CERT_FILE);
+- proxies are build ARGs (Docker's predefined proxy ARGs are not kept in the image history);
+- ``python:*`` bases already hold Python: no second Python from apt.
 
 Example:
-    >>> # render(ctx) -> [OutputFile(".dockerignore", ...), OutputFile("Dockerfile", ...)]
+    >>> is_python_base("python:3.11-slim-bookworm"), is_python_base("ubuntu:24.04")
+    (True, False)
 """
 
 from __future__ import annotations
@@ -31,6 +40,42 @@ CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 # generating into the profile's folder never writes into the user's certs/ or wheels/.
 CONTEXT_DIR = ".envkit"
 TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
+CHECK_FILE = "envkit-check"
+CHECK_PATH = f"/usr/local/bin/{CHECK_FILE}"
+# uv itself is installed with pip in the build stage (same proxy and CA settings), pinned so a
+# rebuild installs the same resolver.
+UV_VERSION = "0.13.9"
+BUILD_DIR = "/opt/envkit-build"
+WHEELS_IN_IMAGE = "/tmp/envkit-wheels"
+
+
+def is_python_base(base: str) -> bool:
+    """True for the official ``python`` images (``python:3.11-slim``, ``docker.io/library/python:3.12``),
+    which bring their own Python: installing Debian's python3 on top would be a second one.
+
+    >>> is_python_base("docker.io/library/python:3.12"), is_python_base("team/python-tools:1")
+    (True, False)
+    """
+    name = base.split(":", 1)[0].rsplit("/", 1)[-1]
+    return name == "python" and base.split(":", 1)[0] in ("python", "library/python", "docker.io/library/python")
+
+
+def apt_packages(image) -> list[str]:
+    """Debian packages the system stage installs: Python and CA tools unless the base has them."""
+    base = () if is_python_base(image.base) else BASE_APT
+    return sorted(set(base) | set(image.system_packages))
+
+
+def names_numpy(requirements) -> bool:
+    """True when a pip requirement installs numpy (then the profile's own numpy pin decides).
+
+    >>> names_numpy(["numpy<2", "pillow"]), names_numpy(["numpy-financial"])
+    (True, False)
+    """
+    import re
+
+    return any(re.split(r"[\s\[<>=!~;@(]", r.strip(), maxsplit=1)[0].lower().replace("_", "-") == "numpy"
+               for r in requirements)
 
 
 def cert_names(ctx: GenContext) -> list[tuple[str, str]]:
@@ -59,7 +104,7 @@ def _torch_install(ctx: GenContext) -> dict | None:
     torch = ctx.profile.image.torch
     if torch is None:
         return None
-    wheels = [f"/tmp/envkit-wheels/{os.path.basename(d)}" for _, d in wheel_dirs(ctx)]
+    wheels = [f"{WHEELS_IN_IMAGE}/{os.path.basename(d)}" for _, d in wheel_dirs(ctx)]
     if wheels:
         # A wheelhouse holds local-version wheels (2.5.1+cu124); pin the label so pip cannot
         # prefer an index build, and let the default (or given) index serve the dependencies.
@@ -68,7 +113,10 @@ def _torch_install(ctx: GenContext) -> dict | None:
     else:
         spec = f"torch=={torch.version}"
         index = torch.index_url or TORCH_INDEX.format(variant=torch.variant)
-    return {"spec": spec, "index_url": index, "find_links": wheels}
+    # numpy with torch: torch warns on every import without it. A profile that names numpy in
+    # pip_packages gets its own pin in the next step instead of a numpy installed twice.
+    extra = [] if names_numpy(ctx.profile.image.pip_packages) else ["numpy"]
+    return {"spec": spec, "index_url": index, "find_links": wheels, "extra": extra}
 
 
 def context(ctx: GenContext) -> dict:
@@ -94,8 +142,14 @@ def context(ctx: GenContext) -> dict:
         "proxy": bool(build_args(ctx)),
         "context_dir": CONTEXT_DIR,
         "certs": bool(certs),
-        "apt_packages": sorted(set(BASE_APT) | set(image.system_packages)),
+        "apt_packages": apt_packages(image),
         "venv": VENV,
+        "installer": image.installer,
+        "uv_version": UV_VERSION,
+        "build_dir": BUILD_DIR,
+        "wheels_dir": WHEELS_IN_IMAGE,
+        "check_file": CHECK_FILE,
+        "check_path": CHECK_PATH,
         "torch": _torch_install(ctx),
         "pip_packages": list(image.pip_packages),
         "ca_env": ca_env,
@@ -122,13 +176,15 @@ def harness_bytes() -> bytes:
 
 
 def render(ctx: GenContext) -> list[OutputFile]:
-    """The Dockerfile and everything it COPYs: the harness, its expectations, certificates, wheels."""
+    """The Dockerfile and everything it COPYs: the harness, its expectations, envkit-check,
+    certificates, wheels."""
     c = context(ctx)
     files = [
         OutputFile("Dockerfile", ctx.render("Dockerfile.j2", **c)),
         OutputFile(".dockerignore", ctx.render("dockerignore.j2", **c)),
         OutputFile(HARNESS_FILE, harness_bytes()),
         OutputFile(EXPECT_FILE, expectation_json(ctx.profile)),
+        OutputFile(CHECK_FILE, ctx.render("envkit-check.j2", **c), mode=0o755),
     ]
     for rel, name in cert_names(ctx):
         files.append(OutputFile(name, ctx.loaded.resolve(rel).read_bytes()))
