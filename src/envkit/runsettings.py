@@ -10,7 +10,7 @@ Example:
     >>> from envkit.profile import load_profile
     >>> rs = RunSettings.from_profile(load_profile(None).profile)
     >>> docker_flags(rs)[:3]
-    ['--shm-size=2g', '--ipc=private', '--cpuset-cpus=0-7']
+    ['--shm-size=2g', '--ipc=private', '--init']
 """
 
 from __future__ import annotations
@@ -63,6 +63,8 @@ class RunSettings:
     env: tuple[tuple[str, str], ...]
     # An init process as PID 1 forwards signals and reaps exited DataLoader workers.
     init: bool = True
+    # Start as root so the image's entrypoint can give its user the project folder's uid/gid (remaps_user).
+    start_as_root: bool = False
 
     @property
     def project_volume(self) -> Volume | None:
@@ -91,6 +93,7 @@ class RunSettings:
             ulimits=tuple(Ulimit(n, u.soft, u.hard) for n, u in sorted(p.run.ulimits.items())),
             volumes=tuple(vols),
             env=tuple(sorted(env.items())),
+            start_as_root=remaps_user(p) and p.run.mount_project,
         )
 
     @property
@@ -99,6 +102,18 @@ class RunSettings:
         if self.ipc == "host":
             return None
         return self.shm_size if self.shm_size is not None else DEFAULT_SHM
+
+
+def remaps_user(p: Profile) -> bool:
+    """True when the image carries envkit-entrypoint: its user is not root, and a container started as root
+    gets that user remapped to the uid/gid of the project folder's owner, then runs as it. One image then
+    serves every member of a team whatever their host uid (the image bakes image.user.uid).
+
+    >>> from envkit.profile.model import Profile
+    >>> remaps_user(Profile.model_validate({"envkit": 1, "name": "d", "image": {"base": "debian:bookworm"}}))
+    True
+    """
+    return not p.image.user.is_root
 
 
 def proxy_build_args(p: Profile) -> list[tuple[str, str]]:
@@ -135,6 +150,9 @@ def docker_flags(rs: RunSettings, volume_source=lambda v: v.source, *, project: 
     flags.append(f"--ipc={rs.ipc}")
     if rs.init:
         flags.append("--init")
+    if rs.start_as_root and project:
+        # devcontainer.json (project=False) has containerUser and VS Code's own updateRemoteUserUID.
+        flags.append("--user=root")
     if rs.cpuset:
         flags.append(f"--cpuset-cpus={rs.cpuset}")
     if rs.cpus is not None:
@@ -168,6 +186,8 @@ def compose_service(rs: RunSettings, volume_source=lambda v: v.source) -> dict:
     svc["ipc"] = rs.ipc
     if rs.init:
         svc["init"] = True
+    if rs.start_as_root:
+        svc["user"] = "root"
     if rs.cpuset:
         svc["cpuset"] = rs.cpuset
     if rs.cpus is not None:
@@ -195,6 +215,7 @@ def compose_service(rs: RunSettings, volume_source=lambda v: v.source) -> dict:
 
 def sdk_kwargs(rs: RunSettings, volume_source=lambda v: v.source) -> dict:
     """docker-py ``containers.create`` keyword arguments (plain data; the engine seam builds SDK types)."""
+    # No start_as_root here: validate runs the harness as the image's user, the user it measures for.
     kw: dict = {"ipc_mode": rs.ipc}
     if rs.init:
         kw["init"] = True

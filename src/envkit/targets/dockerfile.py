@@ -27,7 +27,7 @@ import os
 
 from envkit import __version__
 from envkit.expect import expectation_json
-from envkit.runsettings import proxy_build_args
+from envkit.runsettings import proxy_build_args, remaps_user
 from envkit.targets import GenContext, OutputFile
 
 BASE_APT = ("ca-certificates", "python3", "python3-venv")
@@ -42,6 +42,8 @@ CONTEXT_DIR = ".envkit"
 TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
 CHECK_FILE = "envkit-check"
 CHECK_PATH = f"/usr/local/bin/{CHECK_FILE}"
+ENTRYPOINT_FILE = "envkit-entrypoint"
+ENTRYPOINT_PATH = f"/usr/local/bin/{ENTRYPOINT_FILE}"
 # uv itself is installed with pip in the build stage (same proxy and CA settings), pinned so a
 # rebuild installs the same resolver.
 UV_VERSION = "0.13.9"
@@ -149,6 +151,7 @@ def context(ctx: GenContext) -> dict:
         "build_dir": BUILD_DIR,
         "wheels_dir": WHEELS_IN_IMAGE,
         "check_file": CHECK_FILE,
+        "entrypoint": {"file": ENTRYPOINT_FILE, "path": ENTRYPOINT_PATH} if remaps_user(p) else None,
         "check_path": CHECK_PATH,
         "torch": _torch_install(ctx),
         "pip_packages": list(image.pip_packages),
@@ -186,6 +189,8 @@ def render(ctx: GenContext) -> list[OutputFile]:
         OutputFile(EXPECT_FILE, expectation_json(ctx.profile)),
         OutputFile(CHECK_FILE, ctx.render("envkit-check.j2", **c), mode=0o755),
     ]
+    if c["entrypoint"]:
+        files.append(OutputFile(ENTRYPOINT_FILE, ctx.render("entrypoint.sh.j2", **c), mode=0o755))
     for rel, name in cert_names(ctx):
         files.append(OutputFile(name, ctx.loaded.resolve(rel).read_bytes()))
     for rel, folder in wheel_dirs(ctx):

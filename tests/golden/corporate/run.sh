@@ -10,6 +10,7 @@ flags=(
   --shm-size=4g
   --ipc=private
   --init
+  --user=root
   --cpuset-cpus=0-3,8-11
   --memory=24g
   --gpus=1

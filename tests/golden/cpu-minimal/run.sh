@@ -10,6 +10,7 @@ flags=(
   --shm-size=1g
   --ipc=private
   --init
+  --user=root
   --volume="${here}"/..:/workspace
 )
 tty=()

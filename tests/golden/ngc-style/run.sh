@@ -10,6 +10,7 @@ flags=(
   --shm-size=16g
   --ipc=private
   --init
+  --user=root
   --cpuset-cpus=0-15
   --cpus=16
   --memory=128g

@@ -10,6 +10,7 @@ flags=(
   --shm-size=4g
   --ipc=private
   --init
+  --user=root
   --memory=12g
   --gpus=all
   --volume="${here}"/..:/workspace
