@@ -11,6 +11,7 @@ from typing import TextIO
 
 from envkit.checks import file_warnings, profile_warnings
 from envkit.errors import ProfileError
+from envkit.lockfile import stale_warning
 from envkit.output import write_outputs
 from envkit.profile import LoadedProfile, load_profile
 from envkit.render import make_env
@@ -27,6 +28,9 @@ def render_all(loaded: LoadedProfile, out_dir: Path, targets: tuple[str, ...] = 
 def report_warnings(loaded: LoadedProfile, strict: bool, err: TextIO) -> None:
     """Print warnings to ``err``; under ``strict`` they are errors (exit 2, nothing written)."""
     warnings = profile_warnings(loaded.profile) + file_warnings(loaded.profile, loaded.base_dir)
+    stale = stale_warning(loaded)
+    if stale:
+        warnings.append(stale)
     if strict and warnings:
         raise ProfileError("\n".join(f"{loaded.source}: {w}" for w in warnings),
                            hint="fix the profile, or drop --strict to treat these as warnings")

@@ -107,18 +107,30 @@ def _torch_install(ctx: GenContext) -> dict | None:
     if torch is None:
         return None
     wheels = [f"{WHEELS_IN_IMAGE}/{os.path.basename(d)}" for _, d in wheel_dirs(ctx)]
-    if wheels:
+    spec, index = torch_requirement(torch)
+    return {"spec": spec, "index_url": index, "find_links": wheels, "extra": torch_extras(ctx.profile.image)}
+
+
+def torch_requirement(torch) -> tuple[str, str | None]:
+    """(requirement, index URL) for the profile's torch: the Dockerfile and ``envkit lock`` both use it.
+
+    >>> from envkit.profile.model import Torch
+    >>> torch_requirement(Torch(version="2.5.1", variant="cu124"))
+    ('torch==2.5.1', 'https://download.pytorch.org/whl/cu124')
+    >>> torch_requirement(Torch(version="2.5.1", find_links=("wheels",)))
+    ('torch==2.5.1+cpu', None)
+    """
+    if torch.find_links:
         # A wheelhouse holds local-version wheels (2.5.1+cu124); pin the label so pip cannot
         # prefer an index build, and let the default (or given) index serve the dependencies.
-        spec = f"torch=={torch.version}+{torch.variant}"
-        index = torch.index_url
-    else:
-        spec = f"torch=={torch.version}"
-        index = torch.index_url or TORCH_INDEX.format(variant=torch.variant)
-    # numpy with torch: torch warns on every import without it. A profile that names numpy in
-    # pip_packages gets its own pin in the next step instead of a numpy installed twice.
-    extra = [] if names_numpy(ctx.profile.image.pip_packages) else ["numpy"]
-    return {"spec": spec, "index_url": index, "find_links": wheels, "extra": extra}
+        return f"torch=={torch.version}+{torch.variant}", torch.index_url
+    return f"torch=={torch.version}", torch.index_url or TORCH_INDEX.format(variant=torch.variant)
+
+
+def torch_extras(image) -> list[str]:
+    """Packages installed with torch: numpy (torch warns on every import without it), unless the
+    profile's pip_packages name numpy, whose own pin then decides in the next step."""
+    return [] if names_numpy(image.pip_packages) else ["numpy"]
 
 
 def context(ctx: GenContext) -> dict:
