@@ -17,9 +17,9 @@ import re
 from pathlib import Path
 
 from envkit.pythons import image_python
-from envkit.targets.dockerfile import torch_extras, torch_requirement
+from envkit.targets.dockerfile import LOCK_FILE_NAME, torch_extras, torch_requirement
 
-LOCK_FILE = "envkit.lock.txt"
+LOCK_FILE = LOCK_FILE_NAME
 # manylinux_2_28: glibc 2.28 or newer (Debian 10+, Ubuntu 20.04+, every base envkit targets); torch's
 # own Linux wheels are built for it.
 PLATFORM = "x86_64-manylinux_2_28"

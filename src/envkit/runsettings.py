@@ -104,6 +104,10 @@ class RunSettings:
         return self.shm_size if self.shm_size is not None else DEFAULT_SHM
 
 
+# Asks envkit-entrypoint (started as root) to remap the image's user; without it root stays root.
+REMAP_ENV = "ENVKIT_REMAP_USER"
+
+
 def remaps_user(p: Profile) -> bool:
     """True when the image carries envkit-entrypoint: its user is not root, and a container started as root
     gets that user remapped to the uid/gid of the project folder's owner, then runs as it. One image then
@@ -152,7 +156,7 @@ def docker_flags(rs: RunSettings, volume_source=lambda v: v.source, *, project: 
         flags.append("--init")
     if rs.start_as_root and project:
         # devcontainer.json (project=False) has containerUser and VS Code's own updateRemoteUserUID.
-        flags.append("--user=root")
+        flags.extend(["--user=root", f"--env={REMAP_ENV}=1"])
     if rs.cpuset:
         flags.append(f"--cpuset-cpus={rs.cpuset}")
     if rs.cpus is not None:
@@ -199,8 +203,9 @@ def compose_service(rs: RunSettings, volume_source=lambda v: v.source) -> dict:
     if rs.volumes:
         svc["volumes"] = [compose_escape(":".join([volume_source(v), v.target] + ([v.mode] if v.mode else [])))
                           for v in rs.volumes]
-    if rs.env:
-        svc["environment"] = {k: compose_escape(v) for k, v in rs.env}
+    env = ([(REMAP_ENV, "1")] if rs.start_as_root else []) + [(k, compose_escape(v)) for k, v in rs.env]
+    if env:
+        svc["environment"] = dict(env)
     if rs.gpus is not None:
         device = {"driver": "nvidia", "capabilities": ["gpu"]}
         if rs.gpus == "all":

@@ -112,7 +112,9 @@ def test_without_the_remap_a_member_with_another_uid_cannot_write(image):
         shutil.rmtree(proj, ignore_errors=True)
 
 
-def test_kubernetes_style_start_as_another_user_runs_unchanged(image, engine):
-    """Not started as root (a pod's runAsUser, plain docker run): the entrypoint changes nothing."""
-    out = engine.client.containers.run(TAG, ["id", "-u"], user="1234", remove=True).decode().strip()
-    assert out == "1234"
+def test_without_run_sh_the_entrypoint_changes_nothing(image, engine):
+    """A pod's runAsUser, plain docker run, docker run --user root: no ENVKIT_REMAP_USER, no remap."""
+    run = engine.client.containers.run
+    assert run(TAG, ["id", "-u"], user="1234", remove=True).decode().strip() == "1234"
+    assert run(TAG, ["id", "-u"], user="root", remove=True).decode().strip() == "0"
+    assert run(TAG, ["id", "-un"], remove=True).decode().strip() == "dev"

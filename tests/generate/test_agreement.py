@@ -153,7 +153,9 @@ def test_targets_agree(example, tmp_path):
     # containerUser (VS Code remaps with updateRemoteUserUID) and validate measures as the image's user.
     user = run_sh.get("user")
     assert user == compose.get("user") == ("root" if remaps_user(loaded.profile) and run.mount_project else None)
-    run_sh.pop("user", None), compose.pop("user", None)
+    for target in (run_sh, compose):
+        target.pop("user", None)
+        assert target["env"].pop("ENVKIT_REMAP_USER", None) == ("1" if user else None)
     assert devc["containerUser"] == loaded.profile.image.user.name
     assert run_sh == compose == devcontainer == sdk
     # And they say what the profile says.

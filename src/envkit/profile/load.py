@@ -128,6 +128,7 @@ def _check_files(profile: Profile, pos: dict, source: str, base_dir: Path) -> No
     checks = [(("image", "ca_certificates"), profile.image.ca_certificates, "is_file", "a PEM certificate file")]
     if profile.image.torch:
         checks.append((("image", "torch", "find_links"), profile.image.torch.find_links, "is_dir", "a directory of wheels"))
+    checks.append((("image", "requirements"), profile.image.requirements, "is_file", "a requirements file"))
     for key, items, test, what in checks:
         for i, rel in enumerate(items):
             p = (base_dir / rel)
@@ -135,10 +136,14 @@ def _check_files(profile: Profile, pos: dict, source: str, base_dir: Path) -> No
                 line, col = pos.get(key + (i,), (0, 0))
                 problems.append(f"{source}:{line}:{col}: {_dotted(key + (i,))}: {rel!r} is not {what} "
                                 f"(paths are relative to the profile's folder, {base_dir})")
-            elif test == "is_file" and b"-----BEGIN CERTIFICATE-----" not in p.read_bytes()[:1 << 20]:
+            elif key == ("image", "ca_certificates") and b"-----BEGIN CERTIFICATE-----" not in p.read_bytes()[:1 << 20]:
                 line, col = pos.get(key + (i,), (0, 0))
                 problems.append(f"{source}:{line}:{col}: {_dotted(key + (i,))}: {rel!r} holds no PEM certificate "
                                 "(expected '-----BEGIN CERTIFICATE-----')")
+    if profile.image.install_project and not any((base_dir / f).is_file() for f in ("pyproject.toml", "setup.py")):
+        line, col = pos.get(("image", "install_project"), (0, 0))
+        problems.append(f"{source}:{line}:{col}: image.install_project: no pyproject.toml or setup.py in the "
+                        f"profile's folder ({base_dir}) to install")
     if problems:
         raise ProfileError("\n".join(problems))
 

@@ -90,6 +90,15 @@ class Image(Model):
     # headers). Without it, a nvidia/cuda base next to a CUDA torch wheel is warned about: the
     # wheel brings its own CUDA libraries, so the base's copy is dead weight.
     cuda_devel: bool = False
+    # A team's own requirement files (relative to the profile), installed as they are after torch and
+    # constrained to it; a file with hashes is installed with --require-hashes.
+    requirements: tuple[Annotated[str, Field(pattern=r"^[^\x00-\x1f]+$")], ...] = ()
+    # The profile's folder copied into image.workdir as the image's last layers (a cluster node pulls the
+    # image and needs the code in it). Default: on when the profile has a cluster section, else off
+    # (a workstation bind-mounts the folder). See Profile.copies_project.
+    copy_project: bool | None = None
+    # `pip install --no-deps .` of the copied project (it needs a pyproject.toml or setup.py).
+    install_project: bool = False
 
     @field_validator("base")
     @classmethod
@@ -213,6 +222,17 @@ class Profile(Model):
                     raise ValueError(
                         f"run.volumes[{i}] mounts onto image.workdir ({self.image.workdir}), where the profile's "
                         "folder is mounted; set run.mount_project: false to mount your own")
+        return self
+
+    @property
+    def copies_project(self) -> bool:
+        """image.copy_project, or its default: on for a profile with a cluster section."""
+        return self.image.copy_project if self.image.copy_project is not None else self.cluster is not None
+
+    @model_validator(mode="after")
+    def _install_needs_the_copy(self):
+        if self.image.install_project and not self.copies_project:
+            raise ValueError("image.install_project installs the copied project: set image.copy_project: true")
         return self
 
     @property

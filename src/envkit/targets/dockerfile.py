@@ -42,6 +42,7 @@ CONTEXT_DIR = ".envkit"
 TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
 CHECK_FILE = "envkit-check"
 CHECK_PATH = f"/usr/local/bin/{CHECK_FILE}"
+LOCK_FILE_NAME = "envkit.lock.txt"  # envkit.lockfile.LOCK_FILE (that module imports this one)
 ENTRYPOINT_FILE = "envkit-entrypoint"
 ENTRYPOINT_PATH = f"/usr/local/bin/{ENTRYPOINT_FILE}"
 # uv itself is installed with pip in the build stage (same proxy and CA settings), pinned so a
@@ -133,6 +134,43 @@ def torch_extras(image) -> list[str]:
     return [] if names_numpy(image.pip_packages) else ["numpy"]
 
 
+def requirement_names(ctx: GenContext) -> list[tuple[str, str]]:
+    """(source path, name in the build context) for each image.requirements file."""
+    return [(rel, f"{CONTEXT_DIR}/requirements/{i:02d}-{os.path.basename(rel)}")
+            for i, rel in enumerate(ctx.profile.image.requirements)]
+
+
+def has_hashes(path) -> bool:
+    """True when a requirements file pins with hashes (then pip/uv must check every one: --require-hashes).
+
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "r.txt"; _ = f.write_text("a==1 --hash=sha256:00\n")
+    >>> has_hashes(f)
+    True
+    """
+    return any("--hash=" in line for line in path.read_text(encoding="utf-8", errors="replace").splitlines()
+               if not line.lstrip().startswith("#"))
+
+
+def lock_source(ctx: GenContext):
+    """The profile's envkit.lock.txt when it exists (then the image installs exactly it), else None."""
+    from envkit.lockfile import lock_path
+
+    path = lock_path(ctx.loaded.base_dir)
+    return path if path.is_file() else None
+
+
+def project_sources(ctx: GenContext) -> list[str]:
+    """The profile folder's files copied into the image (image.copy_project), relative to it."""
+    if not ctx.profile.copies_project:
+        return []
+    from envkit.project import project_files
+
+    torch = ctx.profile.image.torch
+    wheelhouses = tuple(ctx.loaded.resolve(d) for d in (torch.find_links if torch else ()))
+    return project_files(ctx.loaded.base_dir, exclude_dirs=wheelhouses + (ctx.out_dir,))
+
+
 def context(ctx: GenContext) -> dict:
     p = ctx.profile
     image = p.image
@@ -166,6 +204,11 @@ def context(ctx: GenContext) -> dict:
         "entrypoint": {"file": ENTRYPOINT_FILE, "path": ENTRYPOINT_PATH} if remaps_user(p) else None,
         "check_path": CHECK_PATH,
         "torch": _torch_install(ctx),
+        "requirements": [{"name": os.path.basename(name), "hashes": has_hashes(ctx.loaded.resolve(rel))}
+                         for rel, name in requirement_names(ctx)],
+        "lock": ({"file": LOCK_FILE_NAME, "index_url": torch_requirement(image.torch)[1] if image.torch else None}
+                 if lock_source(ctx) else None),
+        "project": ({"install": image.install_project} if project_sources(ctx) else None),
         "pip_packages": list(image.pip_packages),
         "ca_env": ca_env,
         "env": sorted(image.env.items()),
@@ -209,4 +252,12 @@ def render(ctx: GenContext) -> list[OutputFile]:
         root = ctx.loaded.resolve(rel)
         for wheel in sorted(root.glob("*.whl")):
             files.append(OutputFile(f"{folder}/{wheel.name}", b"", source=wheel))
+    for rel, name in requirement_names(ctx):
+        files.append(OutputFile(name, ctx.loaded.resolve(rel).read_bytes()))
+    lock = lock_source(ctx)
+    if lock:
+        files.append(OutputFile(f"{CONTEXT_DIR}/{LOCK_FILE_NAME}", lock.read_bytes()))
+    for rel in project_sources(ctx):
+        src = ctx.loaded.base_dir / rel
+        files.append(OutputFile(f"{CONTEXT_DIR}/project/{rel}", b"", mode=src.stat().st_mode & 0o777, source=src))
     return files

@@ -11,6 +11,7 @@ flags=(
   --ipc=private
   --init
   --user=root
+  --env=ENVKIT_REMAP_USER=1
   --cpuset-cpus=0-3,8-11
   --memory=24g
   --gpus=1

@@ -11,6 +11,7 @@ flags=(
   --ipc=private
   --init
   --user=root
+  --env=ENVKIT_REMAP_USER=1
   --volume="${here}"/..:/workspace
 )
 tty=()

@@ -11,6 +11,7 @@ flags=(
   --ipc=private
   --init
   --user=root
+  --env=ENVKIT_REMAP_USER=1
   --cpuset-cpus=0-15
   --cpus=16
   --memory=128g
