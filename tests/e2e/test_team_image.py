@@ -21,7 +21,7 @@ from envkit.errors import EngineError
 from envkit.profile import load_profile
 from tests.conftest import run_envkit
 from tests.dockerutil import base_image
-from tests.e2e.conftest import BUILD_TIMEOUT, TORCH, ngc_profile
+from tests.e2e.conftest import NEEDS_TORCH, TORCH, ngc_profile
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -29,12 +29,13 @@ REQ_TAG = "envkit-team-test:requirements"
 LOCK_TAG = "envkit-team-test:lock"
 
 
-def _project(root: Path, e2e_dir: Path, extra_image: str = "", tail: str = "", tag: str = LOCK_TAG) -> Path:
+def _project(root: Path, e2e_dir: Path, extra_image: str = "", tail: str = "", tag: str = LOCK_TAG,
+             pip: str = NEEDS_TORCH) -> Path:
     """A team repository: the e2e wheelhouse and CA, some code, a secret that must stay out."""
     root.mkdir()
     shutil.copytree(e2e_dir / "wheels", root / "wheels", copy_function=os.link)
     shutil.copytree(e2e_dir / "certs", root / "certs")
-    (root / "envkit.yaml").write_text(ngc_profile(base_image(), tag=tag, extra_image=extra_image) + tail)
+    (root / "envkit.yaml").write_text(ngc_profile(base_image(), tag=tag, extra_image=extra_image, pip=pip) + tail)
     return root
 
 
@@ -90,7 +91,7 @@ CLUSTER = "cluster:\n  nodes: 2\n  entrypoint: [train.sh, --epochs, '1']\n"
 
 
 def test_a_locked_cluster_image_builds_twice_cold_to_the_same_freeze_and_holds_its_code(tmp_path, e2e_dir, engine):
-    proj = _project(tmp_path / "lock", e2e_dir, extra_image='  pip_packages: ["six==1.17.0"]\n', tail=CLUSTER)
+    proj = _project(tmp_path / "lock", e2e_dir, tail=CLUSTER, pip=f'{NEEDS_TORCH}, "six==1.17.0"')
     (proj / "train.sh").write_text("#!/bin/sh\nexec python train.py \"$@\"\n")
     (proj / "train.sh").chmod(0o755)
     (proj / "train.py").write_text("print('epoch 1')\n")
