@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,21 @@ def test_install_project_needs_the_copy_and_a_pyproject(tmp_path):
     dockerfile, _ = _gen(tmp_path, HEAD + "  copy_project: true\n  install_project: true\n")
     assert "&& pip install --no-deps /tmp/envkit-project \\" in dockerfile
     assert load_profile(tmp_path / "envkit.yaml").profile.image.install_project
+
+
+@pytest.mark.parametrize("lock", [False, True])
+@pytest.mark.parametrize("installer", ["uv", "pip"])
+def test_hadolint_accepts_the_team_dockerfile(tmp_path, installer, lock):
+    from tests.generate.test_dockerfile import _hadolint
+
+    exe = _hadolint()
+    (tmp_path / "requirements.txt").write_text("six==1.17.0 \\\n    --hash=sha256:" + "0" * 64 + "\n")
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'team'\nversion = '0'\n")
+    if lock:
+        (tmp_path / "envkit.lock.txt").write_text("six==1.17.0 \\\n    --hash=sha256:" + "0" * 64 + "\n")
+    dockerfile, _ = _gen(tmp_path, HEAD + f"  installer: {installer}\n  torch: {{version: '2.13.0'}}\n"
+                                          "  requirements: [requirements.txt]\n  install_project: true\n"
+                                          "cluster:\n  entrypoint: [train.py]\n")
+    assert ("--require-hashes --no-deps" in dockerfile) == lock
+    res = subprocess.run([exe, str(tmp_path / "out" / "Dockerfile")], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
