@@ -133,8 +133,10 @@ def test_a_locked_cluster_image_builds_twice_cold_to_the_same_freeze_and_holds_i
         assert out.strip() == "epoch 2"
 
         # A tampered lock fails the build with the reason.
-        (proj / "envkit.lock.txt").write_text(re.sub(r"(six==1.17.0 \\\n    --hash=sha256:)([0-9a-f])",
-                                                     lambda m: m[1] + ("0" if m[2] != "0" else "1"), lock))
+        # (every hash of six: pip and uv accept a file matching any one of them)
+        six = re.search(r"^six==1\.17\.0 \\\n(?:    --hash=sha256:[0-9a-f]{64}(?: \\)?\n)+", lock, re.M)[0]
+        bad = re.sub(r"sha256:([0-9a-f])", lambda m: "sha256:" + ("0" if m[1] != "0" else "1"), six)
+        (proj / "envkit.lock.txt").write_text(lock.replace(six, bad))
         with pytest.raises(EngineError) as e:
             _build(proj, engine, "envkit-team-test:tampered-lock")
         assert "A hash mismatch means a file is not the one that was locked" in str(e.value)
