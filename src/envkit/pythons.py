@@ -159,14 +159,14 @@ def compare_real(expected: str | None, where: str, real: str) -> str | None:
     """The message when the image's real Python (``3.11``) is not the one the profile says or implies.
 
     >>> compare_real("3.12", "image.python", "3.11")
-    "the image's Python is 3.11, but image.python says 3.12; set image.python: '3.11' or pick a base with Python 3.12"
+    "the image's Python is 3.11, but the profile expects 3.12 (image.python); set image.python: '3.11' or pick a base with Python 3.12"
     >>> compare_real(None, "", "3.11") is None
     True
     """
     if expected is None or expected == real:
         return None
-    return (f"the image's Python is {real}, but {where} says {expected}; set image.python: '{real}' "
-            f"or pick a base with Python {expected}")
+    return (f"the image's Python is {real}, but the profile expects {expected} ({where}); set image.python: "
+            f"'{real}' or pick a base with Python {expected}")
 
 
 def real_version(text: str) -> str:

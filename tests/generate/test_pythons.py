@@ -113,7 +113,7 @@ def test_build_reads_the_images_python_and_refuses_another(tmp_path):
     text = profile("  base: team/custom:1\n  python: '3.12'\n")
     with pytest.raises(CheckFailed) as e:
         _build(text, "3.11\n", tmp_path)
-    assert "the image's Python is 3.11, but image.python says 3.12; set image.python: '3.11'" in str(e.value)
+    assert "the image's Python is 3.11, but the profile expects 3.12 (image.python); set image.python: '3.11'" in str(e.value)
     rc, err, eng = _build(text, "3.12\n", tmp_path)
     assert rc == 0 and "the image's Python is 3.12" in err
     run = [c for c in eng.calls if c[0] == "run"][0][1]
@@ -123,7 +123,7 @@ def test_build_reads_the_images_python_and_refuses_another(tmp_path):
 def test_build_checks_what_the_base_name_implied(tmp_path):
     with pytest.raises(CheckFailed) as e:
         _build(profile("  base: debian:bookworm\n"), "3.9\n", tmp_path)
-    assert "image.base 'debian:bookworm' says 3.11" in str(e.value)
+    assert "expects 3.11 (implied by image.base 'debian:bookworm')" in str(e.value)
 
 
 def test_the_table_file_is_valid_json_one_release_a_line():

@@ -117,3 +117,19 @@ def test_build_context_is_removed(profile, monkeypatch):
     build.run(profile, tag=None, no_cache=False, out=io.StringIO(), err=io.StringIO(), engine=Spy())
     assert {"Dockerfile", ".dockerignore", "envkit_harness.pyz", "envkit_expect.json"} <= set(seen["files"])
     assert not seen["dir"].exists()
+
+
+def test_validate_fails_when_the_images_python_is_not_the_profiles(profile):
+    """debian:bookworm implies Python 3.11; a harness reporting 3.9 means another Python is in the image."""
+    report = json.loads(_report("pass"))
+    report["environment"]["python"] = "3.9.2"
+    eng = FakeEngine(run_results=[RunResult(0, json.dumps(report), "")])
+    err = io.StringIO()
+    rc = validate.run(profile, image="unit/img:1", compare_default=False, as_json=False, timeout=60, quick=True,
+                      out=io.StringIO(), err=err, engine=eng)
+    assert rc == 1
+    assert "the image's Python is 3.9, but the profile expects 3.11 (implied by image.base 'debian:bookworm')" in err.getvalue()
+    report["environment"]["python"] = "3.11.2"
+    eng = FakeEngine(run_results=[RunResult(0, json.dumps(report), "")])
+    assert validate.run(profile, image="unit/img:1", compare_default=False, as_json=False, timeout=60, quick=True,
+                        out=io.StringIO(), err=io.StringIO(), engine=eng) == 0
