@@ -172,3 +172,15 @@ def compare_real(expected: str | None, where: str, real: str) -> str | None:
 def real_version(text: str) -> str:
     """``3.11.2`` (or ``3.11``) → ``3.11``."""
     return ".".join(text.strip().split(".")[:2])
+
+
+def python_problem(image, real: str) -> str | None:
+    """The message when the image's real Python (``3.11.2`` or ``3.11``) is not the one the ``Image`` says or
+    implies; None when it fits or nothing is known (build reads it with python3, validate from the harness).
+
+    >>> from envkit.profile.model import Image
+    >>> python_problem(Image(base="debian:bookworm"), "3.11.2") is None
+    True
+    """
+    expected, where = image_python(image)
+    return compare_real(expected, where, real_version(real)) if real.strip() else None

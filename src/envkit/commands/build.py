@@ -20,7 +20,7 @@ from envkit.engine import LABEL, BuildEvent, BuildFailed, Engine
 from envkit.errors import CheckFailed, EngineError
 from envkit.output import write_outputs
 from envkit.profile import LoadedProfile, load_profile
-from envkit.pythons import compare_real, image_python, real_version
+from envkit.pythons import python_problem, real_version
 
 LOG_TAIL = 25
 
@@ -62,19 +62,13 @@ def build_image(loaded: LoadedProfile, engine: Engine, *, tag: str | None, no_ca
 PYTHON_VERSION_CMD = ["python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"]
 
 
-def python_problem(loaded: LoadedProfile, real: str) -> str | None:
-    """The message when the image's real Python (``3.11``) is not the profile's (said or implied); None if it fits."""
-    expected, where = image_python(loaded.profile.image)
-    return compare_real(expected, where, real_version(real)) if real.strip() else None
-
-
 def check_python(loaded: LoadedProfile, engine: Engine, tag: str, err: TextIO) -> None:
     """Run python3 in the built image; CheckFailed when it is not the Python the profile says or implies."""
     result = engine.run(tag, PYTHON_VERSION_CMD, settings={}, labels={LABEL: "1", "io.envkit.run": "python"},
                         timeout=60)
     if result.exit_code != 0 or not result.stdout.strip():
         return  # nothing to compare; the harness run (validate) reports a broken python3 in detail
-    problem = python_problem(loaded, result.stdout)
+    problem = python_problem(loaded.profile.image, result.stdout)
     if problem:
         raise CheckFailed(f"{loaded.source}: {problem}")
     print(f"envkit: the image's Python is {real_version(result.stdout)}", file=err)

@@ -21,12 +21,13 @@ import textwrap
 from pathlib import Path
 from typing import TextIO
 
-from envkit.commands.build import build_image, connect, python_problem
+from envkit.commands.build import build_image, connect
 from envkit.commands.generate import report_warnings
 from envkit.engine import LABEL, Engine, RunResult
 from envkit.errors import EngineError
 from envkit.harness.report import human_bytes
 from envkit.profile import LoadedProfile, load_profile
+from envkit.pythons import python_problem
 from envkit.runsettings import RunSettings, sdk_kwargs
 from envkit.targets.dockerfile import EXPECT_FILE, HARNESS_DIR, HARNESS_FILE
 
@@ -135,7 +136,7 @@ def run(profile_path: Path | None, *, image: str | None, compare_default: bool, 
         default = run_harness(engine, image, dsettings, timeout=timeout, quick=quick, label="default")
     verdict = generated["verdict"]
     # The image's real Python against the profile's (image.python, or what the base's name implies).
-    problem = python_problem(loaded, str((generated.get("environment") or {}).get("python") or ""))
+    problem = python_problem(loaded.profile.image, str((generated.get("environment") or {}).get("python") or ""))
     if problem:
         print(f"envkit: error: {loaded.source}: {problem}", file=err)
         verdict = "fail"
