@@ -144,7 +144,7 @@ def has_hashes(path) -> bool:
     """True when a requirements file pins with hashes (then pip/uv must check every one: --require-hashes).
 
     >>> import tempfile, pathlib
-    >>> f = pathlib.Path(tempfile.mkdtemp()) / "r.txt"; _ = f.write_text("a==1 --hash=sha256:00\n")
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "r.txt"; _ = f.write_text("a==1 --hash=sha256:00")
     >>> has_hashes(f)
     True
     """
