@@ -154,9 +154,8 @@ def has_hashes(path) -> bool:
 
 def lock_source(ctx: GenContext):
     """The profile's envkit.lock.txt when it exists (then the image installs exactly it), else None."""
-    from envkit.lockfile import lock_path
-
-    path = lock_path(ctx.loaded.base_dir)
+    # The name is LOCK_FILE_NAME here (envkit.lockfile imports this module, not the other way round).
+    path = ctx.loaded.base_dir / LOCK_FILE_NAME
     return path if path.is_file() else None
 
 
