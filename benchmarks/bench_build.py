@@ -74,9 +74,12 @@ def reference_dockerfile(env_value: str, pip: list[str]) -> str:
     apt, _, user, uid = example_image()
     pkgs = " ".join(sorted({"ca-certificates", "python3", "python3-venv", *apt}))
     reqs = " ".join(f"'{p}'" for p in pip)
+    # Its first step differs from envkit's (COPY before ARG): the classic builder's cache picks the
+    # newest of identical sibling layers, so a shared first step built --no-cache by one Dockerfile
+    # would divert the other's next lookup onto a chain it never built (measured: a full rebuild).
     return f"""FROM {BASE}
-ARG DEBIAN_FRONTEND=noninteractive
 COPY certs/ /usr/local/share/ca-certificates/bench/
+ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update && apt-get install -y --no-install-recommends {pkgs} \\
  && update-ca-certificates && rm -rf /var/lib/apt/lists/*
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_CERT={HOST_CA} SSL_CERT_FILE={HOST_CA}

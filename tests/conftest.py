@@ -15,34 +15,40 @@ from pathlib import Path
 
 import pytest
 
+from envkit.leftovers import start_time
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
-SCHEMAS = ROOT.parent / "shared" / "schemas"
+# Vendored copies with their source commits and licences (schemas/README.md, schemas/update.sh).
+SCHEMAS = ROOT / "schemas"
 
 
 def in_ci() -> bool:
     return os.environ.get("ENVKIT_REQUIRE_DOCKER") == "1" or os.environ.get("CI") == "true"
 
 
+KEEP_ENV = ("ENVKIT_REQUIRE_DOCKER", "ENVKIT_REQUIRE_SLURM", "ENVKIT_BASE_IMAGE", "ENVKIT_UPDATE_GOLDEN")
+
+
 @pytest.fixture(autouse=True)
 def _isolate(monkeypatch, tmp_path_factory):
     for key in list(os.environ):
-        if key.startswith("ENVKIT_") and key not in ("ENVKIT_REQUIRE_DOCKER", "ENVKIT_BASE_IMAGE", "ENVKIT_UPDATE_GOLDEN"):
+        if key.startswith("ENVKIT_") and key not in KEEP_ENV:
             monkeypatch.delenv(key, raising=False)
     monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
 
 
 @pytest.fixture(scope="session")
 def official_schema():
-    """Load one of the format owners' schemas from ../shared/schemas (fail, not skip, under CI)."""
+    """Load one of the format owners' schemas from the vendored copies in schemas/.
+
+    They are part of the repository, so a missing one is a broken checkout: fail, never skip.
+    """
 
     def load(name: str) -> dict:
         path = SCHEMAS / name
         if not path.is_file():
-            msg = f"{path} not found (the official schemas live beside the checkout)"
-            if in_ci():
-                pytest.fail(msg)
-            pytest.skip(msg)
+            pytest.fail(f"{path} not found: the vendored schemas are missing (schemas/update.sh restores them)")
         return json.loads(path.read_text())
 
     return load
@@ -62,8 +68,69 @@ def copy_example(name: str, dest: Path) -> Path:
     return dest / name
 
 
+# (pid, start time) of every envkit process this session started. Containers carry their owner's
+# (envkit.leftovers), so teardown can tell this session's containers from other runs' on a shared daemon.
+SESSION_OWNERS: set[tuple[str, str]] = set()
+
+
+def spawn_envkit(*args: str, cwd: Path | None = None, env: dict | None = None, **popen_kw) -> subprocess.Popen:
+    """Start the real console entry point (stdout/stderr piped, text) and record it in SESSION_OWNERS."""
+    full_env = {**os.environ, **(env or {})}
+    proc = subprocess.Popen([sys.executable, "-m", "envkit", *args], cwd=cwd, env=full_env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen_kw)
+    # Until we wait for it the child is alive or a zombie, so /proc still has its start time.
+    start = start_time(proc.pid)
+    if start is not None:
+        SESSION_OWNERS.add((str(proc.pid), start))
+    return proc
+
+
 def run_envkit(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 120):
     """Run the real console entry point in a subprocess (what a user runs)."""
-    full_env = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "envkit", *args], cwd=cwd, env=full_env,
-                          capture_output=True, text=True, timeout=timeout)
+    proc = spawn_envkit(*args, cwd=cwd, env=env)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+@pytest.fixture(scope="session")
+def e2e_dir(tmp_path_factory) -> Path:
+    """The e2e project folder: NGC-style profile, an offline torch wheelhouse and the host CA bundle.
+
+    Shared by the e2e and clients tiers (both need the same image; see ``e2e_image``).
+    """
+    from tests.dockerutil import base_image, require_base_image, require_docker
+    from tests.e2e.conftest import CONFLICTS_TORCH, HOST_CA, NEEDS_TORCH, TORCH, make_wheel, ngc_profile
+
+    require_base_image(require_docker())
+    root = tmp_path_factory.mktemp("e2e")
+    wheels = root / "wheels"
+    wheels.mkdir()
+    # pip finds the CPU wheel on local disk (its find-links); no CUDA build is downloaded.
+    res = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+                          "-d", str(wheels), f"torch=={TORCH}"], capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert list(wheels.glob("torch-*.whl")), "no torch wheel in the wheelhouse"
+    make_wheel(wheels, NEEDS_TORCH, ["torch>=2"])
+    make_wheel(wheels, CONFLICTS_TORCH, ["torch==2.0.0"])
+    (root / "certs").mkdir()
+    shutil.copy(HOST_CA, root / "certs" / "host-ca.pem")
+    (root / "envkit.yaml").write_text(ngc_profile(base_image()))
+    return root
+
+
+@pytest.fixture(scope="session")
+def e2e_image(e2e_dir) -> str:
+    """The ONE torch image the docker tiers use, built once per session with `envkit build`."""
+    from tests.dockerutil import base_image
+    from tests.e2e.conftest import E2E_TAG
+
+    res = run_envkit("build", str(e2e_dir / "envkit.yaml"), cwd=e2e_dir, timeout=1800)
+    assert res.returncode == 0, res.stderr[-4000:]
+    assert res.stdout.strip() == E2E_TAG
+    assert "[step 1/" in res.stderr and "FROM " + base_image() in res.stderr  # progress is streamed
+    return E2E_TAG

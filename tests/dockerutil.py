@@ -1,6 +1,6 @@
 """Shared helpers for tests that need a real Docker engine.
 
-``require_docker()`` returns a connected :class:`envkit.engine.DockerEngine`, or skips the
+``require_docker()`` returns a connected :class:`envkit.engine.docker.DockerEngine`, or skips the
 test when no engine is reachable -- except under ``ENVKIT_REQUIRE_DOCKER=1`` (CI), where a
 missing engine is a failure, so a broken CI machine cannot pass by skipping everything.
 
@@ -18,8 +18,10 @@ import os
 
 import pytest
 
-from envkit.engine import LABEL, DockerEngine
+from envkit.engine import LABEL
+from envkit.engine.docker import DockerEngine
 from envkit.errors import EngineError
+from envkit.leftovers import BOOT_LABEL, PID_LABEL, START_LABEL, boot_id, start_time
 
 DEFAULT_BASE_IMAGE = "envkit/bookworm-python:local"
 
@@ -54,6 +56,20 @@ def require_base_image(engine: DockerEngine) -> str:
             pytest.fail(msg, pytrace=False)
         pytest.skip(msg)
     return tag
+
+
+def session_containers(engine: DockerEngine, owners: set[tuple[str, str]]) -> list[tuple[str, str]]:
+    """(id, name) of envkit containers owned by this process or by one of ``owners`` ((pid, start time)).
+
+    Judged by the owner labels every container envkit runs carries (envkit.leftovers), on
+    this boot only: other users' and other test sessions' containers are never listed.
+    """
+    me = os.getpid()
+    mine = {(str(me), start_time(me)), *owners}
+    boot = boot_id()
+    return [(cid, name) for cid, name, labels in engine.list_owned()
+            if boot is not None and labels.get(BOOT_LABEL) == boot
+            and (labels.get(PID_LABEL), labels.get(START_LABEL)) in mine]
 
 
 def leftover_containers(engine: DockerEngine, *labels: str) -> list[str]:

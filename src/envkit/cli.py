@@ -21,8 +21,8 @@ from pathlib import Path
 
 from envkit import __version__
 from envkit.errors import EnvkitError, UsageError
+from envkit.targets import TARGET_NAMES
 
-TARGETS = ("dockerfile", "run", "compose", "devcontainer", "wsl")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     g = sub.add_parser("generate", help="render Dockerfile, run.sh, compose.yaml, devcontainer.json, WSL files")
     _profile_arg(g)
     g.add_argument("-o", "--output", type=Path, default=Path("."), help="output directory (default: .)")
-    g.add_argument("--target", action="append", choices=TARGETS, default=[], help="only this target (repeatable)")
+    g.add_argument("--target", action="append", choices=TARGET_NAMES, default=[], help="only this target (repeatable)")
     g.add_argument("--force", action="store_true", help="overwrite files edited since envkit wrote them (backups kept)")
     g.add_argument("--strict", action="store_true", help="treat workload warnings as errors")
 
@@ -72,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     # `envkit harness ...` never reaches this parser (see main); listed here for --help.
     sub.add_parser("harness", add_help=False,
                    help="run the loader harness on this host (envkit harness --help for its options)")
+
+    # `envkit watch ...` never reaches this parser either (see main): its options are the companion's.
+    sub.add_parser("watch", add_help=False, help="watch /dev/shm and a DataLoader's workers; warn before shm runs out")
 
     lk = sub.add_parser("lock", help="pin the image's packages with hashes into envkit.lock.txt beside the profile")
     _profile_arg(lk)
@@ -90,11 +93,18 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--timeout", type=_seconds, default=300.0, help="seconds for each harness run (default 300)")
     v.add_argument("--quick", action="store_true", help="fewer batches and a smaller transfer buffer")
 
+    bu = sub.add_parser("bundle", help="write an OCI bundle of the built image for Slurm's srun --container")
+    _profile_arg(bu)
+    bu.add_argument("--image", default=None, help="the built image (default: the profile's image tag)")
+    bu.add_argument("-o", "--output", type=Path, required=True, help="bundle folder (on storage every node sees)")
+
     d = sub.add_parser("doctor", help="check this host (Linux, WSL2, Windows) and training scripts")
     _profile_arg(d)
     d.add_argument("--script", action="append", type=Path, default=[], help="training script to check (repeatable)")
     d.add_argument("--data", action="append", type=Path, default=[], help="dataset path to check (repeatable)")
     d.add_argument("--json", action="store_true")
+
+    sub.add_parser("clean", help="remove containers and build folders left by killed envkit runs, and list them")
 
     w = sub.add_parser("wsl", help="WSL2 helpers")
     wsub = w.add_subparsers(dest="wsl_command", required=True, metavar="COMMAND", parser_class=_Parser)
@@ -144,9 +154,15 @@ def dispatch(args: argparse.Namespace) -> int:
         from envkit.commands import validate
         return validate.run(args.profile, image=args.image, compare_default=args.compare_default,
                             as_json=args.json, timeout=args.timeout, quick=args.quick, out=out, err=err)
+    if cmd == "bundle":
+        from envkit.commands import bundle
+        return bundle.run(args.profile, args.image, args.output, out=out, err=err)
     if cmd == "doctor":
         from envkit.commands import doctor
         return doctor.run(args.profile, args.script, args.data, args.json, out, err)
+    if cmd == "clean":
+        from envkit.commands import clean
+        return clean.run(out=out, err=err)
     if cmd == "wsl":
         from envkit.commands import wsl_apply
         return wsl_apply.run(args.profile, args.wslconfig, args.dry_run, out, err)
@@ -198,9 +214,13 @@ def main(argv: list[str] | None = None) -> int:
 
             profile, rest = split_harness_argv(argv[1:])
             return harness.run(profile, rest)  # no profile: the harness's own defaults or --expect
+        if argv[:1] == ["watch"]:
+            from envkit.commands import watch
+
+            return watch.run(argv[1:])
         args = build_parser().parse_args(argv)
         return dispatch(args)
-    except EnvkitError as e:
+    except (EnvkitError, UsageError) as e:
         print(f"envkit: error: {e}", file=sys.stderr)
         if e.hint:
             print(f"envkit: hint: {e.hint}", file=sys.stderr)

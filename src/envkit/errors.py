@@ -6,6 +6,12 @@ Example:
 
 from __future__ import annotations
 
+# One UsageError for envkit and its harness: defined in the stdlib-only harness (which
+# cannot import this module) and re-exported here. The CLI catches it beside EnvkitError.
+from envkit.harness.errors import UsageError
+
+__all__ = ["CheckFailed", "EngineError", "EnvkitError", "OutputConflict", "ProfileError", "UsageError"]
+
 
 class EnvkitError(Exception):
     """A user-facing failure: ``str(err)`` is the message, ``hint`` what to do next."""
@@ -23,12 +29,6 @@ class ProfileError(EnvkitError):
     exit_code = 2
 
 
-class UsageError(EnvkitError):
-    """Bad command-line usage. Exit code 2."""
-
-    exit_code = 2
-
-
 class EngineError(EnvkitError):
     """The Docker engine is missing, refused a setting, or failed. Exit code 3."""
 
@@ -42,6 +42,6 @@ class OutputConflict(EnvkitError):
 
 
 class CheckFailed(EnvkitError):
-    """A check failed (``--strict`` warnings, a failed validation). Exit code 1."""
+    """A check on a built image failed (``envkit build``: not the profile's Python). Exit code 1."""
 
     exit_code = 1

@@ -14,18 +14,19 @@ Example:
 from __future__ import annotations
 
 import json
+from typing import Any
 
+from envkit.harness.expect import VERSION  # the consumer defines the format's version
 from envkit.profile.model import Profile
 from envkit.runsettings import RunSettings
 
-VERSION = 1
-
 
 def expectation(profile: Profile) -> dict:
+    """The profile's promises as the harness reads them (:func:`envkit.harness.expect.validate_expect`)."""
     rs = RunSettings.from_profile(profile)
     loader = profile.loader
     gpus = rs.gpus if rs.gpus is not None else "none"
-    return {
+    doc: dict[str, Any] = {
         "envkit_expect": VERSION,
         "profile": profile.name,
         "loader": {
@@ -50,6 +51,9 @@ def expectation(profile: Profile) -> dict:
             "user": profile.image.user.name,
         },
     }
+    if profile.run.numa != "none":  # absent when off, so expectations without NUMA stay as they were
+        doc["run"]["numa"] = profile.run.numa
+    return doc
 
 
 def expectation_json(profile: Profile) -> bytes:

@@ -12,19 +12,28 @@ Example:
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import shutil
+import signal
 import tempfile
+import threading
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from envkit.errors import EnvkitError, OutputConflict
+from envkit.safeio import FileRefused, read_bounded, replace_file, stage_file, write_target
 from envkit.targets import OutputFile
 
 MANIFEST = ".envkit-manifest.json"
+MANIFEST_MAX = 4 * 1024 * 1024
+BACKUP_MAX = 64 * 1024 * 1024
+STAGING_PREFIX = ".envkit-staging-"
 
 
 @dataclass
@@ -32,40 +41,37 @@ class WriteReport:
     written: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     backups: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)  # unedited files of a target the profile no longer has
+    kept: list[str] = field(default_factory=list)  # edited ones, left in place
 
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _read_manifest(out_dir: Path) -> dict[str, str]:
+def _read_manifest(out_dir: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """The recorded sha256 of each file envkit wrote, and the target that owns it (when recorded)."""
     try:
-        data = json.loads((out_dir / MANIFEST).read_text(encoding="utf-8"))
-        files = data.get("files", {})
-        return {str(k): str(v) for k, v in files.items()} if isinstance(files, dict) else {}
-    except (OSError, ValueError, AttributeError):
-        return {}
+        data = json.loads(read_bounded(out_dir / MANIFEST, MANIFEST_MAX, "an envkit manifest"))
+        files, owners = data.get("files", {}), data.get("owners", {})
+        files = {str(k): str(v) for k, v in files.items()} if isinstance(files, dict) else {}
+        owners = {str(k): str(v) for k, v in owners.items()} if isinstance(owners, dict) else {}
+        return files, owners
+    except (EnvkitError, ValueError, AttributeError, RecursionError):
+        return {}, {}
 
 
-def atomic_write(path: Path, data: bytes, mode: int | None = 0o644) -> None:
-    """Write via a temporary file in the same folder and ``os.replace``: readers never see half a file.
+def atomic_write(path: Path, data: bytes, mode: int | None = 0o644) -> Path:
+    """Replace the file ``path`` names (a symlink's target, edited in its own folder) atomically.
 
+    A device, FIFO, socket or folder is refused (exit 1); see :func:`envkit.safeio.replace_file`.
     ``mode=None`` keeps the permissions of the file being replaced (0644 for a new one).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if mode is None:
-        mode = (path.stat().st_mode & 0o777) if path.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise FileRefused(f"{path.parent}: cannot create the folder: {e.strerror or e}") from None
+    return replace_file(path, data, mode)
 
 
 def backup_path(path: Path, now: datetime | None = None) -> Path:
@@ -80,20 +86,27 @@ def backup_path(path: Path, now: datetime | None = None) -> Path:
 
 
 def write_backup(path: Path, raw: bytes | None = None) -> Path:
-    """Copy ``path`` (or ``raw``, the file as it was read) to a fresh backup name; never overwrites a file."""
-    data = path.read_bytes() if raw is None else raw
+    """Copy ``path`` (or ``raw``, the file as it was read) to a fresh backup name; never overwrites a file.
+
+    For a symlink the backup goes beside the file it names (that is the file being replaced).
+    """
+    path = write_target(path)
+    data = read_bounded(path, BACKUP_MAX, "a file to back up", FileRefused) if raw is None else raw
     while True:
         target = backup_path(path)
         try:
             # "x": fail rather than overwrite if another process took the name meanwhile.
             with open(target, "xb") as f:
                 f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
             shutil.copymode(path, target)
             return target
         except FileExistsError:
             continue
         except OSError as e:
-            raise EnvkitError(f"{target}: cannot write the backup: {e.strerror}; nothing was changed") from None
+            Path(target).unlink(missing_ok=True)
+            raise FileRefused(f"{target}: cannot write the backup: {e.strerror}; nothing was changed") from None
 
 
 def _same_copy(src: Path, dst: Path) -> bool:
@@ -104,79 +117,204 @@ def _same_copy(src: Path, dst: Path) -> bool:
     return a.st_size == b.st_size and (a.st_ino == b.st_ino or int(a.st_mtime) == int(b.st_mtime))
 
 
-def _place_copy(src: Path, dst: Path) -> None:
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dst.with_name(f".{dst.name}.tmp")
-    tmp.unlink(missing_ok=True)
+def _stage_copy(src: Path, tmp: Path) -> None:
     try:
         os.link(src, tmp)  # wheels are large: a hard link costs nothing when on one filesystem
     except OSError:
         shutil.copy2(src, tmp)
-    os.replace(tmp, dst)
 
 
-def write_outputs(out_dir: Path, files: list[OutputFile], *, force: bool = False) -> WriteReport:
-    """Write ``files`` under ``out_dir``; raise ``OutputConflict`` (writing nothing) on edited files."""
-    if out_dir.exists() and not out_dir.is_dir():
-        raise EnvkitError(f"{out_dir}: exists and is not a directory")
+@contextmanager
+def output_lock(out_dir: Path, wait: float | None = None):
+    """Hold an exclusive ``flock`` on the output folder itself (no lock file is left behind).
+
+    A second envkit writing into the same folder waits up to ``wait`` seconds
+    (``ENVKIT_LOCK_WAIT``, default 30), then stops with exit 1.
+    """
+    if wait is None:
+        try:
+            wait = float(os.environ.get("ENVKIT_LOCK_WAIT", "30"))
+        except ValueError:
+            wait = 30.0
+    fd = os.open(out_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise FileRefused(
+                        f"{out_dir}: another envkit is writing into this folder; waited {wait:g}s, nothing was written",
+                        hint="wait for the other run to finish, or generate into another folder with -o",
+                    ) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def _sweep_stale_staging(out_dir: Path) -> None:
+    """Staging folders left by a killed run (only called under the lock, so none is in use)."""
+    for p in out_dir.glob(f"{STAGING_PREFIX}*"):
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def _block_signals():
+    """Block SIGINT/SIGTERM while the staged set is renamed into place; returns the old mask."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+def write_outputs(out_dir: Path, files: list[OutputFile], *, force: bool = False,
+                  owners: dict[str, str] | None = None, requested: tuple[str, ...] | None = None) -> WriteReport:
+    """Write ``files`` under ``out_dir``, all or nothing; raise ``OutputConflict`` (writing nothing) on edited files.
+
+    Every file is first written (and fsync-ed) into a staging folder in ``out_dir``
+    (or, for an output that is a symlink, beside the file it names); only when
+    the whole set is staged are the files renamed into place, with SIGINT and
+    SIGTERM held back meanwhile. A failure or interruption before that leaves the
+    previous outputs as they were and removes every temporary file.
+
+    ``owners`` maps each path to the target that made it and ``requested`` names
+    the targets rendered: a file the manifest says a requested target made, that
+    it no longer makes (e.g. the WSL files once ``wsl:`` is removed), is removed
+    when unedited and reported in ``removed``, else kept and reported in ``kept``.
+    """
+    if out_dir.is_symlink() and not out_dir.is_dir() or out_dir.exists() and not out_dir.is_dir():
+        raise FileRefused(f"{out_dir}: exists and is not a folder; nothing was written")
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise EnvkitError(f"{out_dir}: cannot create the output folder: {e.strerror or e}") from None
-    manifest = _read_manifest(out_dir)
+        raise FileRefused(f"{out_dir}: cannot create the output folder: {e.strerror or e}") from None
+    with output_lock(out_dir):
+        _sweep_stale_staging(out_dir)
+        return _write_locked(out_dir, files, force, owners or {}, requested)
+
+
+def _write_locked(out_dir: Path, files: list[OutputFile], force: bool, owners: dict[str, str],
+                  requested: tuple[str, ...] | None) -> WriteReport:
+    manifest, manifest_owners = _read_manifest(out_dir)
     report = WriteReport()
     conflicts: list[str] = []
-    plan: list[OutputFile] = []
+    plan: list[tuple[OutputFile, Path]] = []
+    chmods: list[tuple[Path, int]] = []
     for f in files:
-        target = out_dir / f.path
+        dest = write_target(out_dir / f.path)  # follows a symlink; refuses devices, FIFOs, sockets, folders
         if f.source is not None:
-            if _same_copy(f.source, target):
+            if _same_copy(f.source, dest):
                 report.unchanged.append(f.path)
             else:
-                plan.append(f)
+                plan.append((f, dest))
             continue
-        if target.is_file():
-            current = sha256(target.read_bytes())
+        if dest.is_file():
+            current = sha256(dest.read_bytes())
             if current == sha256(f.content):
                 report.unchanged.append(f.path)
-                if (target.stat().st_mode & 0o777) != f.mode:
-                    os.chmod(target, f.mode)
+                if (dest.stat().st_mode & 0o777) != f.mode:
+                    chmods.append((dest, f.mode))
                 manifest[f.path] = current
                 continue
             if manifest.get(f.path) != current:
                 conflicts.append(f.path)
-        elif target.exists() or target.is_symlink():
-            raise EnvkitError(f"{target}: exists and is not a regular file; nothing was written",
-                              hint="move it away, or generate into another folder with -o")
-        plan.append(f)
+        plan.append((f, dest))
     if conflicts and not force:
         listed = ", ".join(str(out_dir / c) for c in conflicts)
         raise OutputConflict(
             f"not overwriting {listed}: changed since envkit wrote it (or not written by envkit); nothing was written",
             hint="move your changes into the profile, or pass --force (envkit keeps a FILE.envkit-bak-<time> copy of each)",
         )
+    prune = _orphans(out_dir, files, manifest, manifest_owners, requested, report)
+    for f in files:
+        if f.path in owners:
+            manifest_owners[f.path] = owners[f.path]
+    staged: list[tuple[Path, Path]] = []  # (temporary, destination)
+    staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out_dir)) if plan or prune or chmods else None
     try:
-        for f in plan:
-            target = out_dir / f.path
-            try:
-                if f.path in conflicts and target.is_file():
-                    report.backups.append(str(write_backup(target)))
-                if f.source is not None:
-                    _place_copy(f.source, target)
+        try:
+            for f, dest in plan:
+                # Renamed from the staging folder when on its file system (no link on the way).
+                inside = os.path.realpath(dest).startswith(os.path.realpath(out_dir) + os.sep) and \
+                    dest == out_dir / f.path and os.path.realpath(dest.parent) == os.path.realpath(out_dir / f.path).rsplit(os.sep, 1)[0]
+                dest.parent.mkdir(parents=True, exist_ok=True)  # now, not while renaming: a full disk stops us here
+                if inside:
+                    assert staging is not None  # made above whenever the plan has files
+                    tmp = staging / f.path
+                    tmp.parent.mkdir(parents=True, exist_ok=True)
+                    if f.source is not None:
+                        _stage_copy(f.source, tmp)
+                    else:
+                        tmp.write_bytes(f.content)
+                        with open(tmp, "rb") as fh:
+                            os.fsync(fh.fileno())
+                        os.chmod(tmp, f.mode)
                 else:
-                    atomic_write(target, f.content, f.mode)
+                    tmp = stage_file(dest, f.content if f.source is None else f.source.read_bytes(), f.mode)
+                staged.append((tmp, dest))
+                if f.source is None:
                     manifest[f.path] = sha256(f.content)
-            except OSError as e:
-                raise EnvkitError(f"{target}: cannot write: {e.strerror or e}; "
-                                  f"{len(report.written)} file(s) were written before this one") from None
-            report.written.append(f.path)
+            for path in prune:
+                manifest.pop(path, None)
+                manifest_owners.pop(path, None)
+            doc = {"envkit_manifest": 1, "files": dict(sorted(manifest.items())),
+                   "owners": dict(sorted((k, v) for k, v in manifest_owners.items() if k in manifest))}
+            if staging is not None:
+                tmp = staging / MANIFEST
+                tmp.write_bytes((json.dumps(doc, indent=2) + "\n").encode())
+                os.chmod(tmp, 0o644)
+                staged.append((tmp, out_dir / MANIFEST))
+            for f, dest in plan:
+                if f.path in conflicts and dest.is_file():
+                    report.backups.append(str(write_backup(dest)))
+        except OSError as e:
+            raise FileRefused(f"{out_dir}: cannot write: {e.strerror or e}; nothing was changed "
+                              f"(the previous files are as they were)") from None
+        old_mask = _block_signals()
+        try:
+            for tmp, dest in staged:
+                os.replace(tmp, dest)
+            for dest, mode in chmods:
+                os.chmod(dest, mode)
+            for path in prune:
+                (out_dir / path).unlink(missing_ok=True)
+        except OSError as e:
+            raise FileRefused(f"{out_dir}: cannot put the files in place: {e.strerror or e}") from None
+        finally:
+            if old_mask is not None:
+                signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
     finally:
-        # Record whatever was written, also after a failure, so the next run can tell
-        # envkit's files from the user's.
-        if report.written or not (out_dir / MANIFEST).exists():
-            doc = {"envkit_manifest": 1, "files": dict(sorted(manifest.items()))}
-            try:
-                atomic_write(out_dir / MANIFEST, (json.dumps(doc, indent=2) + "\n").encode())
-            except OSError as e:
-                raise EnvkitError(f"{out_dir / MANIFEST}: cannot write: {e.strerror or e}") from None
+        for tmp, _ in staged:
+            if tmp.exists() and (staging is None or staging not in tmp.parents):
+                tmp.unlink(missing_ok=True)
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+    report.written = [f.path for f, _ in plan]
+    report.removed = [p for p in prune]
     return report
+
+
+def _orphans(out_dir: Path, files: list[OutputFile], manifest: dict[str, str], owners: dict[str, str],
+             requested: tuple[str, ...] | None, report: WriteReport) -> list[str]:
+    """Paths envkit wrote for a rendered target that no longer makes them, and that are unedited."""
+    if requested is None:
+        return []
+    made = {f.path for f in files}
+    prune = []
+    for path in sorted(manifest):
+        if path in made or owners.get(path) not in requested:
+            continue
+        p = out_dir / path
+        if not p.exists() and not p.is_symlink():
+            prune.append(path)  # already gone: forget it
+            continue
+        if p.is_symlink():
+            report.kept.append(path)
+            continue
+        if p.is_file() and sha256(p.read_bytes()) == manifest[path]:
+            prune.append(path)
+        else:
+            report.kept.append(path)
+    return prune

@@ -64,6 +64,21 @@ def _dockerfile_str(value: object) -> str:
     return json.dumps(str(value), ensure_ascii=False).replace("$", "\\$")
 
 
+# What a YAML reader refuses raw (outside its printable set) or reads as a line break or byte-order mark
+# (NEL, U+2028, U+2029, U+FEFF); JSON with ensure_ascii=False leaves these raw, so they are escaped here.
+_YAML_RAW_UNSAFE = re.compile("[^\x09\x0a\x0d\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+
+
+def _yaml_scalar(value: object) -> str:
+    """A YAML flow scalar that reads back as exactly ``value``: JSON spelling (JSON is YAML), with the
+    characters YAML will not take raw escaped as ``\\uXXXX``.
+
+    >>> print(_yaml_scalar('a: "b" #c $d\u2028'), _yaml_scalar(3), _yaml_scalar(True))
+    "a: \\"b\\" #c $d\\u2028" 3 true
+    """
+    return _YAML_RAW_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
+
+
 def _bytecode_cache() -> jinja2.BytecodeCache | None:
     """Compiled templates on disk (keyed by template source), so a CLI run skips recompiling.
 
@@ -95,5 +110,6 @@ def make_env(directory: Path | None = None) -> jinja2.Environment:
     env.filters["to_yaml"] = _to_yaml
     env.filters["to_json"] = _to_json
     env.filters["dockerfile_str"] = _dockerfile_str
+    env.filters["yamlstr"] = _yaml_scalar
     env.globals["envkit_version"] = __version__
     return env

@@ -20,6 +20,10 @@ from __future__ import annotations
 import difflib
 import re
 
+# One Docker size formatter, defined in the stdlib-only harness (which also spells --shm-size remedies).
+from envkit.harness.sizing import docker_size as format_size  # noqa: F401 (re-exported)
+from envkit.harness.numa import format_cpulist
+
 _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4, "p": 1024**5}
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b)?\s*$", re.IGNORECASE)
 _CPUSET_MAX = 4095  # Linux's default NR_CPUS ceiling; larger ids are typos
@@ -58,19 +62,6 @@ def parse_size(value: object) -> int:
     return int(number) * _UNITS[unit]
 
 
-def format_size(n: int) -> str:
-    """The shortest exact Docker spelling of ``n`` bytes: ``8g``, ``512m``, ``1000``.
-
-    >>> format_size(8 * 1024**3), format_size(1536 * 1024**2), format_size(1000)
-    ('8g', '1536m', '1000')
-    """
-    for unit in ("p", "t", "g", "m", "k"):
-        factor = _UNITS[unit]
-        if n >= factor and n % factor == 0:
-            return f"{n // factor}{unit}"
-    return str(n)
-
-
 def format_wsl_size(n: int) -> str:
     """``.wslconfig`` spelling: ``16GB``, ``512MB``, or bytes."""
     for unit, factor in (("TB", 1024**4), ("GB", 1024**3), ("MB", 1024**2), ("KB", 1024)):
@@ -103,23 +94,15 @@ def parse_cpuset(value: object) -> tuple[int, ...]:
 
 
 def format_cpuset(cpus: tuple[int, ...]) -> str:
-    """Canonical cpuset text with ranges collapsed.
+    """Canonical cpuset text with ranges collapsed: the harness's list formatter (one rule).
 
     >>> format_cpuset((0, 1, 2, 3, 8, 10, 11))
     '0-3,8,10-11'
     """
-    parts: list[str] = []
-    i = 0
-    while i < len(cpus):
-        j = i
-        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
-            j += 1
-        parts.append(str(cpus[i]) if i == j else f"{cpus[i]}-{cpus[j]}")
-        i = j + 1
-    return ",".join(parts)
+    return format_cpulist(cpus)
 
 
-def did_you_mean(word: str, choices) -> str:
+def did_you_mean(word: object, choices) -> str:
     """`` (did you mean 'x'?)`` for the closest choice, or an empty string."""
     close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""

@@ -172,13 +172,28 @@ class _Line:
     match: re.Match | None = None
 
 
+_LINE_RE = re.compile(r"[^\n]*\n|[^\n]+\Z")
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their endings, broken only at ``\\n`` (so ``\\r\\n`` too), as WSL's parser reads them.
+
+    ``str.splitlines`` would also break at U+2028, form feed, a lone ``\\r`` and others, where WSL
+    sees one line: a key written after such a character would land inside what WSL reads as a comment.
+
+    >>> split_lines("a=1\\u2028b\\r\\n# c\\x0cd=2\\n")
+    ['a=1\\u2028b\\r\\n', '# c\\x0cd=2\\n']
+    """
+    return _LINE_RE.findall(text)
+
+
 def _parse_lines(text: str, source: str) -> list[_Line]:
     lines: list[_Line] = []
     section: str | None = None
     continuing = False
-    for n, piece in enumerate(text.splitlines(keepends=True), start=1):
-        body = piece.rstrip("\r\n")
-        ending = piece[len(body):]
+    for n, piece in enumerate(split_lines(text), start=1):
+        ending = "\r\n" if piece.endswith("\r\n") else ("\n" if piece.endswith("\n") else "")
+        body = piece[: len(piece) - len(ending)]
         stripped = body.strip()
         if continuing:
             lines.append(_Line(body, ending, "cont", section))
@@ -230,6 +245,7 @@ def merge_ini(text: str, updates: Iterable[tuple[str, str, str]], source: str = 
             pending.setdefault(section, []).append((key, value))
             continue
         ln = lines[idx]
+        assert ln.match is not None  # a "key" line always carries its match
         indent, user_key, eq, raw = ln.match.groups()
         # Continuation lines belong to the value being replaced.
         j = idx + 1

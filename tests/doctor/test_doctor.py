@@ -113,6 +113,28 @@ def test_cpuset_beyond_the_machine_fails(tmp_path):
     assert cpus["status"] == "fail" and "Requested CPUs are not available" in cpus["message"]
 
 
+@pytest.mark.parametrize("release, want", [("6.6.0-microsoft-custom", 2), ("4.4.0-19041-Microsoft", 1),
+                                           ("5.15.167.4-microsoft-standard-WSL2", 2), ("6.8.0-45-generic", None)])
+def test_doctor_and_harness_share_the_wsl_rule(tmp_path, release, want):
+    from envkit.harness.env import detect_wsl as harness_detect_wsl
+    (tmp_path / "proc/sys/kernel").mkdir(parents=True)
+    (tmp_path / "proc/sys/kernel/osrelease").write_text(release + "\n")
+    assert detect_wsl(Host(tmp_path, environ={}))["version"] == want
+    assert harness_detect_wsl(tmp_path, environ={}) == want
+
+
+def test_doctor_reads_the_tightest_ancestor_quota(tmp_path):
+    # Before: doctor read only /sys/fs/cgroup/cpu.max and missed a quota on the process's own slice.
+    from envkit.doctor.checks import cpu_quota
+    (tmp_path / "proc/self").mkdir(parents=True)
+    (tmp_path / "proc/self/cgroup").write_text("0::/user.slice/session.scope\n")
+    (tmp_path / "sys/fs/cgroup/user.slice/session.scope").mkdir(parents=True)
+    (tmp_path / "sys/fs/cgroup/cgroup.controllers").write_text("cpu\n")
+    (tmp_path / "sys/fs/cgroup/cpu.max").write_text("max 100000\n")
+    (tmp_path / "sys/fs/cgroup/user.slice/cpu.max").write_text("200000 100000\n")
+    assert cpu_quota(Host(tmp_path, environ={})) == 2.0
+
+
 def test_custom_kernel_wsl2_is_detected_from_env():
     h = Host(Path("/nonexistent"), environ={"WSL_INTEROP": "/run/WSL/1_interop"})
     assert detect_wsl(h)["version"] == 2
@@ -241,7 +263,7 @@ def test_docker_error_text_without_a_chain_is_still_readable():
 
 
 def test_real_host_asks_envkit_engine_docker_engine(monkeypatch):
-    import envkit.engine
+    import envkit.engine.docker
     from envkit.errors import EngineError
     calls = []
 
@@ -263,7 +285,7 @@ def test_real_host_asks_envkit_engine_docker_engine(monkeypatch):
         def close(self):
             calls.append("close")
 
-    monkeypatch.setattr(envkit.engine, "DockerEngine", FakeEngine, raising=False)
+    monkeypatch.setattr(envkit.engine.docker, "DockerEngine", FakeEngine)
     fail = False
     info = Host(Path("/"), environ={}).docker()
     assert calls == ["connect", "ping", "close"]

@@ -1,5 +1,8 @@
 """End-to-end fixtures: a real engine, the local base image, a torch wheelhouse and the host CA bundle.
 
+The project folder (``e2e_dir``) and its image (``e2e_image``) are session fixtures in
+tests/conftest.py, so the clients tier starts its containers from the same image: CI builds one.
+
 The profile is "in the spirit of NGC's recommended flags": sized shm, cpuset, memory,
 memlock/stack/nofile ulimits, a non-root user, a local base image, an offline torch
 wheelhouse and a CA certificate (the host's bundle, which this machine's TLS-inspecting
@@ -12,15 +15,13 @@ import base64
 import hashlib
 import os
 import resource
-import shutil
 import zipfile
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.dockerutil import base_image, leftover_containers, require_base_image, require_docker
+from tests.conftest import SESSION_OWNERS
+from tests.dockerutil import require_base_image, require_docker, session_containers
 
 TORCH = "2.13.0"
 BUILD_TIMEOUT = 1800
@@ -100,44 +101,19 @@ def engine():
     return eng
 
 
-@pytest.fixture(scope="session")
-def e2e_dir(tmp_path_factory, engine) -> Path:
-    """A project folder with the wheelhouse and CA certificate the profile references."""
-    root = tmp_path_factory.mktemp("e2e")
-    wheels = root / "wheels"
-    wheels.mkdir()
-    # pip finds the CPU wheel on local disk (its find-links); no CUDA build is downloaded.
-    res = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                          "-d", str(wheels), f"torch=={TORCH}"], capture_output=True, text=True, timeout=900)
-    assert res.returncode == 0, res.stderr[-2000:]
-    assert list(wheels.glob("torch-*.whl")), "no torch wheel in the wheelhouse"
-    make_wheel(wheels, NEEDS_TORCH, ["torch>=2"])
-    make_wheel(wheels, CONFLICTS_TORCH, ["torch==2.0.0"])
-    (root / "certs").mkdir()
-    shutil.copy(HOST_CA, root / "certs" / "host-ca.pem")
-    (root / "envkit.yaml").write_text(ngc_profile(base_image()))
-    return root
-
-
-@pytest.fixture(scope="session")
-def built(engine, e2e_dir):
-    """Build once per session with `envkit build` (streams progress); every e2e module reuses it."""
-    from tests.conftest import run_envkit
-
-    res = run_envkit("build", str(e2e_dir / "envkit.yaml"), cwd=e2e_dir, timeout=BUILD_TIMEOUT)
-    assert res.returncode == 0, res.stderr[-4000:]
-    assert res.stdout.strip() == E2E_TAG
-    assert "[step 1/" in res.stderr and "FROM " + base_image() in res.stderr
-    return E2E_TAG
-
-
 @pytest.fixture(autouse=True)
 def no_leftover_containers(request):
-    """After every test: no container envkit created may remain (any state)."""
+    """After every test: no container this session's envkit runs created may remain (any state).
+
+    Only containers whose owner labels name this pytest process or an envkit it started
+    (SESSION_OWNERS) are judged and removed: another user's or a concurrent session's
+    containers on the shared daemon are left alone.
+    """
     yield
     if "engine" in request.fixturenames:
         eng = request.getfixturevalue("engine")
-        left = leftover_containers(eng)
+        left = session_containers(eng, SESSION_OWNERS)
         if left:
-            eng.remove_labeled()
-            pytest.fail(f"envkit containers left behind: {left}", pytrace=False)
+            for cid, _ in left:
+                eng.remove_container(cid)
+            pytest.fail(f"envkit containers left behind: {[name for _, name in left]}", pytrace=False)

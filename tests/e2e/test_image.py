@@ -1,6 +1,6 @@
-"""The built image itself, against the real engine: what ships, torch's constraint, envkit-check.
+"""The e2e_image image itself, against the real engine: what ships, torch's constraint, envkit-check.
 
-Reuses the session image that tests/e2e/test_validate.py builds (`built`); the conflict build
+Reuses the session image that tests/e2e/test_validate.py builds (`e2e_image`); the conflict build
 reuses its cached layers up to the pip step, so it adds seconds, not a second torch install.
 """
 
@@ -19,19 +19,19 @@ from tests.e2e.conftest import BUILD_TIMEOUT, CONFLICTS_TORCH, TORCH, ngc_profil
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
-def test_no_layer_holds_the_wheelhouse_or_the_installer(built, engine):
-    history = engine.client.api.history(built)
+def test_no_layer_holds_the_wheelhouse_or_the_installer(e2e_image, engine):
+    history = engine.client.api.history(e2e_image)
     made_by = "\n".join(layer["CreatedBy"] for layer in history)
     assert "envkit-wheels" not in made_by and "uv==" not in made_by and "envkit-build" not in made_by
     # The venv is one COPY from the build stage; nothing else of that stage is in the image.
-    out = engine.client.containers.run(built, ["sh", "-c", "ls /tmp /opt; command -v uv || echo no-uv; "
+    out = engine.client.containers.run(e2e_image, ["sh", "-c", "ls /tmp /opt; command -v uv || echo no-uv; "
                                                "python -c 'import numpy, torch; print(torch.__version__)'"],
                                        remove=True, user="root").decode()
     assert "envkit-wheels" not in out and "envkit-build" not in out and "no-uv" in out
     assert f"{TORCH}+cpu" in out  # the wheelhouse's variant, with numpy importable beside it
 
 
-def test_a_package_pinning_another_torch_fails_the_build_clearly(built, e2e_dir):
+def test_a_package_pinning_another_torch_fails_the_build_clearly(e2e_image, e2e_dir):
     (e2e_dir / "conflict.yaml").write_text(ngc_profile(base_image(), tag="envkit/e2e-conflict:test",
                                                        pip=CONFLICTS_TORCH))
     res = run_envkit("build", str(e2e_dir / "conflict.yaml"), cwd=e2e_dir, timeout=BUILD_TIMEOUT)
@@ -42,15 +42,15 @@ def test_a_package_pinning_another_torch_fails_the_build_clearly(built, e2e_dir)
     assert "a package that needs another torch fails here instead of replacing it" in res.stderr
 
 
-def _envkit_check(built, flags: list[str]) -> tuple[int, dict]:
-    res = subprocess.run(["docker", "run", "--rm", *flags, built, "envkit-check", "--quick", "--json"],
+def _envkit_check(e2e_image, flags: list[str]) -> tuple[int, dict]:
+    res = subprocess.run(["docker", "run", "--rm", *flags, e2e_image, "envkit-check", "--quick", "--json"],
                          capture_output=True, text=True, timeout=600)
     return res.returncode, json.loads(res.stdout)
 
 
-def test_envkit_check_fails_under_default_shm_and_passes_with_generated_flags(built, e2e_dir, tmp_path):
+def test_envkit_check_fails_under_default_shm_and_passes_with_generated_flags(e2e_image, e2e_dir, tmp_path):
     # Docker's defaults: the profile's workload (2 workers x batches of 19 MB) does not fit 64 MB.
-    rc, doc = _envkit_check(built, [])
+    rc, doc = _envkit_check(e2e_image, [])
     assert rc == 1 and doc["verdict"] == "fail"
     assert doc["workload"]["expect_file"] == "/opt/envkit/envkit_expect.json"
     assert doc["workload"]["sample_shape"] == [3, 224, 224] and doc["workload"]["batch_size"] == 32
@@ -62,7 +62,7 @@ def test_envkit_check_fails_under_default_shm_and_passes_with_generated_flags(bu
     gen = run_envkit("generate", str(e2e_dir / "envkit.yaml"), "-o", str(out), "--target", "run", cwd=e2e_dir)
     assert gen.returncode in (0, 1), gen.stderr
     res = subprocess.run([str(out / "run.sh"), "envkit-check", "--quick"], capture_output=True, text=True,
-                         timeout=600, env={**os.environ, "ENVKIT_IMAGE": built})
+                         timeout=600, env={**os.environ, "ENVKIT_IMAGE": e2e_image})
     assert res.returncode == 0, res.stdout + res.stderr[-3000:]
     assert "workload: synthetic float32[3, 224, 224], batch 32, 2 workers (from /opt/envkit/envkit_expect.json)" \
         in res.stdout

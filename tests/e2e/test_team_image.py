@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from envkit.commands.build import build_image
+from envkit.imagebuild import build_image
 from envkit.errors import EngineError
 from envkit.profile import load_profile
 from tests.conftest import run_envkit

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from envkit.commands.build import build_image
+from envkit.imagebuild import build_image
 from envkit.profile import load_profile
 from tests.conftest import run_envkit
 from tests.dockerutil import base_image

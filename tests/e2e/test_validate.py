@@ -7,20 +7,20 @@ import resource
 
 import pytest
 
-from envkit.engine import fmt_limit
-from tests.conftest import run_envkit
-from tests.dockerutil import base_image
+from envkit.engine.docker import fmt_limit
+from tests.conftest import SESSION_OWNERS, run_envkit, spawn_envkit
+from tests.dockerutil import base_image, session_containers
 from tests.e2e.conftest import ngc_profile
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
-def test_validate_compare_default(built, e2e_dir):
-    res = run_envkit("validate", str(e2e_dir / "envkit.yaml"), "--image", built, "--compare-default", "--json",
+def test_validate_compare_default(e2e_image, e2e_dir):
+    res = run_envkit("validate", str(e2e_dir / "envkit.yaml"), "--image", e2e_image, "--compare-default", "--json",
                      cwd=e2e_dir, timeout=900)
     assert res.returncode == 0, res.stderr[-4000:]
     doc = json.loads(res.stdout)
-    assert doc["image"] == built and doc["verdict"] in ("pass", "warn")
+    assert doc["image"] == e2e_image and doc["verdict"] in ("pass", "warn")
     gen = {c["name"]: c for c in doc["generated"]["checks"]}
     # Every check that can run without a GPU passes inside the container.
     for name in ("shm", "cpus", "ulimits", "loader"):
@@ -44,19 +44,19 @@ def test_validate_compare_default(built, e2e_dir):
     assert doc["default"]["environment"]["shm"]["size_bytes"] == 64 * 1024 * 1024
 
 
-def test_validate_table_output(built, e2e_dir):
-    res = run_envkit("validate", str(e2e_dir / "envkit.yaml"), "--image", built, "--quick", cwd=e2e_dir, timeout=600)
+def test_validate_table_output(e2e_image, e2e_dir):
+    res = run_envkit("validate", str(e2e_dir / "envkit.yaml"), "--image", e2e_image, "--quick", cwd=e2e_dir, timeout=600)
     assert res.returncode == 0, res.stderr[-4000:]
     assert "verdict: generated settings PASS" in res.stdout or "verdict: generated settings WARN" in res.stdout
     assert "user: trainer (uid 1234)" in res.stdout and "/dev/shm: 512.0 MiB" in res.stdout
 
 
-def test_memlock_unlimited_is_refused_clearly(built, e2e_dir, tmp_path):
+def test_memlock_unlimited_is_refused_clearly(e2e_image, e2e_dir, tmp_path):
     hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]
     if hard == resource.RLIM_INFINITY:
         pytest.skip("this host grants unlimited locked memory, so memlock=-1 starts fine here")
     (e2e_dir / "memlock.yaml").write_text(ngc_profile(base_image(), memlock=-1))
-    res = run_envkit("validate", str(e2e_dir / "memlock.yaml"), "--image", built, cwd=e2e_dir, timeout=300)
+    res = run_envkit("validate", str(e2e_dir / "memlock.yaml"), "--image", e2e_image, cwd=e2e_dir, timeout=300)
     assert res.returncode == 3, res.stderr
     assert "Traceback" not in res.stderr
     assert "memlock" in res.stderr and "unlimited" in res.stderr
@@ -80,24 +80,19 @@ def test_no_engine_is_explained(tmp_path):
 
 
 @pytest.mark.parametrize("sig, code", [("SIGINT", 130), ("SIGTERM", 143)])
-def test_interrupting_validate_leaves_no_container(built, e2e_dir, engine, sig, code):
+def test_interrupting_validate_leaves_no_container(e2e_image, e2e_dir, engine, sig, code):
     """Ctrl-C (or SIGTERM) while the harness runs: the container is removed anyway."""
     import os
     import signal
-    import subprocess
-    import sys
     import time
 
-    from envkit.engine import LABEL
-
     # A CI runner may start us with SIGINT ignored; a user's terminal does not.
-    proc = subprocess.Popen([sys.executable, "-m", "envkit", "validate", str(e2e_dir / "envkit.yaml"), "--image",
-                             built], cwd=e2e_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = spawn_envkit("validate", str(e2e_dir / "envkit.yaml"), "--image", e2e_image, cwd=e2e_dir,
+                        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            if engine.client.containers.list(all=True, filters={"label": LABEL}):
+            if session_containers(engine, SESSION_OWNERS):  # ours only: the daemon is shared
                 break
             time.sleep(0.1)
         else:
@@ -109,4 +104,4 @@ def test_interrupting_validate_leaves_no_container(built, e2e_dir, engine, sig, 
             os.kill(proc.pid, signal.SIGKILL)
     assert proc.returncode == code, err
     assert "interrupted" in err and "Traceback" not in err
-    assert engine.client.containers.list(all=True, filters={"label": LABEL}) == []
+    assert session_containers(engine, SESSION_OWNERS) == []

@@ -12,6 +12,7 @@ import time
 import uuid
 from pathlib import Path
 
+import docker.errors
 import pytest
 
 from dockerutil import require_base_image
@@ -111,7 +112,7 @@ def test_memlock_unlimited_applies_or_is_explained(docker_engine, base):
         host = docker_engine.ping()["host_ulimits"]["memlock"]
         assert "memlock=unlimited" in msg and "rlimit" in msg
         if host["hard"] != -1:
-            from envkit.engine import fmt_limit
+            from envkit.engine.docker import fmt_limit
             assert fmt_limit("memlock", host["hard"]) in msg and host["source"] in msg
         assert "LimitMEMLOCK=infinity" in exc.hint and "default-ulimits" in exc.hint
         assert exc.exit_code == 3
@@ -182,5 +183,5 @@ def test_remove_labeled(docker_engine, base):
     c = docker_engine.client.containers.create(base, ["true"], labels={LABEL: "1", key: val})
     assert docker_engine.remove_labeled(mark) == 1
     assert docker_engine.remove_labeled(mark) == 0
-    with pytest.raises(Exception):
+    with pytest.raises(docker.errors.NotFound):
         c.reload()

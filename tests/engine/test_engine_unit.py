@@ -12,9 +12,10 @@ import pytest
 import requests.exceptions
 from docker.types import DeviceRequest, Ulimit
 
-from envkit.engine import (GPU_HINT, LABEL, BuildEvent, BuildFailed, BuildStreamParser,
-                           DockerEngine, RunResult, explain_start_error, fmt_limit,
-                           parse_proc_limits, to_create_kwargs)
+from envkit.leftovers import owner_labels
+from envkit.engine import LABEL, BuildEvent, BuildFailed, RunResult
+from envkit.engine.docker import (GPU_HINT, BuildStreamParser, DockerEngine, explain_start_error, fmt_limit,
+                                  parse_proc_limits, to_create_kwargs)
 from envkit.errors import EngineError, EnvkitError
 from fakes import FakeEngine
 
@@ -137,7 +138,7 @@ def test_bad_volume_is_engine_error(bad):
 
 
 def test_matches_runsettings_sdk_kwargs_shape():
-    """The plain dicts envkit.runsettings produces are exactly what the seam accepts."""
+    """The plain dicts envkit.engine.docker.sdk_kwargs produces are exactly what the seam accepts."""
     kw = to_create_kwargs({"ipc_mode": "private", "shm_size": 2 << 30, "cpuset_cpus": "0-3",
                            "nano_cpus": 4_000_000_000, "mem_limit": 16 << 30,
                            "ulimits": [{"name": "memlock", "soft": -1, "hard": -1}],
@@ -269,7 +270,8 @@ def test_run_success_collects_stdout_and_stderr_separately_and_removes():
                                  labels={"a": "b"}, timeout=7)
     assert r == RunResult(0, "out\n", "err\n", False)
     kw = client.created[0]
-    assert kw["labels"] == {"a": "b", LABEL: "1"} and kw["shm_size"] == "1g"
+    # The owner labels let a later run sweep the container if this process is killed.
+    assert kw["labels"] == {"a": "b", LABEL: "1", **owner_labels()} and kw["shm_size"] == "1g"
     assert client.removed == [(kw["name"], True)] and client.waits == [7]
 
 
@@ -341,7 +343,7 @@ def test_connect_without_daemon_explains(monkeypatch, tmp_path):
 
 
 def test_importing_engine_does_not_import_docker():
-    code = "import sys, envkit.engine; assert 'docker' not in sys.modules, 'docker imported'"
+    code = "import sys, envkit.engine.docker; assert 'docker' not in sys.modules, 'docker imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

@@ -6,7 +6,9 @@ import pytest
 
 from envkit.harness.checks_sys import check_gpus, check_shm, check_ulimits
 from envkit.harness.classify import classify
-from envkit.harness.expect import UsageError, resolve_loader, resolve_workers, validate_expect
+from envkit.harness.errors import UsageError
+from envkit.harness.expect import resolve_loader, validate_expect
+from envkit.harness.sizing import plan_workers
 from envkit.harness.sizing import MIB, docker_size, recommended_shm_bytes, shm_required_bytes
 
 VISION = {"batch_size": 128, "sample_shape": [3, 224, 224], "dtype": "float32", "num_workers": 4,
@@ -113,7 +115,10 @@ def test_resolve_loader_defaults_overrides_and_auto():
     assert (s["num_workers"], s["batch_size"], s["sample_shape"], s["dtype"], s["prefetch_factor"]) == (2, 32, [3, 64, 64], "float32", 2)
     s = resolve_loader({"envkit_expect": 1, "loader": {"num_workers": "auto", "batch_size": None}}, usable=4, batch_size=7)
     assert (s["num_workers"], s["batch_size"], s["num_workers_requested"]) == (3, 7, "auto")
-    assert resolve_workers("auto", 1) == 1 and resolve_workers("auto", 64) == 8
+    assert plan_workers("auto", 1) == 1 and plan_workers("auto", 64) == 8
+    # The cgroup quota binds auto too (before: the harness ignored it and ran up to 8 workers under --cpus=2).
+    s = resolve_loader({"envkit_expect": 1, "loader": {"num_workers": "auto"}}, usable=16, quota=2.0)
+    assert s["num_workers"] == 1
 
 
 PYTORCH_TEXTS = [
@@ -146,4 +151,5 @@ def test_classify_details_and_signals():
     assert classify("", returncode=-11) == ("worker_killed", "Segmentation fault (the loader process itself)")
     assert classify("oops\nlast words")[1] == "last words"
     # a full *disk* in the dataset is not a shm problem
-    assert classify("Caught OSError in DataLoader worker process 0.\nOSError: [Errno 28] No space left on device: '/data/x'")[0] == "dataset_error"
+    text = "Caught OSError in DataLoader worker process 0.\nOSError: [Errno 28] No space left on device: '/data/x'"
+    assert classify(text)[0] == "dataset_error"

@@ -78,6 +78,8 @@ def test_cpus_check_statuses():
     ("4.4.0-19041-Microsoft", {}, 1),
     ("6.1.0-18-amd64", {}, None),
     ("6.6.0-custom", {"WSL_DISTRO_NAME": "Ubuntu"}, 2),
+    # A custom WSL2 kernel: before, the harness said WSL1 here while doctor said WSL2.
+    ("6.6.0-microsoft-custom", {}, 2),
 ])
 def test_detect_wsl(tmp_path, release, environ, want):
     put(tmp_path, "proc/sys/kernel/osrelease", release + "\n")

@@ -21,6 +21,7 @@ def test_recommend_is_smallest_within_5_percent():
 
 
 def test_sweep_and_plot_through_run_checks(tmp_path):
+    pytest.importorskip("matplotlib")  # the [plot] extra; the test command installs it
     png = tmp_path / "sweep.png"
     expect = {"envkit_expect": 1, "loader": {"num_workers": 1, "batch_size": 16, "sample_shape": [3, 32, 32]}}
     lines = []
@@ -68,6 +69,7 @@ def test_pinned_transfer_skip_test_runs_where_cuda_is_present(monkeypatch):
 
 
 def test_plot_to_unwritable_path_records_plot_error(tmp_path, capsys):
+    pytest.importorskip("matplotlib")  # without it the plot fails earlier, with "not installed"
     s = resolve_loader({"envkit_expect": 1, "loader": {"batch_size": 4, "sample_shape": [4]}}, usable=1)
     target = tmp_path / "missing" / "x.png"
     c = sweep.check_workers_sweep(s, usable=1, quick=True, timeout=30, plot=str(target), counts=[0, 1])

@@ -27,8 +27,10 @@ def test_build_is_byte_identical(tmp_path):
         infos = zf.infolist()
     names = [i.filename for i in infos]
     assert names[0] == "__main__.py" and names[1:] == sorted(names[1:])
-    assert all(n.startswith("envkit_harness/") and n.endswith(".py") for n in names[1:])
-    assert {f"envkit_harness/{p.name}" for p in PKG.glob("*.py")} == set(names[1:])
+    # The package, then the runtime companion's top-level import name (envkit_runtime).
+    assert names[-1] == "envkit_runtime.py"
+    assert all(n.startswith("envkit_harness/") and n.endswith(".py") for n in names[1:-1])
+    assert {f"envkit_harness/{p.name}" for p in PKG.glob("*.py")} == set(names[1:-1])
     assert all(i.date_time == (1980, 1, 1, 0, 0, 0) and (i.external_attr >> 16) == 0o100644 for i in infos)
     assert a.startswith(b"#!/usr/bin/env python3\n")
 

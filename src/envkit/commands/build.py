@@ -1,8 +1,5 @@
-"""``envkit build``: render the build context in a temporary folder and build it through the engine.
-
-The context holds exactly what the Dockerfile copies (Dockerfile, harness,
-expectations, certificates, wheelhouse); it is removed afterwards, whatever
-happens. Progress streams to ``err`` as ``[step N/M]`` lines with the layer output.
+"""``envkit build``: build the profile's image through the engine (:mod:`envkit.imagebuild`), then check
+that the image's Python is the one the profile says or implies (:mod:`envkit.pythons`).
 
 Example:
     >>> # run(Path("envkit.yaml"), tag=None, no_cache=False, out=sys.stdout, err=sys.stderr) -> 0
@@ -10,54 +7,15 @@ Example:
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import TextIO
 
-from envkit.commands.generate import render_all, report_warnings
-from envkit.runsettings import proxy_build_args
-from envkit.engine import LABEL, BuildEvent, BuildFailed, Engine
-from envkit.errors import CheckFailed, EngineError
-from envkit.output import write_outputs
+from envkit.engine import LABEL, Engine
+from envkit.errors import CheckFailed
+from envkit.generation import report_warnings
+from envkit.imagebuild import build_image, connect
 from envkit.profile import LoadedProfile, load_profile
 from envkit.pythons import python_problem, real_version
-
-LOG_TAIL = 25
-
-
-def connect(engine: Engine | None) -> Engine:
-    if engine is not None:
-        return engine
-    from envkit.engine import DockerEngine
-
-    return DockerEngine.connect()
-
-
-def build_image(loaded: LoadedProfile, engine: Engine, *, tag: str | None, no_cache: bool, err: TextIO) -> str:
-    """Build the profile's image; return the tag. Raises EngineError with the failing step and log tail."""
-    tag = tag or loaded.profile.image_tag
-    labels = {LABEL: "1", "io.envkit.profile": loaded.profile.name, "io.envkit.profile.sha256": loaded.sha256}
-
-    def progress(ev: BuildEvent) -> None:
-        if ev.kind == "step":
-            print(f"[step {ev.step}/{ev.total}] {ev.text}", file=err, flush=True)
-        else:
-            print(f"    {ev.text}", file=err, flush=True)
-
-    with tempfile.TemporaryDirectory(prefix="envkit-build-") as tmp:
-        context = Path(tmp)
-        write_outputs(context, render_all(loaded, context, ("dockerfile",)))
-        print(f"envkit: building {tag} from {loaded.source}", file=err, flush=True)
-        try:
-            engine.build(context, tag, labels=labels, nocache=no_cache, on_event=progress,
-                         buildargs=dict(proxy_build_args(loaded.profile)))
-        except BuildFailed as e:
-            tail = "\n".join(f"    {line}" for line in e.log[-LOG_TAIL:])
-            raise EngineError(f"{e}\nfailing step: {e.step or 'unknown'}\nlast lines of its output:\n{tail}",
-                              hint=e.hint) from None
-    print(f"envkit: built {tag}", file=err, flush=True)
-    return tag
-
 
 PYTHON_VERSION_CMD = ["python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"]
 

@@ -13,9 +13,10 @@ import shlex
 from pathlib import Path
 from typing import TextIO
 
-from envkit.commands.generate import report_warnings
+from envkit.generation import report_warnings
 from envkit.profile import load_profile
-from envkit.runsettings import RunSettings, docker_flags
+from envkit.runsettings import RunSettings
+from envkit.targets.run import docker_flags
 
 
 def run(profile_path: Path | None, *, out: TextIO, err: TextIO) -> int:

@@ -16,10 +16,10 @@ from envkit.expect import expectation_json
 from envkit.profile import load_profile
 
 
-def run(profile_path: Path | None, harness_argv: list[str], *, use_default: bool = False) -> int:
+def run(profile_path: Path | None, harness_argv: list[str]) -> int:
     from envkit.harness.cli import main as harness_main
 
-    if profile_path is None and not use_default:
+    if profile_path is None:
         return harness_main(harness_argv)
     loaded = load_profile(profile_path)
     with tempfile.TemporaryDirectory(prefix="envkit-expect-") as tmp:

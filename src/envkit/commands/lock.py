@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import TextIO
 
 from envkit.errors import ProfileError, UsageError
+from envkit.output import write_backup
+from envkit.safeio import replace_file
 from envkit.lockfile import LOCK_FILE, PLATFORM, header, inputs_digest, lock_path, recorded_hash, requirements_in
 from envkit.profile import LoadedProfile, load_profile
 from envkit.pythons import image_python
@@ -56,9 +58,10 @@ def run(profile_path: Path | None, *, force: bool, out: TextIO, err: TextIO) -> 
                            f"{loaded.profile.image.base!r} does not name its Python",
                            hint="add image.python: '3.Y' (the base's python3 -V)")
     dest = lock_path(loaded.base_dir)
-    if dest.exists() and not force and recorded_hash(dest.read_text(errors="replace")) is None:
+    foreign = dest.exists() and recorded_hash(dest.read_text(errors="replace")) is None
+    if foreign and not force:
         raise ProfileError(f"{dest}: exists and was not written by `envkit lock`",
-                           hint="move it away, or pass --force to replace it")
+                           hint="move it away, or pass --force to replace it (a backup is kept)")
     lines = requirements_in(loaded)
     if not lines:
         raise ProfileError(f"{loaded.source}: nothing to lock (no image.torch, pip_packages or requirements)")
@@ -78,9 +81,9 @@ def run(profile_path: Path | None, *, force: bool, out: TextIO, err: TextIO) -> 
         body = result.read_text()
         # uv names the input file in `# via -r /tmp/...`; the temporary path would differ every run.
         body = body.replace(f"-r {src}", "-r profile")
-        tmp_dest = dest.with_name(dest.name + ".tmp")
-        tmp_dest.write_text(header(loaded.profile.name, inputs_digest(loaded), python) + body)
-        os.replace(tmp_dest, dest)
+        if foreign:
+            print(f"backed up your file to {write_backup(dest)}", file=err)
+        replace_file(dest, (header(loaded.profile.name, inputs_digest(loaded), python) + body).encode())
     pins = sum(1 for line in body.splitlines() if line and not line[0].isspace() and not line.startswith("#"))
     print(f"wrote {dest} ({pins} packages, with hashes)", file=out)
     return 0

@@ -1,7 +1,9 @@
 """``envkit schema``: the profile's JSON Schema (draft 2020-12), for editors and CI checks.
 
 Example:
-    >>> import io, json; buf = io.StringIO(); run(out=buf); json.loads(buf.getvalue())["title"]
+    >>> import io, json; buf = io.StringIO(); run(out=buf)
+    0
+    >>> json.loads(buf.getvalue())["title"]
     'envkit profile (version 1)'
 """
 

@@ -27,6 +27,7 @@ from typing import TextIO
 from envkit.errors import ProfileError, UsageError
 from envkit.output import atomic_write, write_backup
 from envkit.profile import load_profile
+from envkit.safeio import WSLCONFIG_MAX, read_bounded, write_target
 from envkit.targets.wsl import wslconfig_sections
 from envkit.wslmerge import Decoded, decode_config, encode_config, merge_ini
 
@@ -43,17 +44,16 @@ def run(profile_path: Path | None, wslconfig: Path, dry_run: bool, out: TextIO, 
         raise ProfileError(f"{loaded.source}: the profile has no 'wsl' section, so there is nothing to apply",
                            hint="add a wsl: section (memory, processors, ...) to the profile")
     updates = [(s.name, e.key, e.value) for s in wslconfig_sections(wsl) for e in s.entries]
-    if wslconfig.is_dir():
+    if wslconfig.is_dir() and not wslconfig.is_symlink():
         raise UsageError(f"{wslconfig}: is a folder; --wslconfig takes the .wslconfig file itself",
                          hint="e.g. --wslconfig /mnt/c/Users/<you>/.wslconfig")
     if not wslconfig.parent.is_dir():
         raise UsageError(f"{wslconfig}: the folder {wslconfig.parent} does not exist")
-    exists = wslconfig.exists()
+    # A symlink (a dotfiles repo) is followed and its target edited; a device, FIFO or socket is refused (exit 1).
+    target = write_target(wslconfig)
+    exists = target.exists()
     if exists:
-        try:
-            raw = wslconfig.read_bytes()
-        except OSError as e:
-            raise ProfileError(f"{wslconfig}: cannot read: {e.strerror}") from None
+        raw = read_bounded(target, WSLCONFIG_MAX, "a .wslconfig")
         decoded = decode_config(raw, str(wslconfig))
     else:
         # A new .wslconfig: UTF-8 without a BOM and CRLF, as Windows tools write it.

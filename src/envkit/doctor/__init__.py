@@ -26,7 +26,7 @@ from pathlib import Path
 from envkit.doctor import checks as C
 from envkit.doctor.host import Host
 from envkit.doctor.spawncheck import check_file
-from envkit.harness.report import FAIL, PASS, make_check, verdict
+from envkit.harness.report import FAIL, PASS, WARN, make_check, verdict
 from envkit.profile.model import Profile
 
 SCHEMA_VERSION = 1
@@ -59,7 +59,9 @@ def check_script(path: Path, shown: str | None = None) -> dict:
         return make_check(name, PASS, measured, {"spawn_safe": True},
                           "spawn-safe: no DataLoader with workers at import time, nothing unpicklable passed to one")
     fixes = list(dict.fromkeys(f.fix for f in findings))  # in line order; each names its object
-    return make_check(name, FAIL, measured, {"spawn_safe": True},
+    # Spawn-safety findings fail; a blocking copy from a pinned loader only costs speed: a warning.
+    status = WARN if all(f.is_warning for f in findings) else FAIL
+    return make_check(name, status, measured, {"spawn_safe": True, "non_blocking_copies": True},
                       "; ".join(f.describe() for f in findings), "; ".join(fixes))
 
 
@@ -71,7 +73,7 @@ def diagnose(host: Host, profile: Profile, scripts: list[Path], data_paths: list
     """Run every check; scripts are read from the local file system, data paths through ``host``."""
     wsl = C.detect_wsl(host)
     mounts = C.read_mounts(host)
-    results = [C.check_os(host, wsl), C.check_memory(host, profile, wsl), C.check_cpus(host, profile),
+    results = [C.check_os(host, wsl), C.check_memory(host, profile, wsl), C.check_cpus(host, profile), C.check_numa(host, profile),
                C.check_shm(host, profile), C.check_memlock(host, profile)]
     results.extend(C.check_docker(host, profile))
     results.append(C.check_gpu(host, profile, wsl))

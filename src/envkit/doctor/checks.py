@@ -12,16 +12,18 @@ Example:
 
 from __future__ import annotations
 
-import math
+import os
 import re
+import stat
 import time
 from pathlib import Path
 
-from envkit.checks_wsl import VM_HEADROOM, container_memory_need
+from envkit.advice.plan import Plan, plan
+from envkit.advice.wsl import VM_HEADROOM, container_memory_need
 from envkit.doctor.host import Host
-from envkit.harness.expect import resolve_workers
+from envkit.harness.env import WSL_ENV_VARS, WSL_INTEROP_FILE, read_cgroup_cpu_quota, wsl_version
 from envkit.harness.report import FAIL, PASS, SKIP, WARN, human_bytes, make_check
-from envkit.harness.sizing import MIB, docker_size, recommended_shm_bytes, shm_required_bytes
+from envkit.harness.sizing import MIB, cpu_limit, docker_size, recommended_shm_bytes
 from envkit.profile.model import Profile
 
 READ_MAX_BYTES = 64 * MIB
@@ -31,28 +33,15 @@ SLOW_FS = ("9p", "drvfs", "v9fs")
 
 
 def detect_wsl(host: Host) -> dict:
-    """``{"version": 2 | 1 | None, "osrelease", "evidence": [...]}`` from the kernel release, env and binfmt."""
+    """``{"version": 2 | 1 | None, "osrelease", "evidence": [...]}``: the harness's WSL rule
+    (:func:`envkit.harness.env.wsl_version`) applied to the host, with the evidence it read."""
     release = (host.read_text("/proc/sys/kernel/osrelease") or "").strip()
-    evidence = []
-    version = None
-    if "microsoft-standard-wsl2" in release.lower() or release.lower().endswith("-wsl2"):
-        version = 2
-        evidence.append(f"osrelease {release}")
-    elif "Microsoft" in release:
-        # WSL1 reports the Windows build with a capitalised "Microsoft" (e.g. 4.4.0-19041-Microsoft).
-        version = 1
-        evidence.append(f"osrelease {release}")
-    elif "microsoft" in release.lower():
-        version = 2
-        evidence.append(f"osrelease {release}")
-    for var in ("WSL_DISTRO_NAME", "WSL_INTEROP"):
-        if host.environ.get(var):
-            evidence.append(f"{var}={host.environ[var]}")
-    if host.exists("/proc/sys/fs/binfmt_misc/WSLInterop"):
+    interop = host.exists("/" + WSL_INTEROP_FILE)
+    version = wsl_version(release, environ=host.environ, interop=interop)
+    evidence = [f"osrelease {release}"] if "microsoft" in release.lower() else []
+    evidence += [f"{var}={host.environ[var]}" for var in WSL_ENV_VARS if host.environ.get(var)]
+    if interop:
         evidence.append("binfmt_misc/WSLInterop")
-    if version is None and evidence:
-        # A custom kernel hides "microsoft" from the release; WSL1 cannot run custom kernels.
-        version = 2
     return {"version": version, "osrelease": release or None, "evidence": evidence}
 
 
@@ -81,10 +70,16 @@ def meminfo_total(host: Host) -> int | None:
     return int(m.group(1)) * 1024 if m else None
 
 
+def host_plan(host: Host, profile: Profile) -> Plan:
+    """The loader's plan on this host: the profile's limits and the host's CPUs and cgroup quota."""
+    return plan(profile, host_cpus=host.usable_cpus(), host_quota=cpu_quota(host))
+
+
 def check_memory(host: Host, profile: Profile, wsl: dict) -> dict:
     total = meminfo_total(host)
-    need, how = container_memory_need(profile)
-    expected = {"container_bytes": need, "how": how}
+    the_plan = host_plan(host, profile)
+    need, how = container_memory_need(profile, the_plan)
+    expected = {"container_bytes": need, "how": how, "need_bytes": the_plan.memory_bytes}
     if total is None:
         return make_check("memory", SKIP, {}, expected, "cannot read /proc/meminfo")
     remedy = ("raise memory in %UserProfile%\\.wslconfig (wsl.memory in the profile; envkit wsl apply), "
@@ -101,18 +96,8 @@ def check_memory(host: Host, profile: Profile, wsl: dict) -> dict:
 
 
 def cpu_quota(host: Host) -> float | None:
-    """CPUs allowed by a cgroup quota (v2 cpu.max, v1 cfs_quota/period), or None when unlimited."""
-    text = host.read_text("/sys/fs/cgroup/cpu.max")
-    if text:
-        quota, _, period = text.strip().partition(" ")
-        if quota != "max" and period:
-            return int(quota) / int(period)
-        return None
-    quota = host.read_text("/sys/fs/cgroup/cpu/cpu.cfs_quota_us")
-    period = host.read_text("/sys/fs/cgroup/cpu/cpu.cfs_period_us")
-    if quota and period and int(quota) > 0:
-        return int(quota) / int(period)
-    return None
+    """CPUs allowed by the host's cgroup quota (tightest over the ancestors), or None when unlimited."""
+    return read_cgroup_cpu_quota(host.root)["quota_cpus"]
 
 
 def check_cpus(host: Host, profile: Profile) -> dict:
@@ -120,17 +105,17 @@ def check_cpus(host: Host, profile: Profile) -> dict:
     quota = cpu_quota(host)
     cpuset = profile.run.cpuset_cpus
     nw = profile.loader.num_workers
-    expected = {"cpuset": profile.run.cpuset, "cpuset_count": len(cpuset), "num_workers": nw}
+    workers = host_plan(host, profile).workers
+    expected = {"cpuset": profile.run.cpuset, "cpuset_count": len(cpuset), "num_workers": nw, "workers": workers}
     if cpus is None:
         return make_check("cpus", SKIP, {}, expected, "cannot count this machine's CPUs")
-    effective = min(cpus, math.floor(quota)) if quota else cpus
+    effective = cpu_limit(affinity=cpus, quota=quota) or cpus
     measured = {"cpus": cpus, "quota_cpus": quota, "effective": effective}
     if cpuset and max(cpuset) >= cpus:
         return make_check("cpus", FAIL, measured, expected,
                           f"run.cpuset {profile.run.cpuset} names CPU {max(cpuset)}, but this machine has CPUs "
                           f"0-{cpus - 1}: the container will not start ('Requested CPUs are not available')",
                           "shrink run.cpuset, or on WSL2 raise processors in .wslconfig and wsl --shutdown")
-    workers = resolve_workers(nw, effective)
     if workers + 1 > effective:
         return make_check("cpus", WARN, measured, expected,
                           f"{effective} usable CPU(s) for {workers} DataLoader workers plus the training process",
@@ -140,13 +125,49 @@ def check_cpus(host: Host, profile: Profile) -> dict:
                       + (f"; run.cpuset {profile.run.cpuset} fits" if cpuset else ""))
 
 
+def check_numa(host: Host, profile: Profile) -> dict:
+    """The host's NUMA topology (nodes, their CPUs, each NVIDIA GPU's node) against ``run.numa``."""
+    from envkit.harness.numa import format_cpulist, read_topology, resolve_node
+
+    topo = read_topology(host.root)
+    measured = {"nodes": {str(k): format_cpulist(v) for k, v in topo["nodes"].items()}, "gpus": topo["gpus"]}
+    numa = profile.run.numa
+    expected = {"numa": numa, "cpuset": profile.run.cpuset}
+    where = "; ".join(f"node {k}: CPUs {v}" for k, v in measured["nodes"].items()) or "no NUMA information"
+    gpus = ", ".join(f"GPU {g['pci']} on node {g['node'] if g['node'] is not None else '?'}" for g in topo["gpus"])
+    summary = where + (f"; {gpus}" if gpus else "")
+    node, why = resolve_node(numa, topo)
+    if node is None:
+        hint = None
+        if numa == "none" and len(topo["nodes"]) > 1 and topo["gpus"]:
+            g_node, _ = resolve_node("auto", topo)
+            if g_node is not None:
+                hint = f"run.numa: {g_node} keeps the loader's CPUs and memory beside the first GPU"
+        status = WARN if numa == "auto" and len(topo["nodes"]) > 1 else PASS
+        return make_check("numa", status, measured, expected, f"{summary} ({why})", hint)
+    cpus = topo["nodes"].get(node)
+    if cpus is None:
+        return make_check("numa", FAIL, measured, expected, f"{summary}; run.numa names node {node}, which this "
+                          "host does not have", f"set run.numa to one of {sorted(topo['nodes'])} or auto")
+    flags = f"--cpuset-cpus={format_cpulist(cpus)} --cpuset-mems={node}"
+    chosen = set(profile.run.cpuset_cpus)
+    if chosen and not chosen <= set(cpus):
+        return make_check("numa", WARN, measured, expected,
+                          f"{summary}; run.cpuset {profile.run.cpuset} reaches outside node {node} ({why})",
+                          f"run.cpuset: \"{format_cpulist(cpus)}\" (docker run {flags})")
+    remedy = None
+    if numa == "auto" or not chosen:
+        remedy = (f"on this host: run.numa: {node} and run.cpuset: \"{format_cpulist(cpus)}\" "
+                  f"(docker run {flags})")
+    return make_check("numa", PASS, measured, expected,
+                      f"{summary}; node {node} ({why})" + (f"; {remedy}" if remedy else ""), remedy)
+
+
 def check_shm(host: Host, profile: Profile) -> dict:
-    ld = profile.loader
-    workers = resolve_workers(ld.num_workers, host.usable_cpus() or 1)
-    need = shm_required_bytes(batch_size=ld.batch_size, sample_shape=ld.sample_shape, dtype=ld.dtype,
-                              num_workers=workers, prefetch_factor=ld.prefetch_factor)
+    the_plan = host_plan(host, profile)
+    need = the_plan.shm_bytes
     stats = host.statvfs("/dev/shm")
-    expected = {"required_bytes": need, "ipc": profile.run.ipc}
+    expected = {"required_bytes": need, "ipc": profile.run.ipc, "workers": the_plan.workers}
     if stats is None:
         return make_check("shm", SKIP if not need else WARN, {}, expected, "no /dev/shm on this host")
     measured = dict(stats)
@@ -165,28 +186,51 @@ def check_shm(host: Host, profile: Profile) -> dict:
 
 
 def check_memlock(host: Host, profile: Profile) -> dict:
-    lim = host.getrlimit("memlock")
+    """Can the container get the profile's memlock? The Docker daemon's limit decides, not this shell's.
+
+    runc sets a container's rlimits from the daemon's side: asking above the daemon's hard limit
+    fails to start only when the daemon lacks CAP_SYS_RESOURCE (rootless, or itself in a
+    container). So compare with /proc/<dockerd>/limits and CapEff bit 24 where readable, and say
+    which limit was compared when they are not.
+    """
     want = profile.run.ulimits.get("memlock")
     expected = {"profile_memlock": [want.soft, want.hard] if want else None}
     why = ("CUDA pinned memory (pin_memory=True) does not need memlock: the NVIDIA driver page-locks on its own; "
            "NCCL over InfiniBand/RDMA does (ibv_reg_mr)")
+    daemon = host.daemon()
+    lim, where = None, None
+    if daemon.limits and "memlock" in daemon.limits:
+        lim, where = daemon.limits["memlock"], f"the Docker daemon's (dockerd pid {daemon.pid})"
+    else:
+        lim, where = host.getrlimit("memlock"), "this shell's (the daemon's limits were not readable)"
     if lim is None:
         return make_check("memlock", SKIP, {}, expected, "cannot read the locked-memory limit here. " + why)
     soft, hard = lim
-    measured = {"soft_bytes": soft, "hard_bytes": hard}
+    measured = {"soft_bytes": soft, "hard_bytes": hard, "source": where, "daemon_pid": daemon.pid,
+                "daemon_cap_sys_resource": daemon.cap_sys_resource}
     if want is None:
         return make_check("memlock", PASS, measured, expected,
-                          f"locked-memory limit {human_bytes(soft)}; the profile sets none. {why}")
+                          f"{where} locked-memory limit is {human_bytes(soft)}; the profile sets none. {why}")
     asked = want.hard
-    if hard != -1 and (asked == -1 or asked > hard):
+    above = hard != -1 and (asked == -1 or asked > hard)
+    if above and daemon.cap_sys_resource:
+        return make_check("memlock", PASS, measured, expected,
+                          f"the profile asks memlock {human_bytes(asked)}, above {where} hard limit "
+                          f"{human_bytes(hard)}, but the daemon holds CAP_SYS_RESOURCE, so runc may raise it. {why}")
+    if above:
+        certain = daemon.limits is not None and daemon.cap_sys_resource is False
         return make_check("memlock", WARN, measured, expected,
-                          f"the profile asks memlock {human_bytes(asked)} but this shell's hard limit is "
-                          f"{human_bytes(hard)}; containers inherit the Docker daemon's limits, and the container "
-                          "fails to start when the asked limit is above what the daemon may set. " + why,
-                          "check the daemon's limit (systemd: LimitMEMLOCK= in docker.service; rootless Docker "
-                          "cannot exceed its own), or drop run.ulimits.memlock if you do not use RDMA/NCCL")
+                          f"the profile asks memlock {human_bytes(asked)} but {where} hard limit is "
+                          f"{human_bytes(hard)}" + ("" if not certain else " and the daemon lacks CAP_SYS_RESOURCE")
+                          + ": containers get their rlimits from the daemon, so the container "
+                          + ("will fail" if certain else "may fail") + " to start ('error setting rlimit type 8'). "
+                          + why,
+                          "raise dockerd's limit (systemd: LimitMEMLOCK=infinity in docker.service, then restart "
+                          "docker; rootless Docker cannot exceed its own), or lower/drop run.ulimits.memlock if you "
+                          "do not use RDMA/NCCL")
     return make_check("memlock", PASS, measured, expected,
-                      f"locked-memory hard limit {human_bytes(hard)} covers the profile's {human_bytes(asked)}. {why}")
+                      f"{where} locked-memory hard limit {human_bytes(hard)} covers the profile's "
+                      f"{human_bytes(asked)}. {why}")
 
 
 def check_docker(host: Host, profile: Profile) -> list[dict]:
@@ -206,21 +250,56 @@ def check_docker(host: Host, profile: Profile) -> list[dict]:
                              "docker.io in it and start it (sudo service docker start); Linux: start dockerd")]
     else:
         version = f"Docker {measured['server_version']}; " if measured.get("server_version") else ""
+        daemon = host.daemon()
+        shm = (f"; containers without --shm-size get {human_bytes(daemon.default_shm_size)} /dev/shm "
+               f"(default-shm-size from {daemon.default_shm_source}), not Docker's built-in 64 MiB"
+               if daemon.default_shm_size else "")
+        measured["default_shm_bytes"] = daemon.shm_default
         checks = [make_check("docker", PASS, measured, {},
-                             f"engine reachable; {version}runtimes: {', '.join(runtimes) or 'none'}")]
+                             f"engine reachable; {version}runtimes: {', '.join(runtimes) or 'none'}{shm}")]
     if not profile.run.wants_gpus:
         checks.append(make_check("gpu_runtime", SKIP, measured, {}, "the profile asks for no GPUs"))
     elif not reachable:
         checks.append(make_check("gpu_runtime", SKIP, measured, {"runtime": "nvidia"}, "no engine to ask"))
-    elif nvidia:
-        checks.append(make_check("gpu_runtime", PASS, measured, {"runtime": "nvidia"}, "the nvidia runtime is registered"))
     else:
-        checks.append(make_check("gpu_runtime", WARN, measured, {"runtime": "nvidia"},
-                                 "the engine lists no nvidia runtime; --gpus may fail ('could not select device "
-                                 "driver \"\" with capabilities: [[gpu]]')",
-                                 "install the NVIDIA Container Toolkit and run nvidia-ctk runtime configure "
-                                 "--runtime=docker, then restart Docker (Docker Desktop: update it)"))
+        checks.append(gpu_runtime_check(measured, nvidia, host.daemon()))
     return checks
+
+
+def gpu_runtime_check(measured: dict, nvidia_runtime: bool, daemon) -> dict:
+    """Can ``docker run --gpus`` work? What decides it is the daemon, not a runtime's name.
+
+    moby registers its GPU device driver when ``nvidia-container-runtime-hook`` is on dockerd's
+    PATH (``daemon/nvidia_linux.go``: ``exec.LookPath`` of the hook); CDI specs in /etc/cdi or
+    /var/run/cdi serve GPU requests too. A registered ``nvidia`` runtime is neither needed nor
+    enough on its own, but where dockerd's PATH cannot be read it is the best remaining sign.
+    """
+    measured = {**measured, "nvidia_hook": daemon.nvidia_hook, "cdi_specs": list(daemon.cdi_specs),
+                "daemon_path_read": daemon.path is not None}
+    expected = {"gpus": "nvidia-container-runtime-hook on dockerd's PATH, or CDI specs"}
+    how = "(moby daemon/nvidia_linux.go looks the hook up on dockerd's PATH)"
+    if daemon.nvidia_hook:
+        return make_check("gpu_runtime", PASS, measured, expected,
+                          f"{daemon.nvidia_hook} is on dockerd's PATH, so --gpus works {how}")
+    if daemon.cdi_specs:
+        return make_check("gpu_runtime", PASS, measured, expected,
+                          f"CDI specs found ({', '.join(daemon.cdi_specs)}): GPU requests can be served through CDI")
+    remedy = ("install the NVIDIA Container Toolkit (it puts nvidia-container-runtime-hook in /usr/bin), restart "
+              "Docker; or generate CDI specs with `nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`")
+    if daemon.path is not None:
+        return make_check("gpu_runtime", WARN, measured, expected,
+                          f"nvidia-container-runtime-hook is not on dockerd's PATH (read from /proc/{daemon.pid}/environ)"
+                          f" and there are no CDI specs: --gpus will fail ('could not select device driver \"\" with "
+                          f"capabilities: [[gpu]]') {how}"
+                          + ("; the registered nvidia runtime does not change that for --gpus" if nvidia_runtime else ""),
+                          remedy)
+    if nvidia_runtime:
+        return make_check("gpu_runtime", PASS, measured, expected,
+                          "the nvidia runtime is registered (dockerd's PATH was not readable to look for "
+                          "nvidia-container-runtime-hook, which is what --gpus needs; the toolkit installs both)")
+    return make_check("gpu_runtime", WARN, measured, expected,
+                      "cannot read dockerd's PATH to find nvidia-container-runtime-hook, no CDI specs and no nvidia "
+                      f"runtime registered: --gpus may fail {how}", remedy)
 
 
 def check_gpu(host: Host, profile: Profile, wsl: dict) -> dict:
@@ -260,24 +339,72 @@ def mount_of(path: str, mounts) -> tuple[str, str, str] | None:
     return best
 
 
-def measure_read(path: Path, max_bytes: int = READ_MAX_BYTES, budget_s: float = READ_BUDGET_S) -> dict:
-    """Read up to ``max_bytes`` from the files under ``path`` within ``budget_s``; MB/s with MB = 1e6."""
-    files = [path] if path.is_file() else (p for p in sorted(path.rglob("*")) if p.is_file())
-    done, start = 0, time.perf_counter()
-    for f in files:
+def _walk_files(path: Path, deadline: float, skipped: list[int]):
+    """Regular files under ``path``, in sorted order, listed lazily so the time budget covers the listing.
+
+    Unreadable folders, vanished entries and anything not a regular file are skipped (counted in ``skipped``).
+    """
+    try:
+        st = os.stat(path)
+    except OSError:
+        skipped[0] += 1
+        return
+    if stat.S_ISREG(st.st_mode):
+        yield path
+        return
+    stack = [path] if stat.S_ISDIR(st.st_mode) else []
+    while stack and time.perf_counter() < deadline:
+        folder = stack.pop()
         try:
-            with open(f, "rb", buffering=0) as fh:
-                while done < max_bytes and time.perf_counter() - start < budget_s:
-                    chunk = fh.read(min(MIB, max_bytes - done))
-                    if not chunk:
-                        break
-                    done += len(chunk)
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
         except OSError:
+            skipped[0] += 1
             continue
-        if done >= max_bytes or time.perf_counter() - start >= budget_s:
+        subdirs = []
+        for e in entries:
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    subdirs.append(Path(e.path))
+                elif e.is_file(follow_symlinks=False):
+                    yield Path(e.path)
+            except OSError:
+                skipped[0] += 1
+        stack.extend(reversed(subdirs))
+
+
+def measure_read(path: Path, max_bytes: int = READ_MAX_BYTES, budget_s: float = READ_BUDGET_S) -> dict:
+    """Read up to ``max_bytes`` from the files under ``path`` within ``budget_s``; MB/s with MB = 1e6.
+
+    The budget covers listing too; unreadable entries are skipped and counted, never fatal, and
+    files are opened without blocking (a FIFO or /proc/kmsg cannot hang the walk).
+    """
+    done, start = 0, time.perf_counter()
+    deadline = start + budget_s
+    skipped = [0]
+    for f in _walk_files(path, deadline, skipped):
+        try:
+            fd = os.open(f, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+        except OSError:
+            skipped[0] += 1
+            continue
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                continue
+            while done < max_bytes and time.perf_counter() < deadline:
+                chunk = os.read(fd, min(MIB, max_bytes - done))
+                if not chunk:
+                    break
+                done += len(chunk)
+        except OSError:
+            skipped[0] += 1
+        finally:
+            os.close(fd)
+        if done >= max_bytes or time.perf_counter() >= deadline:
             break
     seconds = time.perf_counter() - start
-    return {"bytes": done, "seconds": round(seconds, 3), "mb_per_s": round(done / seconds / 1e6, 1) if seconds and done else None}
+    return {"bytes": done, "seconds": round(seconds, 3), "skipped": skipped[0],
+            "mb_per_s": round(done / seconds / 1e6, 1) if seconds and done else None}
 
 
 def check_location(host: Host, name: str, path: str, wsl: dict, mounts, measure: bool) -> dict:

@@ -15,7 +15,7 @@ looked up under ``root``. What cannot live in a file tree comes from
 A fixture host without a file answers "unknown" (None). With ``root`` "/",
 the real calls are made (``os.statvfs``, ``resource.getrlimit``,
 ``shutil.which``). The Docker engine is only ever asked through envkit's one
-engine seam, :class:`envkit.engine.DockerEngine` (``connect()`` then
+engine seam, :class:`envkit.engine.docker.DockerEngine` (``connect()`` then
 ``ping()``, loaded lazily); ``Host.engine_ping`` replaces that call in tests.
 
 Example:
@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from envkit.engine.dockerd import DaemonFacts, read_daemon
 from envkit.errors import EngineError
 
 FIXTURE_DIR = ".envkit-fixture"
@@ -136,6 +137,14 @@ class Host:
             return None
         return sum(1 for line in cpuinfo.splitlines() if line.split(":")[0].strip() == "processor") or None
 
+    def daemon(self) -> DaemonFacts:
+        """The local dockerd's limits, capabilities, PATH, CDI specs and default-shm-size (envkit.engine.dockerd).
+
+        Read under ``root``, so a fixture tree presents a daemon with ``proc/<pid>/{comm,limits,
+        status,environ,cmdline}``, ``etc/docker/daemon.json`` and ``etc/cdi/``.
+        """
+        return read_daemon(self.root, dict(self.environ))
+
     def docker(self) -> dict | None:
         """``{"reachable", "runtimes", "nvidia_runtime", "server_version", "os", "error"}``, or None when not probed."""
         if self.docker_probe is not None:
@@ -149,7 +158,7 @@ class Host:
 
 def engine_ping() -> dict[str, Any]:
     """``DockerEngine.connect().ping()`` through :mod:`envkit.engine`; raises EngineError without an engine."""
-    from envkit.engine import DockerEngine  # lazily: loads docker-py only when the doctor asks
+    from envkit.engine.docker import DockerEngine  # lazily: loads docker-py only when the doctor asks
 
     engine = DockerEngine.connect()
     try:

@@ -18,6 +18,13 @@ ask for two things, which this module checks on the AST:
 
 Loaders with ``num_workers=0`` pickle nothing and start no process, so they pass.
 
+One more check, a warning rather than a failure: a loader with ``pin_memory=True`` pays only
+when its batches are copied with ``non_blocking=True`` (PyTorch tutorial "A guide on good usage
+of non_blocking and pin_memory()"; a blocking ``.to(device)`` waits for the copy, so the pinned
+pages buy little). A ``for`` loop over such a loader (directly, or through ``enumerate``/``tqdm``
+-style wrappers) whose body moves a batch with ``.to(...)``/``.cuda(...)`` without
+``non_blocking=True`` is named by line (kind ``blocking_copy``).
+
 Example:
     >>> src = "from torch.utils.data import DataLoader\\nDataLoader(ds, num_workers=2)\\n"
     >>> [(f.line, f.kind) for f in check_source(src)]
@@ -27,7 +34,10 @@ Example:
 from __future__ import annotations
 
 import ast
+import errno
 import io
+import os
+import stat
 import tokenize
 from dataclasses import dataclass
 
@@ -41,12 +51,43 @@ GUARD_FIX = ('move the code that builds and iterates the DataLoader into a funct
 @dataclass(frozen=True)
 class Finding:
     line: int
-    kind: str       # unguarded | unpicklable | syntax
+    kind: str       # unguarded | unpicklable | syntax (failures) | blocking_copy (a warning)
     message: str
     fix: str
 
     def describe(self) -> str:
         return f"line {self.line}: {self.message}"
+
+    @property
+    def is_warning(self) -> bool:
+        return self.kind in WARNING_KINDS
+
+
+WARNING_KINDS = frozenset({"blocking_copy"})
+NON_BLOCKING_FIX = ("copy batches from a pin_memory=True loader with .to(device, non_blocking=True) (or "
+                    ".cuda(non_blocking=True)); otherwise set pin_memory=False")
+# torch dtypes: `x.to(torch.float16)` converts, it copies nothing to a device.
+_DTYPES = frozenset("float float16 float32 float64 half bfloat16 double int int8 int16 int32 int64 long uint8 bool "
+                    "short complex64 complex128 cfloat".split())
+
+
+SCRIPT_MAX = 8 * 1024 * 1024  # a training script; larger is not a script (README, "Limits")
+
+
+def _read_script(path) -> bytes:
+    """At most SCRIPT_MAX bytes of a regular file, opened without blocking; OSError otherwise."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        if st.st_size > SCRIPT_MAX:
+            raise OSError(errno.EFBIG, f"larger than {SCRIPT_MAX // (1024 * 1024)} MiB, not a training script",
+                          str(path))
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return f.read(SCRIPT_MAX + 1)[:SCRIPT_MAX]
+    finally:
+        os.close(fd)
 
 
 def check_file(path) -> list[Finding]:
@@ -54,8 +95,7 @@ def check_file(path) -> list[Finding]:
 
     Raises :class:`OSError` when the file cannot be read (the caller reports that).
     """
-    with open(path, "rb") as f:
-        raw = f.read()
+    raw = _read_script(path)
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
     except SyntaxError as e:  # an unknown coding declaration, or a BOM that contradicts it
@@ -134,7 +174,7 @@ def dotted_name(node: ast.AST, aliases: dict[str, str]) -> str | None:
 
 
 def _is_named(qualified: str | None, name: str) -> bool:
-    return bool(qualified) and (qualified == name or qualified.endswith("." + name))
+    return qualified is not None and (qualified == name or qualified.endswith("." + name))
 
 
 def _is_dataloader(call: ast.Call, aliases: dict[str, str] | None = None) -> bool:
@@ -182,6 +222,37 @@ def _shallow_calls(stmts) -> list[ast.Call]:
     return out
 
 
+def _loop_source(node: ast.AST) -> str | None:
+    """The loader a ``for`` iterates: ``loader``, ``self.loader``, or the first argument of a wrapper call
+    (``enumerate(loader)``, ``tqdm(loader)``, ``zip(loader, ...)``)."""
+    while isinstance(node, ast.Call) and node.args:
+        node = node.args[0]
+    return dotted_name(node, {}) if isinstance(node, (ast.Name, ast.Attribute)) else None
+
+
+def _is_blocking_move(node: ast.AST, batch: set[str]) -> bool:
+    """``x.to(device)`` / ``batch["img"].cuda()`` on a loop variable, without ``non_blocking=True``."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda")):
+        return False
+    root = node.func.value
+    while isinstance(root, (ast.Attribute, ast.Subscript)):
+        root = root.value
+    if not (isinstance(root, ast.Name) and root.id in batch):
+        return False
+    nb = next((kw.value for kw in node.keywords if kw.arg == "non_blocking"), None)
+    if nb is not None:
+        return isinstance(nb, ast.Constant) and nb.value is False  # a variable: cannot tell, say nothing
+    if any(kw.arg is None for kw in node.keywords) or len(node.args) > 2:
+        return False  # **kwargs or a positional non_blocking: cannot tell
+    if node.func.attr == "to" and node.args:
+        first = node.args[0]
+        if isinstance(first, ast.Attribute) and first.attr in _DTYPES:
+            return False  # a dtype conversion, not a device copy
+        if isinstance(first, ast.Name) and first.id in batch:
+            return False  # `.to(other_tensor)`: cannot tell
+    return True
+
+
 class _Checker:
     def __init__(self, tree: ast.Module) -> None:
         self.tree = tree
@@ -202,7 +273,39 @@ class _Checker:
             findings.extend(self._pickling(call))
         if spawning:
             findings.extend(self._nested_datasets())
+        findings.extend(self._blocking_copies(loaders))
         return findings
+
+    # -- pin_memory=True batches copied without non_blocking=True -----------------------------
+
+    def _blocking_copies(self, loaders: list[ast.Call]) -> list[Finding]:
+        pinned: dict[str, int] = {}  # loader variable (dotted) -> line of its DataLoader(...)
+        for call in loaders:
+            flag = _arg(call, "pin_memory")
+            parent = self.parents.get(call)
+            if isinstance(flag, ast.Constant) and flag.value is True and isinstance(parent, ast.Assign):
+                for t in parent.targets:
+                    name = dotted_name(t, {})
+                    if name:
+                        pinned[name] = call.lineno
+        out: list[Finding] = []
+        if not pinned:
+            return out
+        for loop in ast.walk(self.tree):
+            if not isinstance(loop, (ast.For, ast.AsyncFor)):
+                continue
+            source = _loop_source(loop.iter)
+            if source not in pinned:
+                continue
+            batch = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+            for node in ast.walk(ast.Module(body=loop.body, type_ignores=[])):
+                if isinstance(node, ast.expr) and _is_blocking_move(node, batch):
+                    text = ast.unparse(node)
+                    out.append(Finding(node.lineno, "blocking_copy",
+                                       f"`{text}` copies a batch from {source} (DataLoader with pin_memory=True, line "
+                                       f"{pinned[source]}) without non_blocking=True, so pinning buys little",
+                                       NON_BLOCKING_FIX))
+        return out
 
     # -- 1. import-time DataLoaders ------------------------------------------------------------
 
@@ -214,7 +317,7 @@ class _Checker:
             elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 out.append(stmt)  # for its decorators and defaults only (see _shallow_calls)
             elif isinstance(stmt, ast.ClassDef):
-                out.extend(stmt.decorator_list)
+                out.extend(ast.Expr(d) for d in stmt.decorator_list)  # as statements, for the walk
                 out.extend(self._unguarded_stmts(stmt.body))
             else:
                 out.append(stmt)
@@ -224,7 +327,7 @@ class _Checker:
         findings: list[Finding] = []
         seen_funcs: set[str] = set()
         # (calls to inspect, the chain of "f() called at line N" that reached them)
-        queue = [(_shallow_calls(self._unguarded_stmts(self.tree.body)), ())]
+        queue: list[tuple[list[ast.Call], tuple[str, ...]]] = [(_shallow_calls(self._unguarded_stmts(self.tree.body)), ())]
         while queue:
             calls, via = queue.pop(0)
             for call in sorted(calls, key=lambda c: c.lineno):
@@ -251,7 +354,7 @@ class _Checker:
     # -- 2. what gets pickled ------------------------------------------------------------------
 
     def _enclosing_functions(self, node: ast.AST) -> list[ast.AST]:
-        out = []
+        out: list[ast.AST] = []
         while node in self.parents:
             node = self.parents[node]
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
@@ -277,7 +380,7 @@ class _Checker:
                             found.setdefault(t.id, ("value", node.lineno, node.value))
         return found
 
-    def _resolve(self, name: str, scopes: list[ast.AST]) -> tuple[str, int, ast.AST] | None:
+    def _resolve(self, name: str, scopes: list[ast.AST]) -> tuple[str, int, ast.AST | None] | None:
         for fn in scopes:
             hit = self._local_defs(fn).get(name)
             if hit:

@@ -146,7 +146,7 @@ def _lower(have: int, want: int) -> bool:
 def check_ulimits(run: dict, limits: dict | None = None) -> dict:
     """getrlimit MEMLOCK/STACK/NOFILE vs the profile; fail only when a limit is lower than asked."""
     if limits is None:
-        limits = {n: dict(zip(("soft", "hard"), map(_norm, resource.getrlimit(r)))) for n, r in ULIMITS.items()}
+        limits = {n: dict(zip(("soft", "hard"), map(_norm, resource.getrlimit(r)), strict=True)) for n, r in ULIMITS.items()}
     want_all = run.get("ulimits") or {}
     expected = {n: want_all.get(n) for n in ULIMITS}
     low, flags, compose = [], [], []

@@ -40,7 +40,10 @@ def classify(text: str, returncode: int | None = None, nw: int = 1, phase: str |
     m = re.search(r"killed by signal: ([^.\n]+)", text)
     if m:
         return "worker_killed", m.group(1).strip()
-    if any(p in low for p in PICKLE_PATTERNS) and phase in (None, "iter_start", "iterate"):
+    # Source lines quoted in tracebacks (indented) are code, not what happened: a comment or a name
+    # there holding "pickle" must not turn a dataset's TypeError into "unpicklable".
+    said = "\n".join(ln for ln in low.splitlines() if not ln.startswith("    "))
+    if any(p in said for p in PICKLE_PATTERNS) and phase in (None, "iter_start", "iterate"):
         hit = [ln.strip() for ln in text.splitlines() if "pickle" in ln.lower() or "can't get" in ln.lower()]
         return "unpicklable_dataset", (hit[0] if hit else "the dataset could not be pickled")[:300]
     m = re.search(r"exited unexpectedly(?: with exit code (-?\d+))?", text)

@@ -18,7 +18,8 @@ import time
 
 from .core import DEFAULT_TIMEOUT_S, check_timeout, run_checks
 from .env import quiet_numpy_warning
-from .expect import UsageError, load_expect
+from .errors import UsageError
+from .expect import load_expect
 from .report import FAIL, describe_workload, render_table, to_json
 
 

@@ -12,8 +12,10 @@ import math
 
 from . import env as envmod
 from .checks_sys import check_cpus, check_gpus, check_shm, check_ulimits
-from .expect import UsageError, resolve_loader, validate_expect
+from .errors import UsageError
+from .expect import resolve_loader, validate_expect
 from .report import make_report
+from .sizing import batch_bytes
 
 DEFAULT_TIMEOUT_S = 60.0
 
@@ -43,6 +45,22 @@ def _check_dataset(spec: str) -> None:
                          "be importable from the current directory or PYTHONPATH") from None
 
 
+def check_batch_memory(settings: dict, available: int | None) -> None:
+    """Refuse (exit 2) a batch that cannot fit in the memory left, before anything allocates it.
+
+    >>> check_batch_memory({"batch_size": 10**6, "sample_shape": [3, 224, 224], "dtype": "float32"},
+    ...                    8 << 30)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    envkit.harness.errors.UsageError: one batch is 602112000000 bytes (602.1 GB: ...), more than the 8589934592 bytes ...
+    """
+    need = batch_bytes(settings["batch_size"], settings["sample_shape"], settings["dtype"])
+    if available is not None and need > available:
+        raise UsageError(f"one batch is {need} bytes ({need / 1e9:.1f} GB: batch_size {settings['batch_size']} x "
+                         f"{list(settings['sample_shape'])} {settings['dtype']}), more than the {available} bytes "
+                         f"({available / 1e9:.1f} GB) of memory available; lower --batch-size or loader.batch_size")
+
+
 def run_checks(expect: dict | None, *, dataset: str | None = None, num_workers=None, batch_size=None,
                timeout: float = DEFAULT_TIMEOUT_S, quick: bool = False, sweep: bool = False,
                progress=None, plot: str | None = None, cgroup_root: str = "/") -> dict:
@@ -59,16 +77,22 @@ def run_checks(expect: dict | None, *, dataset: str | None = None, num_workers=N
         _check_dataset(dataset)
     say = progress or (lambda line: None)
     usable = envmod.usable_cpus()
-    settings = resolve_loader(expect, usable=usable, num_workers=num_workers, batch_size=batch_size,
-                              dataset=dataset)
+    quota = envmod.read_cgroup_cpu_quota(cgroup_root)
+    settings = resolve_loader(expect, usable=usable, quota=quota["quota_cpus"], num_workers=num_workers,
+                              batch_size=batch_size, dataset=dataset)
+    check_batch_memory(settings, envmod.available_memory(cgroup_root))
     run = (expect or {}).get("run") or {}
     say("environment")
-    environment = envmod.collect_environment(settings["start_method"], root=cgroup_root)
+    environment = envmod.collect_environment(settings["start_method"], root=cgroup_root, cgroup=quota)
     environment["loader_settings"] = settings
     checks = [check_shm(settings, run)]
     checks.append(check_cpus(settings, run, usable=usable, quota=environment["cgroup"]))
     checks.append(check_ulimits(run))
     checks.append(check_gpus(run, info=environment))
+    from .numa import check_numa
+    numa = check_numa(run, root=cgroup_root)
+    if numa is not None:  # only when the profile asks for placement (run.numa)
+        checks.append(numa)
     for c in checks:
         say(f"{c['name']}: {c['status']}")
     from .loader import check_loader

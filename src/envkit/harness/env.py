@@ -16,6 +16,7 @@ import platform
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 V1_CPU_DIRS = ("cpu", "cpu,cpuacct", "cpuacct,cpu")
 CONTAINER_CGROUP_MARKERS = ("docker", "kubepods", "containerd", "libpod", "lxc", "crio")
@@ -52,6 +53,29 @@ def _read(path: Path) -> str | None:
         return path.read_text().strip()
     except OSError:
         return None
+
+
+def available_memory(root: str | os.PathLike = "/") -> int | None:
+    """Bytes this process may still allocate: ``MemAvailable``, lowered by a cgroup v2 ``memory.max``.
+
+    None when neither can be read (not Linux).
+    """
+    root = Path(root)
+    avail = None
+    for line in (_read(root / "proc/meminfo") or "").splitlines():
+        if line.startswith("MemAvailable:"):
+            try:
+                avail = int(line.split()[1]) * 1024
+            except (IndexError, ValueError):
+                pass
+    cg = _own_cgroup_paths(root).get("")
+    if cg is not None:
+        base = root / "sys/fs/cgroup" / cg.lstrip("/")
+        limit, used = _read(base / "memory.max"), _read(base / "memory.current")
+        if limit and limit.isdigit() and used and used.isdigit():
+            room = max(0, int(limit) - int(used))
+            avail = room if avail is None else min(avail, room)
+    return avail
 
 
 def usable_cpus() -> int:
@@ -94,7 +118,10 @@ def _candidate_dirs(mount: Path, rel: str) -> list[Path]:
 
 
 def read_cgroup_cpu_quota(root: str | os.PathLike = "/") -> dict:
-    """Read the CFS CPU quota as a number of CPUs (``None`` = no quota).
+    """Read the CFS CPU quota as a number of CPUs (``None`` = no quota): the one cgroup reader.
+
+    The tightest quota over this process's cgroup and its ancestors counts (a quota on
+    a parent slice binds its children). ``envkit doctor`` reads the host through it too.
 
     cgroup v2: ``cpu.max`` holds ``"<quota|max> <period>"``; v1: ``cpu.cfs_quota_us``
     (-1 = none) and ``cpu.cfs_period_us``. ``docker run --cpus 1.5`` writes
@@ -107,8 +134,9 @@ def read_cgroup_cpu_quota(root: str | os.PathLike = "/") -> dict:
     root = Path(root)
     base = root / "sys/fs/cgroup"
     own = _own_cgroup_paths(root)
-    result = {"version": None, "quota_cpus": None, "source": None}
-    if (base / "cgroup.controllers").exists():
+    result: dict[str, Any] = {"version": None, "quota_cpus": None, "source": None}
+    # v2 is one unified tree (cgroup.controllers at its root); a bare cpu.max there is v2 too.
+    if (base / "cgroup.controllers").exists() or (base / "cpu.max").exists():
         result["version"] = 2
         for d in _candidate_dirs(base, own.get("", "/")):
             text = _read(d / "cpu.max")
@@ -126,30 +154,55 @@ def read_cgroup_cpu_quota(root: str | os.PathLike = "/") -> dict:
             continue
         result["version"] = 1
         for d in _candidate_dirs(mount, own.get("cpu", "/")):
-            quota, period = _read(d / "cpu.cfs_quota_us"), _read(d / "cpu.cfs_period_us")
-            if quota is None or period is None or int(quota) <= 0 or int(period) <= 0:
+            q_text, p_text = _read(d / "cpu.cfs_quota_us"), _read(d / "cpu.cfs_period_us")
+            if q_text is None or p_text is None or int(q_text) <= 0 or int(p_text) <= 0:
                 continue
-            cpus = int(quota) / int(period)
+            cpus = int(q_text) / int(p_text)
             if result["quota_cpus"] is None or cpus < result["quota_cpus"]:
                 result["quota_cpus"], result["source"] = round(cpus, 3), str(d / "cpu.cfs_quota_us")
         break
     return result
 
 
+WSL_ENV_VARS = ("WSL_DISTRO_NAME", "WSL_INTEROP")
+WSL_INTEROP_FILE = "proc/sys/fs/binfmt_misc/WSLInterop"
+
+
+def wsl_version(release: str, *, environ=None, interop: bool = False) -> int | None:
+    """1 or 2 under WSL, else None: the one WSL rule (the harness and ``envkit doctor`` use it).
+
+    WSL1 reports the Windows build with a capitalised ``-Microsoft`` suffix
+    (``4.4.0-19041-Microsoft``). Any other kernel release containing "microsoft"
+    (``5.15.167.4-microsoft-standard-WSL2``, ``6.6.0-microsoft-custom``) is a WSL2 kernel.
+    A custom WSL2 kernel may hide the word; WSL's init still sets ``WSL_DISTRO_NAME`` /
+    ``WSL_INTEROP`` and registers the WSLInterop binfmt (``interop``), and WSL1 cannot run
+    custom kernels, so that evidence means WSL2.
+
+    >>> wsl_version("4.4.0-19041-Microsoft"), wsl_version("6.6.0-microsoft-custom")
+    (1, 2)
+    >>> wsl_version("6.8.0-45-generic"), wsl_version("6.6.0-custom", environ={"WSL_DISTRO_NAME": "Ubuntu"})
+    (None, 2)
+    """
+    release = release.strip()
+    if release.endswith("-Microsoft"):
+        return 1
+    if "microsoft" in release.lower():
+        return 2
+    environ = {} if environ is None else environ
+    if interop or any(environ.get(var) for var in WSL_ENV_VARS):
+        return 2
+    return None
+
+
 def detect_wsl(root: str | os.PathLike = "/", environ=None) -> int | None:
-    """1 or 2 under WSL, else None. WSL2 kernels say ``microsoft-standard-WSL2``, WSL1 ``Microsoft``.
+    """:func:`wsl_version` of the machine under ``root`` (its kernel release, env and binfmt).
 
     >>> detect_wsl("/nonexistent", environ={})
     """
     environ = os.environ if environ is None else environ
     root = Path(root)
     release = _read(root / "proc/sys/kernel/osrelease") or ""
-    if "microsoft" in release.lower():
-        return 2 if ("wsl2" in release.lower() or "microsoft-standard" in release.lower()) else 1
-    # A custom WSL2 kernel defeats the uname check; init still sets these.
-    if environ.get("WSL_DISTRO_NAME") or (root / "proc/sys/fs/binfmt_misc/WSLInterop").exists():
-        return 2
-    return None
+    return wsl_version(release, environ=environ, interop=(root / WSL_INTEROP_FILE).exists())
 
 
 def detect_container(root: str | os.PathLike = "/", environ=None) -> dict:
@@ -215,8 +268,11 @@ def torch_info() -> dict:
             "sharing_strategy": tmp.get_sharing_strategy()}
 
 
-def collect_environment(start_method: str | None = None, root: str = "/") -> dict:
-    """The report's ``environment`` block (imports torch lazily via :func:`torch_info`)."""
+def collect_environment(start_method: str | None = None, root: str = "/", cgroup: dict | None = None) -> dict:
+    """The report's ``environment`` block (imports torch lazily via :func:`torch_info`).
+
+    ``cgroup``: an already-read :func:`read_cgroup_cpu_quota` result (read here when None).
+    """
     uid, user = _user()
     info = torch_info()
     return {
@@ -225,7 +281,7 @@ def collect_environment(start_method: str | None = None, root: str = "/") -> dic
         "python": platform.python_version(), "executable": sys.executable,
         **info,
         "cpu_count": os.cpu_count(), "usable_cpus": usable_cpus(),
-        "cgroup": read_cgroup_cpu_quota(root),
+        "cgroup": cgroup if cgroup is not None else read_cgroup_cpu_quota(root),
         "start_method": start_method or default_start_method(),
         "default_start_method": default_start_method(),
         "uid": uid, "user": user, "shm": shm_stats(),

@@ -13,32 +13,62 @@ Example:
 from __future__ import annotations
 
 import json
+from typing import Any
 import multiprocessing
+import os
+import stat
 
-from .sizing import DTYPE_ITEMSIZE
+from .errors import UsageError
+from .sizing import DTYPE_ITEMSIZE, cpu_limit, memory_need_bytes, plan_workers, shm_required_bytes
+
+# The expectation format's version: defined here, on the consumer's side, and imported by
+# the producer (envkit.expect), so the two cannot drift apart.
+VERSION = 1
 
 DEFAULT_LOADER = {"num_workers": 2, "batch_size": 32, "sample_shape": [3, 64, 64], "dtype": "float32",
                   "pin_memory": True, "prefetch_factor": 2, "persistent_workers": False,
                   "start_method": None}
-AUTO_WORKERS_CAP = 8
-
-
-class UsageError(ValueError):
-    """Invalid input (expectation, override, --dataset); the CLI maps it to exit code 2."""
-
 
 ExpectError = UsageError  # the expectation-specific spelling
 
 
-def load_expect(path) -> dict:
-    """Read and validate an expectation JSON file; raise :class:`ExpectError` with one clear line."""
+EXPECT_MAX = 1024 * 1024  # an expectation is a few hundred bytes (README, "Limits")
+
+
+def _read_bounded(path) -> bytes:
+    """A regular file of at most EXPECT_MAX bytes, opened without blocking (a FIFO or /dev/zero cannot hang)."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError as exc:
         raise ExpectError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ExpectError(f"{path} is not a regular file; expected an expectation JSON file")
+        if st.st_size > EXPECT_MAX:
+            raise ExpectError(f"{path} is {st.st_size} bytes; an expectation is at most {EXPECT_MAX} bytes (1 MiB)")
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            raw = fh.read(EXPECT_MAX + 1)
+    except OSError as exc:
+        raise ExpectError(f"cannot read {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if len(raw) > EXPECT_MAX:
+        raise ExpectError(f"{path} is larger than {EXPECT_MAX} bytes (1 MiB); not an expectation")
+    return raw
+
+
+def load_expect(path) -> dict:
+    """Read and validate an expectation JSON file; raise :class:`ExpectError` with one clear line."""
+    raw = _read_bounded(path)
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ExpectError(f"{path} is not UTF-8 text (byte offset {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise ExpectError(f"{path} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ExpectError(f"{path}: JSON nested too deeply; an expectation is at most a few levels deep") from None
     try:
         validate_expect(doc)
     except ExpectError as exc:
@@ -53,14 +83,14 @@ def _int(section: str, key: str, value, minimum: int) -> None:
 
 def validate_expect(doc) -> None:
     """Check types of the keys the harness reads; unknown keys are ignored (forward compatible)."""
-    if not isinstance(doc, dict) or doc.get("envkit_expect") != 1:
-        raise ExpectError('expectation must be a JSON object with "envkit_expect": 1')
+    if not isinstance(doc, dict) or doc.get("envkit_expect") != VERSION:
+        raise ExpectError(f'expectation must be a JSON object with "envkit_expect": {VERSION}')
     loader = doc.get("loader") or {}
     run = doc.get("run") or {}
     if not isinstance(loader, dict) or not isinstance(run, dict):
         raise ExpectError("expectation 'loader' and 'run' must be objects")
     nw = loader.get("num_workers")
-    if nw != "auto":
+    if not (isinstance(nw, str) and nw == "auto"):
         _int("loader", "num_workers", nw, 0)
     _int("loader", "batch_size", loader.get("batch_size"), 1)
     _int("loader", "prefetch_factor", loader.get("prefetch_factor"), 1)
@@ -69,10 +99,10 @@ def validate_expect(doc) -> None:
                               or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape)):
         raise ExpectError(f"loader.sample_shape must be a non-empty list of positive integers, got {shape!r}")
     dtype = loader.get("dtype")
-    if dtype is not None and dtype not in DTYPE_ITEMSIZE:
+    if dtype is not None and (not isinstance(dtype, str) or dtype not in DTYPE_ITEMSIZE):
         raise ExpectError(f"loader.dtype {dtype!r} is not one of {sorted(DTYPE_ITEMSIZE)}")
     method = loader.get("start_method")
-    if method is not None and method not in ("fork", "spawn", "forkserver"):
+    if method is not None and (not isinstance(method, str) or method not in ("fork", "spawn", "forkserver")):
         raise ExpectError(f"loader.start_method must be fork, spawn or forkserver, got {method!r}")
     for key in ("pin_memory", "persistent_workers"):
         if loader.get(key) is not None and not isinstance(loader[key], bool):
@@ -83,7 +113,8 @@ def validate_expect(doc) -> None:
     if cpus is not None and (isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or cpus <= 0):
         raise ExpectError(f"run.cpus must be a positive number or null, got {cpus!r}")
     gpus = run.get("gpus")
-    if not (gpus is None or gpus in ("all", "none") or (isinstance(gpus, int) and not isinstance(gpus, bool) and gpus >= 0)
+    if not (gpus is None or (isinstance(gpus, str) and gpus in ("all", "none"))
+            or (isinstance(gpus, int) and not isinstance(gpus, bool) and gpus >= 0)
             or (isinstance(gpus, list) and all(isinstance(g, (int, str)) for g in gpus))):
         raise ExpectError(f'run.gpus must be "all", "none", a count or a list of ids, got {gpus!r}')
     ulimits = run.get("ulimits") or {}
@@ -98,17 +129,15 @@ def validate_expect(doc) -> None:
             _int("run.ulimits." + name, k, lim.get(k), -1)
 
 
-def resolve_workers(value, usable: int) -> int:
-    """``"auto"`` -> ``max(1, usable - 1)`` capped at 8 (one CPU stays for the training loop)."""
-    if value == "auto":
-        return max(1, min(usable - 1, AUTO_WORKERS_CAP))
-    return int(value)
+def resolve_loader(expect: dict | None, *, usable: int, quota: float | None = None, num_workers=None,
+                   batch_size=None, dataset: str | None = None) -> dict:
+    """Concrete loader settings: defaults <- expectation's ``loader`` <- CLI overrides.
 
-
-def resolve_loader(expect: dict | None, *, usable: int, num_workers=None, batch_size=None,
-                   dataset: str | None = None) -> dict:
-    """Concrete loader settings: defaults <- expectation's ``loader`` <- CLI overrides."""
-    loader = dict(DEFAULT_LOADER)
+    ``usable`` is the affinity mask's size and ``quota`` the cgroup CPU quota (None: none);
+    ``auto`` workers are planned from both (:func:`.sizing.plan_workers`). The plan's
+    ``shm_need_bytes`` and ``memory_need_bytes`` come with the settings.
+    """
+    loader: dict[str, Any] = dict(DEFAULT_LOADER)
     for key, value in ((expect or {}).get("loader") or {}).items():
         if key in loader and value is not None:
             loader[key] = value
@@ -121,7 +150,7 @@ def resolve_loader(expect: dict | None, *, usable: int, num_workers=None, batch_
             raise ExpectError("--batch-size must be >= 1")
         loader["batch_size"] = batch_size
     loader["num_workers_requested"] = loader["num_workers"]
-    loader["num_workers"] = resolve_workers(loader["num_workers"], usable)
+    loader["num_workers"] = plan_workers(loader["num_workers"], cpu_limit(affinity=usable, quota=quota))
     if loader["start_method"] is None:
         # The platform default (Linux fork before 3.14, forkserver from 3.14, spawn elsewhere).
         loader["start_method"] = (multiprocessing.get_start_method(allow_none=True)
@@ -130,4 +159,11 @@ def resolve_loader(expect: dict | None, *, usable: int, num_workers=None, batch_
         raise ExpectError(f"start method {loader['start_method']!r} is not available on this platform")
     loader["sample_shape"] = list(loader["sample_shape"])
     loader["dataset"] = dataset or "synthetic"
+    loader["shm_need_bytes"] = shm_required_bytes(
+        batch_size=loader["batch_size"], sample_shape=loader["sample_shape"], dtype=loader["dtype"],
+        num_workers=loader["num_workers"], prefetch_factor=loader["prefetch_factor"])
+    run = (expect or {}).get("run") or {}
+    loader["memory_need_bytes"] = memory_need_bytes(
+        shm_need=loader["shm_need_bytes"], workers=loader["num_workers"],
+        shm_size=None if run.get("ipc") == "host" else run.get("shm_size_bytes"))
     return loader

@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 from .classify import FAILURES, MESSAGES, classify, failure_remedy  # noqa: F401 (re-exported)
 from .env import child_warnings
@@ -98,6 +99,42 @@ def group_members(pgid: int) -> list[int]:
     return pids
 
 
+def children_of(ppid: int) -> list[int]:
+    """Live (non-zombie) pids whose parent is ``ppid``, from /proc."""
+    pids = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if len(fields) > 1 and int(fields[1]) == ppid and fields[0] != "Z":
+            pids.append(int(entry))
+    return pids
+
+
+def adopted_children(before: set[int]) -> list[int]:
+    """Our children now that were not before the run: descendants that outlived their parents."""
+    return [pid for pid in children_of(os.getpid()) if pid not in before]
+
+
+def reap_adopted(before: set[int], grace: float = 5.0) -> None:
+    """SIGKILL and reap adopted descendants until none is left (their children re-parent to us in turn)."""
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        pids = adopted_children(before)
+        if not pids:
+            break
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in pids:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, 0)
+
+
 def run_loader_child(runs: list[dict], *, timeout: float, progress=None, label: str = "loader",
                      stop_on_error: bool = True) -> dict:
     """Run DataLoader configurations in a watched child; return events, stats and failure evidence.
@@ -116,8 +153,9 @@ def run_loader_child(runs: list[dict], *, timeout: float, progress=None, label: 
     env = dict(os.environ, PYTORCH_NVML_BASED_CUDA_CHECK="1", PYTHONUNBUFFERED="1",
                PYTHONWARNINGS=child_warnings())  # inherited by spawned workers too
     stderr = tempfile.TemporaryFile()
-    out = {"results": {}, "errors": {}, "error": None, "hang": False, "returncode": None, "stderr_tail": "",
+    out: dict[str, Any] = {"results": {}, "errors": {}, "error": None, "hang": False, "returncode": None, "stderr_tail": "",
            "child_pid": None, "leftover": [], "last_batch": 0}
+    before = set(children_of(os.getpid()))
     with _subreaper():
         proc = subprocess.Popen([sys.executable, "-c", BOOTSTRAP, json.dumps(config)], pass_fds=(wfd,),
                                 stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr,
@@ -133,8 +171,13 @@ def run_loader_child(runs: list[dict], *, timeout: float, progress=None, label: 
             out["killed_by_harness"] = proc.poll() is None
             kill_and_reap(proc, pgid)
             os.close(rfd)
+            # Processes that left the group (setsid: a new session) re-parented to us, the subreaper,
+            # when their parents died: leftovers too. Reported, then killed and reaped (still as subreaper,
+            # so their own children come to us as well).
+            escaped = [pid for pid in adopted_children(before) if pid != proc.pid]
+            out["leftover"] = sorted(set(group_members(pgid)) | set(escaped))
+            reap_adopted(before)
     out["returncode"] = proc.returncode
-    out["leftover"] = group_members(pgid)
     stderr.seek(0)
     out["stderr_tail"] = stderr.read().decode("utf-8", "replace")[-4000:]
     stderr.close()
@@ -238,6 +281,13 @@ def evaluate(child: dict, run_index: int = 0) -> tuple[dict | None, dict]:
     rc = None if child.get("killed_by_harness") else child["returncode"]
     nw = err.get("nw", 1)
     failure, detail = classify(text, rc, nw, err.get("phase"))
+    if failure == "unknown" and err.get("where"):
+        failure = "dataset_error"  # the innermost frame outside torch and the harness raised: the dataset's code
+    in_worker = "Original Traceback" in (err.get("message") or "")  # classify already quotes the worker's error
+    if failure in ("dataset_error", "unknown") and err.get("type") and not in_worker:
+        # The dataset's own exception and the frame of its code that raised it, not the harness's line.
+        where = f" (at {err['where']})" if err.get("where") else ""
+        detail = f"{err['type']}: {err.get('message') or ''}{where}"[:500]
     return None, {"failure": failure, "detail": detail, "error": (err.get("message") or "")[-2000:]}
 
 

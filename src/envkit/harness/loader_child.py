@@ -86,7 +86,7 @@ def run_one(index: int, run: dict, emit) -> dict:
         if nw > 0:
             kwargs.update(prefetch_factor=run["prefetch_factor"], persistent_workers=bool(run["persistent_workers"]),
                           multiprocessing_context=run["start_method"])
-        loader = DataLoader(dataset, **kwargs)
+        loader: DataLoader = DataLoader(dataset, **kwargs)  # type: ignore[arg-type]  # any map-style dataset
         device = torch.device("cuda") if (accel and run.get("to_device")) else None
         emit({"event": "ready", "run": index, "grace": run.get("grace", 0.0)})
         batches, samples, timed_samples, t_warm, first = 0, 0, 0, None, None
@@ -94,7 +94,8 @@ def run_one(index: int, run: dict, emit) -> dict:
         epochs = 0
         while batches < run["batches"] and epochs < 1000:
             phase = "iter_start"
-            it = iter(loader)  # workers start (and the dataset is pickled under spawn) here
+            # Workers start here (and under spawn the dataset is serialised to them).
+            it = iter(loader)
             phase = "iterate"
             got = False
             for batch in it:
@@ -129,8 +130,29 @@ def run_one(index: int, run: dict, emit) -> dict:
                 "warmup_batches": run["warmup"], "pin_memory_used": pin, "accelerator": accel,
                 "epochs": epochs}
     except BaseException as exc:
-        exc.envkit_phase = phase
+        exc.envkit_phase = phase  # type: ignore[attr-defined]  # read by the parent's classifier
         raise
+
+
+def _user_frame(exc: BaseException) -> str | None:
+    """``file:line in function`` of the innermost frame outside torch, the standard library and the harness.
+
+    That is the dataset's own code when the dataset raised; None when every frame is someone else's.
+    """
+    import sysconfig
+
+    skip = [os.path.dirname(__file__), sysconfig.get_paths().get("stdlib") or "\0"]
+    try:
+        import torch
+        skip.append(os.path.dirname(torch.__file__))
+    except Exception:  # torch itself failed to import: every frame is outside it
+        pass
+    found = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        path = os.path.abspath(frame.filename)
+        if not any(path.startswith(os.path.abspath(d) + os.sep) for d in skip) and not frame.filename.startswith("<"):
+            found = f"{frame.filename}:{frame.lineno} in {frame.name}"
+    return found
 
 
 def child_main(config: dict) -> None:
@@ -149,7 +171,7 @@ def child_main(config: dict) -> None:
         except Exception as exc:  # reported, classified by the parent
             emit({"event": "error", "run": index, "phase": getattr(exc, "envkit_phase", "setup"),
                   "nw": run.get("num_workers", 0),
-                  "type": type(exc).__name__, "message": str(exc),
+                  "type": type(exc).__name__, "message": str(exc), "where": _user_frame(exc),
                   "traceback": "".join(traceback.format_exception(exc))[-6000:]})
             rc = 3
             if config.get("stop_on_error", True):

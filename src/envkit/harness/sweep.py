@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from .report import PASS, WARN, make_check
 
@@ -80,7 +81,8 @@ def check_workers_sweep(settings: dict, *, usable: int, timeout: float = 60.0, q
         runs.append(make_run(settings, quick, num_workers=w, batches=warmup + timed, warmup=warmup,
                              persistent_workers=False))
     child = run_loader_child(runs, timeout=timeout, progress=progress, label="workers_sweep", stop_on_error=False)
-    table, rates = [], {}
+    table: list[dict] = []
+    rates: dict[int, float] = {}
     for i, w in enumerate(counts):
         stats, bad = evaluate(child, i)
         if stats:
@@ -89,9 +91,10 @@ def check_workers_sweep(settings: dict, *, usable: int, timeout: float = 60.0, q
         else:
             table.append({"num_workers": w, "samples_per_s": None, "failure": bad.get("failure")})
     rec = recommend(rates)
-    best_w = max(rates, key=rates.get) if rates else None
-    measured = {"table": table, "recommended": rec, "best": best_w,
-                "best_samples_per_s": rates.get(best_w), "recommended_samples_per_s": rates.get(rec)}
+    best_w = max(rates, key=lambda w: rates[w]) if rates else None
+    measured: dict[str, Any] = {"table": table, "recommended": rec, "best": best_w,
+                                "best_samples_per_s": rates.get(best_w) if best_w is not None else None,
+                                "recommended_samples_per_s": rates.get(rec) if rec is not None else None}
     expected = {"num_workers": settings["num_workers"], "counts": counts, "within": WITHIN}
     if plot:
         try:
@@ -106,7 +109,7 @@ def check_workers_sweep(settings: dict, *, usable: int, timeout: float = 60.0, q
     failed = [r for r in table if r["samples_per_s"] is None]
     evidence = ", ".join(f"{r['num_workers']}: {r['samples_per_s']:.0f}" if r["samples_per_s"] is not None
                          else f"{r['num_workers']}: {r['failure']}" for r in table)
-    if rec is None:
+    if rec is None or best_w is None:
         return make_check("workers_sweep", WARN, measured, expected,
                           f"no worker count completed (samples/s by workers: {evidence})",
                           "fix the loader check first")

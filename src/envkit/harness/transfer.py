@@ -1,21 +1,33 @@
-"""The ``pinned_transfer`` check: pageable vs pinned host-to-device bandwidth, nvbandwidth-style.
+"""The ``pinned_transfer`` check: pageable vs pinned host-to-device bandwidth, each timed the way its source does.
 
-Method (NVIDIA nvbandwidth, translated to torch): one device buffer, a pinned
-(``pin_memory=True``) and a pageable host buffer of ``size_bytes``; 4 warm-up
-copies; then ``trials`` times: record a start event on a side stream, issue
-``loops`` ``copy_(non_blocking=True)`` copies, record an end event; bandwidth =
-``size * loops / elapsed``, GB = 1e9; the median of the trials is reported.
-(nvbandwidth also blocks the stream with a spin kernel while the copies are
-queued; with 256-512 MiB copies the launch overhead that removes is negligible.)
+- **Placement first** (nvbandwidth sets CPU affinity before allocating host buffers): the
+  measuring thread is pinned to the CPUs of the GPU's NUMA node where the host exposes it
+  (``/sys/bus/pci/devices/<bus id>/numa_node`` and ``/sys/devices/system/node/node<N>/cpulist``,
+  intersected with the CPUs this process may use), then the buffers are allocated and touched,
+  so the host pages live on the GPU's node.
+- **Pinned** (``torch.empty(..., pin_memory=True)``): CUDA events around ``loops``
+  ``copy_(non_blocking=True)`` copies on a side stream; warm-up copies before the samples;
+  the median of ``trials`` samples; GB = 1e9 (nvbandwidth's method, less its spin kernel: with
+  64-512 MiB copies the launch gaps it removes are negligible).
+- **Pageable**: a host clock around synchronous ``copy_`` calls and a final synchronize, as
+  cuda-samples' bandwidthTest times pageable memory: a pageable H2D copy is synchronous to the
+  host (CUDA stages it through a pinned buffer), so events around it would time the wrong thing.
+
+Every number in the report carries the method actually used (``methods``) and the placement
+(``affinity``); without CUDA the check is a skip that says nothing was measured.
 
 Example (on a CUDA machine):
     >>> measure_h2d(64 * 2**20, loops=4, trials=3)          # doctest: +SKIP
-    {'pinned_gbps': 52.1, 'pageable_gbps': 11.8, ...}
+    {'pinned_gbps': 52.1, 'pageable_gbps': 11.8, 'methods': {...}, 'affinity': {...}, ...}
 """
 
 from __future__ import annotations
 
+import os
 import statistics
+import time
+from pathlib import Path
+from typing import Any
 
 from .report import FAIL, PASS, SKIP, WARN, make_check
 
@@ -23,25 +35,128 @@ MIB = 1024 * 1024
 FULL = {"size_bytes": 512 * MIB, "loops": 16, "trials": 3}
 QUICK = {"size_bytes": 64 * MIB, "loops": 4, "trials": 3}
 DEGRADED_GBPS = 5.0  # well below any PCIe Gen3 x16 link (~12 GB/s): a narrow or degraded link
+METHODS = {
+    "pinned": "CUDA events around copy_(non_blocking=True) on a side stream; warm-up, median of trials, GB=1e9 "
+              "(nvbandwidth's method without its spin kernel)",
+    "pageable": "host clock around synchronous copy_ + synchronize; warm-up, median of trials, GB=1e9 "
+                "(cuda-samples bandwidthTest's method for pageable memory)",
+}
+
+
+def parse_cpulist(text: str) -> set[int]:
+    """CPUs from a kernel cpulist such as ``0-3,8,10-11``.
+
+    >>> sorted(parse_cpulist("0-2,8,10-11\\n"))
+    [0, 1, 2, 8, 10, 11]
+    """
+    cpus: set[int] = set()
+    for part in text.strip().split(","):
+        if part:
+            lo, _, hi = part.partition("-")
+            cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def format_cpulist(cpus) -> str:
+    """The kernel's cpulist spelling of a set of CPUs.
+
+    >>> format_cpulist({0, 1, 2, 8, 10, 11})
+    '0-2,8,10-11'
+    """
+    out: list[str] = []
+    run: list[int] = []
+    for c in sorted(cpus):
+        if run and c == run[-1] + 1:
+            run.append(c)
+            continue
+        if run:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+        run = [c]
+    if run:
+        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ",".join(out)
+
+
+def pci_bus_id(domain: int, bus: int, device: int) -> str:
+    """The sysfs name of a GPU's PCI function 0.
+
+    >>> pci_bus_id(0, 0x1b, 0)
+    '0000:1b:00.0'
+    """
+    return f"{domain:04x}:{bus:02x}:{device:02x}.0"
+
+
+def numa_placement(bus_id: str | None, allowed: set[int], sysfs: Path = Path("/sys")) -> dict:
+    """Where to run the measuring thread: the GPU's NUMA node's CPUs that this process may use.
+
+    Returns ``{"bus_id", "numa_node", "cpus", "reason"}``; ``cpus`` is None (do not pin) when the
+    host does not expose the node (no sysfs entry, ``numa_node`` -1 on single-node machines and
+    many VMs) or none of the node's CPUs are allowed (a cpuset elsewhere).
+    """
+    out: dict[str, Any] = {"bus_id": bus_id, "numa_node": None, "cpus": None, "reason": None}
+    if not bus_id:
+        out["reason"] = "the GPU's PCI bus id is unknown"
+        return out
+    try:
+        node = int((sysfs / "bus" / "pci" / "devices" / bus_id.lower() / "numa_node").read_text().strip())
+    except (OSError, ValueError):
+        out["reason"] = f"/sys/bus/pci/devices/{bus_id.lower()}/numa_node is not readable here"
+        return out
+    if node < 0:
+        out["reason"] = "the host exposes no NUMA node for the GPU (numa_node -1)"
+        return out
+    out["numa_node"] = node
+    try:
+        node_cpus = parse_cpulist((sysfs / "devices" / "system" / "node" / f"node{node}" / "cpulist").read_text())
+    except (OSError, ValueError):
+        out["reason"] = f"node{node}'s cpulist is not readable here"
+        return out
+    usable = node_cpus & allowed if allowed else node_cpus
+    if not usable:
+        out["reason"] = (f"none of NUMA node {node}'s CPUs ({format_cpulist(node_cpus)}) are allowed to this process "
+                         f"({format_cpulist(allowed)})")
+        return out
+    out["cpus"] = format_cpulist(usable)
+    return out
+
+
+def _device_bus_id(torch, dev) -> str | None:
+    props = torch.cuda.get_device_properties(dev)
+    parts = [getattr(props, k, None) for k in ("pci_domain_id", "pci_bus_id", "pci_device_id")]
+    ints = [p for p in parts if isinstance(p, int)]
+    return pci_bus_id(*ints) if len(ints) == 3 else None
+
+
+def _median_gbps(samples_s: list[float], size_bytes: int, loops: int) -> tuple[float, list[float]]:
+    gbps = [size_bytes * loops / s / 1e9 for s in samples_s]
+    return round(statistics.median(gbps), 2), [round(g, 2) for g in gbps]
 
 
 def measure_h2d(size_bytes: int = 512 * MIB, loops: int = 16, trials: int = 3, warmup: int = 4,
-                device: int | None = None) -> dict:
-    """Median host-to-device GB/s from pinned and from pageable memory (needs CUDA)."""
+                device: int | None = None, sysfs: Path = Path("/sys")) -> dict:
+    """Median host-to-device GB/s from pinned and from pageable memory (needs CUDA); see the module doc."""
     import torch
     if not torch.cuda.is_available():
         raise RuntimeError("CUDA is not available: cannot measure host-to-device bandwidth")
     dev = torch.device("cuda", torch.cuda.current_device() if device is None else device)
-    dst = torch.empty(size_bytes, dtype=torch.uint8, device=dev)
-    sources = {"pinned": torch.empty(size_bytes, dtype=torch.uint8, pin_memory=True),
-               "pageable": torch.empty(size_bytes, dtype=torch.uint8)}
-    stream = torch.cuda.Stream(device=dev)
-    result = {"size_bytes": size_bytes, "loops": loops, "trials": trials, "device": torch.cuda.get_device_name(dev)}
-    for name, src in sources.items():
-        src.fill_(1)  # touch every page so first-touch faults are not timed
+    # Placement before allocation: first-touch puts the host pages on the pinned thread's node.
+    previous = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    affinity = numa_placement(_device_bus_id(torch, dev), set(previous or ()), sysfs)
+    if affinity["cpus"] and previous is not None:
+        os.sched_setaffinity(0, parse_cpulist(affinity["cpus"]))  # pid 0: the calling thread only
+    try:
+        dst = torch.empty(size_bytes, dtype=torch.uint8, device=dev)
+        pinned = torch.empty(size_bytes, dtype=torch.uint8, pin_memory=True)
+        pageable = torch.empty(size_bytes, dtype=torch.uint8)
+        for src in (pinned, pageable):
+            src.fill_(1)  # touch every page so first-touch faults are not timed
+        result = {"size_bytes": size_bytes, "loops": loops, "trials": trials, "warmup": warmup,
+                  "device": torch.cuda.get_device_name(dev), "methods": dict(METHODS), "affinity": affinity}
+
+        stream = torch.cuda.Stream(device=dev)
         with torch.cuda.stream(stream):
             for _ in range(warmup):
-                dst.copy_(src, non_blocking=True)
+                dst.copy_(pinned, non_blocking=True)
         stream.synchronize()
         samples = []
         for _ in range(trials):
@@ -49,31 +164,57 @@ def measure_h2d(size_bytes: int = 512 * MIB, loops: int = 16, trials: int = 3, w
             with torch.cuda.stream(stream):
                 start.record(stream)
                 for _ in range(loops):
-                    dst.copy_(src, non_blocking=True)
+                    dst.copy_(pinned, non_blocking=True)
                 end.record(stream)
             end.synchronize()
-            seconds = start.elapsed_time(end) / 1e3
-            samples.append(size_bytes * loops / seconds / 1e9)
-        result[f"{name}_gbps"] = round(statistics.median(samples), 2)
-        result[f"{name}_trials_gbps"] = [round(s, 2) for s in samples]
-    del dst, sources
-    torch.cuda.empty_cache()
-    return result
+            samples.append(start.elapsed_time(end) / 1e3)
+        result["pinned_gbps"], result["pinned_trials_gbps"] = _median_gbps(samples, size_bytes, loops)
+
+        for _ in range(warmup):
+            dst.copy_(pageable)
+        torch.cuda.synchronize(dev)
+        samples = []
+        for _ in range(trials):
+            t0 = time.perf_counter()
+            for _ in range(loops):
+                dst.copy_(pageable)  # synchronous to the host for a pageable source
+            torch.cuda.synchronize(dev)
+            samples.append(time.perf_counter() - t0)
+        result["pageable_gbps"], result["pageable_trials_gbps"] = _median_gbps(samples, size_bytes, loops)
+        del dst, pinned, pageable
+        torch.cuda.empty_cache()
+        return result
+    finally:
+        if affinity["cpus"] and previous is not None:
+            os.sched_setaffinity(0, previous)
+
+
+def placement_text(affinity: dict) -> str:
+    """How the measuring thread was placed, for the check's message.
+
+    >>> placement_text({"numa_node": 1, "cpus": "8-15", "reason": None})
+    'thread pinned to NUMA node 1 (CPUs 8-15)'
+    >>> placement_text({"numa_node": None, "cpus": None, "reason": "the host exposes no NUMA node for the GPU (numa_node -1)"})
+    'thread not pinned: the host exposes no NUMA node for the GPU (numa_node -1)'
+    """
+    if affinity.get("cpus"):
+        return f"thread pinned to NUMA node {affinity['numa_node']} (CPUs {affinity['cpus']})"
+    return f"thread not pinned: {affinity.get('reason') or 'unknown'}"
 
 
 def check_pinned_transfer(settings: dict, *, cuda_available: bool, quick: bool = False, timeout: float = 60.0,
                           progress=None) -> dict:
     """Skip without CUDA; else H2D bandwidth plus loader samples/s with pin_memory on vs off."""
     params = QUICK if quick else FULL
-    expected = {"method": "nvbandwidth-style H2D copy_, events, median of trials, GB=1e9", **params}
+    expected = {"methods": dict(METHODS), **params}
     if not cuda_available:
-        return make_check("pinned_transfer", SKIP, {}, expected,
-                          "CUDA is not available (torch.cuda.is_available() is False): no host-to-device "
-                          "transfer to measure, pinned memory is irrelevant here")
+        return make_check("pinned_transfer", SKIP, {"measured": False}, expected,
+                          "not measured: CUDA is not available (torch.cuda.is_available() is False), so there is "
+                          "no host-to-device copy to time and pin_memory changes nothing on this machine")
     if progress:
         progress(f"pinned_transfer: {params['trials']} x {params['loops']} copies of {params['size_bytes'] // MIB} MiB")
     try:
-        bw = measure_h2d(**params)
+        bw = measure_h2d(size_bytes=params["size_bytes"], loops=params["loops"], trials=params["trials"])
     except Exception as exc:  # pinned allocation itself can fail (WSL2 limits page-locked memory)
         return make_check("pinned_transfer", FAIL, {"error": str(exc)[-500:]}, expected,
                           f"host-to-device copy failed: {exc}",
@@ -88,8 +229,9 @@ def check_pinned_transfer(settings: dict, *, cuda_available: bool, quick: bool =
         stats, bad = evaluate(child, i)
         loader[key] = stats["samples_per_s"] if stats else bad.get("failure")
     measured = {**bw, "loader_samples_per_s": loader}
-    summary = (f"H2D {bw['pinned_gbps']:.1f} GB/s pinned vs {bw['pageable_gbps']:.1f} GB/s pageable "
-               f"({bw['size_bytes'] // MIB} MiB x {bw['loops']}); loader pin on/off: "
+    summary = (f"H2D {bw['pinned_gbps']:.1f} GB/s pinned (CUDA events) vs {bw['pageable_gbps']:.1f} GB/s pageable "
+               f"(host clock, synchronous copy) ({bw['size_bytes'] // MIB} MiB x {bw['loops']}, median of "
+               f"{bw['trials']}, GB=1e9; {placement_text(bw.get('affinity') or {})}); loader pin on/off: "
                f"{loader['pin_on']} / {loader['pin_off']} samples/s")
     if bw["pinned_gbps"] <= bw["pageable_gbps"]:
         return make_check("pinned_transfer", WARN, measured, expected,

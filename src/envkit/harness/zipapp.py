@@ -1,7 +1,8 @@
 """Build ``envkit_harness.pyz``: the harness as ONE self-contained, reproducible file.
 
-Layout: ``__main__.py`` at the root (runs the CLI) and this package's ``.py``
-files under ``envkit_harness/``. The zip is byte-identical across builds:
+Layout: ``__main__.py`` at the root (runs the CLI), this package's ``.py``
+files under ``envkit_harness/``, and ``envkit_runtime.py`` at the root (the
+runtime companion's import name in the image). The zip is byte-identical across builds:
 sorted entries, timestamps fixed at 1980-01-01, permissions 0644, no ``.pyc``.
 That works because every import inside the package is relative.
 
@@ -26,6 +27,17 @@ MAIN = ("# envkit harness zipapp entry point\n"
         "from envkit_harness.cli import main\n\n"
         "if __name__ == \"__main__\":\n"
         "    sys.exit(main())\n")
+# A top-level module beside the package, so a .pth naming the zipapp makes
+# `from envkit_runtime import loader_kwargs` work in the image's Python.
+RUNTIME_SHIM = ("\"\"\"envkit's runtime companion in the image (the code is envkit_harness.companion).\"\"\"\n"
+                "import sys\n\n"
+                "from envkit_harness.companion import *  # noqa: F401,F403\n"
+                "from envkit_harness.companion import __all__, watch_main\n\n"
+                "if __name__ == \"__main__\":  # python3 -m envkit_runtime watch --pid N\n"
+                "    if sys.argv[1:2] != [\"watch\"]:\n"
+                "        sys.exit(\"usage: python3 -m envkit_runtime watch [--pid PID] [--interval S] [--json]\")\n"
+                "    sys.exit(watch_main(sys.argv[2:]))\n")
+RUNTIME_NAME = "envkit_runtime.py"
 
 
 def _entry(name: str) -> zipfile.ZipInfo:
@@ -46,6 +58,7 @@ def zip_bytes() -> bytes:
         zf.writestr(_entry("__main__.py"), MAIN)
         for name in files:
             zf.writestr(_entry(f"{ARCNAME}/{name}"), (here / name).read_bytes())
+        zf.writestr(_entry(RUNTIME_NAME), RUNTIME_SHIM)  # sorts after envkit_harness/
     return buf.getvalue()
 
 

@@ -76,6 +76,9 @@ class Slurm(_Section):
     account: SlurmName | None = None
     time: SlurmTime | None = None
     runtime: Literal["pyxis", "oci", "apptainer"] = "pyxis"
+    # oci only: the bundle `envkit bundle` writes, on a filesystem every node sees. None: ./bundle beside the
+    # submit directory. ENVKIT_BUNDLE at submit time overrides it.
+    bundle: MountPath | None = None
 
 
 class Cluster(_Section):

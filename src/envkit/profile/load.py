@@ -5,7 +5,8 @@ Validation happens here and only here. Every failure becomes one
 the allowed values and a did-you-mean, sorted by position.
 
 Example:
-    >>> lp = load_profile_bytes(b"envkit: 1\\nname: demo\\nimage: {base: debian:bookworm}\\n", "demo.yaml")
+    >>> from pathlib import Path
+    >>> lp = load_profile_bytes(b"envkit: 1\\nname: demo\\nimage: {base: debian:bookworm}\\n", "demo.yaml", Path("."))
     >>> lp.profile.name, len(lp.sha256)
     ('demo', 64)
 """
@@ -26,6 +27,7 @@ from envkit import __version__
 from envkit.errors import ProfileError
 from envkit.profile.model import Profile
 from envkit.profile.yamlsrc import _dotted, read_yaml
+from envkit.safeio import CERT_MAX, PROFILE_MAX, read_bounded
 from envkit.units import did_you_mean
 
 SUPPORTED_VERSIONS = (1,)
@@ -83,14 +85,10 @@ def load_profile(path: Path | None) -> LoadedProfile:
     """Load ``path``, or the embedded default profile when ``path`` is None."""
     if path is None:
         return load_profile_bytes(default_profile_text().encode(), DEFAULT_NAME, Path.cwd())
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ProfileError(f"{path}: no such file", hint="run `envkit init` to write a starting profile") from None
-    except IsADirectoryError:
-        raise ProfileError(f"{path}: is a directory, expected a profile file (envkit.yaml)") from None
-    except OSError as e:
-        raise ProfileError(f"{path}: cannot read: {e.strerror}") from None
+    if not path.exists() and not path.is_symlink():
+        raise ProfileError(f"{path}: no such file", hint="run `envkit init` to write a starting profile")
+    # Regular files only, opened without blocking, at most PROFILE_MAX bytes read (/dev/zero, a FIFO).
+    raw = read_bounded(path, PROFILE_MAX, "a profile file (envkit.yaml)")
     return load_profile_bytes(raw, str(path), path.resolve().parent)
 
 
@@ -104,6 +102,7 @@ def load_profile_bytes(raw: bytes, source: str, base_dir: Path) -> LoadedProfile
         lines = raw.decode("utf-8", "replace").splitlines()
         raise ProfileError(_format_errors(e, data, pos, source, lines)) from None
     _check_files(profile, pos, source, base_dir)
+    _check_mount_sources(profile, pos, source, base_dir)
     _check_python(profile, pos, source, base_dir)
     # Defaults left out: a profile's hash stays the same when a later envkit adds an optional key.
     canonical = json.dumps(profile.model_dump(mode="json", exclude_defaults=True), sort_keys=True,
@@ -125,7 +124,8 @@ def _check_version(data: dict, pos: dict, source: str) -> None:
 
 def _check_files(profile: Profile, pos: dict, source: str, base_dir: Path) -> None:
     problems = []
-    checks = [(("image", "ca_certificates"), profile.image.ca_certificates, "is_file", "a PEM certificate file")]
+    checks: list[tuple[tuple[str, ...], tuple[str, ...], str, str]] = [
+        (("image", "ca_certificates"), profile.image.ca_certificates, "is_file", "a PEM certificate file")]
     if profile.image.torch:
         checks.append((("image", "torch", "find_links"), profile.image.torch.find_links, "is_dir", "a directory of wheels"))
     checks.append((("image", "requirements"), profile.image.requirements, "is_file", "a requirements file"))
@@ -136,10 +136,8 @@ def _check_files(profile: Profile, pos: dict, source: str, base_dir: Path) -> No
                 line, col = pos.get(key + (i,), (0, 0))
                 problems.append(f"{source}:{line}:{col}: {_dotted(key + (i,))}: {rel!r} is not {what} "
                                 f"(paths are relative to the profile's folder, {base_dir})")
-            elif key == ("image", "ca_certificates") and b"-----BEGIN CERTIFICATE-----" not in p.read_bytes()[:1 << 20]:
-                line, col = pos.get(key + (i,), (0, 0))
-                problems.append(f"{source}:{line}:{col}: {_dotted(key + (i,))}: {rel!r} holds no PEM certificate "
-                                "(expected '-----BEGIN CERTIFICATE-----')")
+            elif key == ("image", "ca_certificates"):
+                _check_pem(p, rel, key + (i,), pos, source, problems)
     if profile.image.install_project and not any((base_dir / f).is_file() for f in ("pyproject.toml", "setup.py")):
         line, col = pos.get(("image", "install_project"), (0, 0))
         problems.append(f"{source}:{line}:{col}: image.install_project: no pyproject.toml or setup.py in the "
@@ -161,24 +159,61 @@ def _check_python(profile: Profile, pos: dict, source: str, base_dir: Path) -> N
         raise ProfileError(f"{source}:{line}:{col}: {_dotted(key)}: {first}", hint=rest.replace("\n", " "))
 
 
+def _check_mount_sources(profile: Profile, pos: dict, source: str, base_dir: Path) -> None:
+    """Refuse host paths holding ':' where they become ``--volume SRC:DST`` (Docker splits at ':').
+
+    Decided over writing ``--mount``: run.sh, compose's short syntax, devcontainer and the SDK all
+    share the SRC:DST form, and a project path with ':' is rare; a clear refusal beats four spellings.
+    """
+    problems = []
+    if profile.run.mount_project and ":" in str(base_dir):
+        key = ("run", "mount_project")  # the key's position, else its section's
+        line, col = pos.get(key, pos.get(key[:1], (1, 1)))
+        problems.append(f"{source}:{line}:{col}: run.mount_project: the profile's folder {str(base_dir)!r} contains "
+                        "':', which Docker's --volume SRC:DST cannot carry (it splits at ':'); move the project to "
+                        "a path without ':', or set run.mount_project: false")
+    for i, spec in enumerate(profile.run.volumes):
+        src = spec.split(":", 1)[0]
+        if not src.startswith("/") and ":" in str(base_dir / src):
+            line, col = pos.get(("run", "volumes", i), (1, 1))
+            problems.append(f"{source}:{line}:{col}: run.volumes[{i}]: {src!r} is relative to {str(base_dir)!r}, "
+                            "which contains ':' (Docker's --volume splits at ':'); use an absolute path without ':'")
+    if problems:
+        raise ProfileError("\n".join(problems))
+
+
+def _check_pem(p: Path, rel: str, key: tuple, pos: dict, source: str, problems: list[str]) -> None:
+    """A certificate file: regular, at most CERT_MAX bytes (it is copied into the image), holding a PEM block."""
+    line, col = pos.get(key, (0, 0))
+    try:
+        data = read_bounded(p, CERT_MAX, "a PEM certificate file")
+    except ProfileError as e:
+        problems.append(f"{source}:{line}:{col}: {_dotted(key)}: {e}")
+        return
+    if b"-----BEGIN CERTIFICATE-----" not in data:
+        problems.append(f"{source}:{line}:{col}: {_dotted(key)}: {rel!r} holds no PEM certificate "
+                        "(expected '-----BEGIN CERTIFICATE-----')")
+
+
 def _format_errors(exc: ValidationError, data: dict, pos: dict, source: str, lines: list[str]) -> str:
     found: dict[tuple, str] = {}
     for err in exc.errors():
         path, extra = _data_path(err["loc"], data)
-        raw = (_raw_value(lines, *pos[path], item=isinstance(path[-1], int))
+        line, col = pos[path] if path in pos else (0, 0)
+        raw = (_raw_value(lines, line, col, item=isinstance(path[-1], int))
                if path and path in pos and not extra else None)
-        message = _describe(err, path, extra, raw)
+        message = _describe(dict(err), path, extra, raw)
         # One line per key path: a union failure yields one error per member.
         if path not in found or err["type"] in ("extra_forbidden", "missing"):
             found[path] = message
-    lines = []
+    placed: list[tuple[tuple[int, int], str]] = []
     for path, message in found.items():
         line, col = _position(path, pos)
-        lines.append(((line, col), f"{source}:{line}:{col}: {_dotted(path)}: {message}"))
-    lines.sort()
-    out = [text for _, text in lines[:MAX_ERRORS]]
-    if len(lines) > MAX_ERRORS:
-        out.append(f"... and {len(lines) - MAX_ERRORS} more")
+        placed.append(((line, col), f"{source}:{line}:{col}: {_dotted(path)}: {message}"))
+    placed.sort()
+    out = [text for _, text in placed[:MAX_ERRORS]]
+    if len(placed) > MAX_ERRORS:
+        out.append(f"... and {len(placed) - MAX_ERRORS} more")
     return "\n".join(out)
 
 

@@ -12,19 +12,23 @@ Example:
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from envkit.harness.sizing import DTYPE_ITEMSIZE, batch_bytes
 from envkit.profile.cluster import Cluster
+from envkit.profile.dockerref import PATH_COMPONENT, check_cpus, check_reference, volume_target_problem
 from envkit.profile.types import (
-    AbsPath, Cpuset, DebPackage, EnvName, EnvValue, Name, PipRequirement, PositiveInt, Size,
+    AbsPath, Cpuset, DebPackage, EnvName, EnvValue, Name, PipRequirement, PositiveInt, RunEnvValue, RunText, Size,
 )
 from envkit.profile.wsl import Wsl
 from envkit.units import ULIMIT_NAMES, did_you_mean, parse_cpuset
 
-Dtype = Literal[tuple(sorted(DTYPE_ITEMSIZE))]  # type: ignore[valid-type]
+if TYPE_CHECKING:  # the dtypes are the harness's DTYPE_ITEMSIZE keys; a checker sees a string
+    Dtype = str
+else:
+    Dtype = Literal[tuple(sorted(DTYPE_ITEMSIZE))]
 
 
 class Model(BaseModel):
@@ -61,9 +65,9 @@ class Torch(Model):
 class Proxy(Model):
     """Proxy settings, applied to the build (as build args, not baked into the image) and the run."""
 
-    http: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]+$")] | None = None
-    https: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]+$")] | None = None
-    no_proxy: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]*$")] | None = None
+    http: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]+$"), RunText] | None = None
+    https: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]+$"), RunText] | None = None
+    no_proxy: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]*$"), RunText] | None = None
 
 
 class Image(Model):
@@ -105,7 +109,12 @@ class Image(Model):
     def _no_digest_in_base(cls, v: str) -> str:
         if "@" in v:
             raise ValueError("put the digest in image.digest, not in image.base")
-        return v
+        return check_reference(v, what="image reference")
+
+    @field_validator("tag")
+    @classmethod
+    def _tag_is_a_reference(cls, v: str | None) -> str | None:
+        return None if v is None else check_reference(v, what="image tag")
 
 
 class Ulimit(Model):
@@ -151,19 +160,26 @@ GpuSpec = Union[Literal["all", "none"], Annotated[int, Field(ge=1, le=1024)],
                 Annotated[tuple[GpuId, ...], Field(min_length=1)]]
 
 
+# HOST:/CONTAINER[:mode]; no `~` (nothing expands it) and no control characters.
+_VOLUME_PATTERN = r"^[^:~\x00-\x1f]([^:\x00-\x1f]*):/[A-Za-z0-9._/+-]*(:(ro|rw|z|Z|ro,z|ro,Z))?$"
+
+
 class Run(Model):
     """How the container runs (run-time settings: flags, compose, devcontainer, SDK)."""
 
     shm_size: Size | None = None
     ipc: Literal["private", "shareable", "host"] = "private"
     cpuset: Cpuset | None = None
-    cpus: Annotated[float, Field(gt=0, le=4096)] | None = None
+    cpus: Annotated[float, Field(gt=0, le=4096), AfterValidator(check_cpus)] | None = None
     memory: Size | None = None
     gpus: GpuSpec = "none"
     ulimits: Annotated[dict[UlimitName, Ulimit], Field(json_schema_extra={"propertyNames": {"enum": list(ULIMIT_NAMES)}})] = {}
     mount_project: bool = True
-    volumes: tuple[Annotated[str, Field(pattern=r"^[^:~\x00-\x1f]([^:\x00-\x1f]*):/[A-Za-z0-9._/+-]*(:(ro|rw|z|Z|ro,z|ro,Z))?$")], ...] = ()
-    env: dict[EnvName, EnvValue] = {}
+    volumes: tuple[Annotated[str, Field(pattern=_VOLUME_PATTERN), RunText], ...] = ()
+    env: dict[EnvName, RunEnvValue] = {}
+    # NUMA placement: none, a node id (--cpuset-mems=N; run.cpuset should lie in that node), or auto
+    # (the first GPU's node, resolved where the host is visible: envkit doctor and the harness).
+    numa: Literal["auto", "none"] | Annotated[int, Field(ge=0, le=1023)] = "none"
 
     @field_validator("memory", "shm_size")
     @classmethod
@@ -171,6 +187,22 @@ class Run(Model):
         # Docker refuses a memory limit below 6 MB at `docker run`; say so at load time instead.
         if v is not None and info.field_name == "memory" and v < 6 * 1024 * 1024:
             raise ValueError(f"Docker's smallest memory limit is 6m; got {v} bytes")
+        return v
+
+    @field_validator("volumes")
+    @classmethod
+    def _targets_docker_accepts(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        seen: dict[str, int] = {}
+        for i, spec in enumerate(v):
+            target = spec.split(":")[1]
+            problem = volume_target_problem(target)
+            if problem:
+                raise ValueError(f"run.volumes[{i}]: container path {target!r}: {problem}")
+            norm = "/" + "/".join(s for s in target.split("/") if s not in ("", "."))
+            if norm in seen:
+                raise ValueError(f"run.volumes[{i}] mounts onto {norm}, as run.volumes[{seen[norm]}] does; "
+                                 "Docker refuses duplicate mount points")
+            seen[norm] = i
         return v
 
     @property
@@ -212,6 +244,15 @@ class Profile(Model):
     loader: Loader = Loader()
     wsl: Wsl | None = None
     cluster: Cluster | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name_makes_an_image_name(cls, v: str) -> str:
+        # The default image is envkit/<name>: the name must be one path component of Docker's grammar.
+        if not PATH_COMPONENT.match(v):
+            raise ValueError(f"{v!r} cannot be part of an image name (envkit/{v}); use lowercase letters and "
+                             "digits joined by single '.', '_' or '-', e.g. vision-train")
+        return v
 
     @model_validator(mode="after")
     def _project_mount_is_free(self):

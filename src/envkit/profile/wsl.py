@@ -38,6 +38,31 @@ WSL_KEY_NOTES: dict[str, str] = {
 }
 
 
+# Windows builds for WSL2 (MicrosoftDocs/WSL install-manual.md; the 2020 backport KB4566116):
+# WSL2 runs on Windows 10 1903/1909 (builds 18362/18363) from update revision (UBR) 1049 on x64;
+# `wsl --install` and .wslconfig (wsl-config.md) need 2004, build 19041.
+WSL2_MIN_BUILD, WSL2_MIN_UBR, WSL2_BACKPORT_BUILDS = 18362, 1049, (18362, 18363)
+WSL_INSTALL_MIN_BUILD = 19041
+
+# A value's own caveat, printed beside the key and repeated as a generate/validate warning.
+GRADUAL_RECLAIM_NOTE = ("gradual broke Docker inside the distribution on WSL 2.0.0 (microsoft/WSL#10497, fixed "
+                        "in later WSL releases): run `wsl --update` first (`wsl --version` shows the WSL version); "
+                        "Microsoft's documented default is dropCache")
+
+
+def value_note(key: str, value: object) -> str | None:
+    """The caveat for one key's value, or None: the key's own note, plus one for a risky value.
+
+    >>> value_note("autoMemoryReclaim", "gradual").startswith("gradual broke Docker")
+    True
+    >>> value_note("autoMemoryReclaim", "dropCache") is None, value_note("firewall", True)
+    (True, 'Windows 11 22H2 or newer')
+    """
+    notes = [n for n in (WSL_KEY_NOTES.get(key),
+                         GRADUAL_RECLAIM_NOTE if (key, value) == ("autoMemoryReclaim", "gradual") else None) if n]
+    return "; ".join(notes) or None
+
+
 # How the wsl target spells values: sizes as "16GB", paths with escaped backslashes.
 SIZE_KEYS = frozenset({"memory", "swap", "defaultVhdSize"})
 PATH_KEYS = frozenset({"kernel", "kernelModules", "swapFile"})

@@ -13,17 +13,22 @@ Example:
 
 from __future__ import annotations
 
+import re
+
 import yaml
 
 from envkit.errors import ProfileError
 
 MAX_BYTES = 1024 * 1024
 MAX_NODES = 50_000  # after alias expansion; a real profile has a few hundred
+MAX_DEPTH = 100
+# What YAML forbids in a stream (PyYAML's reader check), found here so the message has a line and column.
+_NON_PRINTABLE = re.compile("[^\x09\x0A\x0D\x20-\x7E\x85\xA0-\uD7FF\uE000-\uFFFD\U00010000-\U0010ffff]")
 
 Position = tuple[int, int]
 
 
-def read_yaml(raw: bytes, source: str) -> tuple[object, dict[tuple, Position]]:
+def read_yaml(raw: bytes, source: str) -> tuple[dict, dict[tuple, Position]]:
     """Parse ``raw`` as one YAML document; raise ``ProfileError`` with file:line:col on any problem."""
     if len(raw) > MAX_BYTES:
         raise ProfileError(f"{source}: file is {len(raw)} bytes; a profile is at most {MAX_BYTES} bytes")
@@ -35,7 +40,12 @@ def read_yaml(raw: bytes, source: str) -> tuple[object, dict[tuple, Position]]:
             f"{source}:{line}: not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start}); save the profile as UTF-8"
         ) from None
     text = text.removeprefix("\ufeff")
-    loader = yaml.SafeLoader(text)
+    _check_characters(text, source)
+    _check_flow_depth(text, source)
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.YAMLError as e:  # the reader's own character check (belt and braces)
+        raise ProfileError(f"{source}: invalid YAML: {e}") from None
     try:
         node = loader.get_single_node()
         if node is None:
@@ -51,6 +61,9 @@ def read_yaml(raw: bytes, source: str) -> tuple[object, dict[tuple, Position]]:
         raise ProfileError(f"{where}: invalid YAML: {problem}") from None
     except yaml.YAMLError as e:
         raise ProfileError(f"{source}: invalid YAML: {e}") from None
+    except RecursionError:
+        # Flow collections ([[[[...]]]]) nest in the parser itself before _check_size can count.
+        raise ProfileError(f"{source}: nesting too deep for a profile (more than {MAX_DEPTH} levels)") from None
     finally:
         loader.dispose()
     if not isinstance(data, dict):
@@ -62,13 +75,74 @@ def read_yaml(raw: bytes, source: str) -> tuple[object, dict[tuple, Position]]:
     return data, positions
 
 
+def _check_characters(text: str, source: str) -> None:
+    """Refuse control characters (ESC, NUL, DEL, U+FFFE, ...) with their line and column.
+
+    >>> _check_characters("envkit: 1\\nname: a\\x1b\\n", "p.yaml")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    envkit.errors.ProfileError: p.yaml:2:8: control character U+001B is not allowed in a profile; write it as an escape ...
+    """
+    m = _NON_PRINTABLE.search(text)
+    if m:
+        line = text.count("\n", 0, m.start()) + 1
+        col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+        code = ord(m.group())
+        esc = f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+        raise ProfileError(f"{source}:{line}:{col}: control character U+{code:04X} is not allowed in a profile; "
+                           f"write it as an escape inside double quotes (\"{esc}\") or remove it")
+
+
+def _check_flow_depth(text: str, source: str) -> None:
+    """Refuse ``[[[[...`` / ``{{{{...`` nesting beyond MAX_DEPTH in one linear pass, before PyYAML sees it.
+
+    PyYAML's scanner is quadratic in flow nesting (a 6 KB line of brackets takes seconds, 1 MiB would
+    take hours) and its composer recurses: counting first keeps every profile's parse fast and bounded.
+    Quoted scalars and comments are skipped; the count errs towards refusing only absurd nesting.
+
+    >>> _check_flow_depth("x: " + "[" * 101, "p.yaml")
+    Traceback (most recent call last):
+    ...
+    envkit.errors.ProfileError: p.yaml:1:104: nesting deeper than 100 levels
+    """
+    depth, line, col, quote, comment = 0, 1, 0, "", False
+    prev = "\n"
+    for ch in text:
+        col += 1
+        if ch == "\n":
+            line, col, comment = line + 1, 0, False
+            if quote == "":
+                prev = ch
+                continue
+        if comment:
+            continue
+        if quote:
+            if ch == quote:
+                quote = ""
+            elif ch == "\\" and quote == '"':
+                quote = '"\\'  # the next character is escaped
+            elif quote == '"\\':
+                quote = '"'
+        elif ch in "'\"" and prev in " \t\n[{,:-":
+            quote = ch
+        elif ch == "#" and prev in " \t\n":
+            comment = True
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise ProfileError(f"{source}:{line}:{col}: nesting deeper than {MAX_DEPTH} levels")
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+        prev = ch
+
+
 def _check_size(root: yaml.Node, source: str) -> None:
     """Refuse documents whose alias-expanded size exceeds MAX_NODES (anchor bombs)."""
     memo: dict[int, int] = {}
 
     def size(n: yaml.Node, depth: int) -> int:
-        if depth > 100:
-            raise ProfileError(f"{source}:{n.start_mark.line + 1}: nesting deeper than 100 levels")
+        if depth > MAX_DEPTH:
+            raise ProfileError(f"{source}:{n.start_mark.line + 1}: nesting deeper than {MAX_DEPTH} levels")
         key = id(n)
         if key in memo:
             return memo[key]

@@ -1,25 +1,38 @@
 """Targets: each module turns the typed profile into a template context and rendered files.
 
-A target is a function ``render(ctx: GenContext) -> list[OutputFile]``. Targets
-never write files and never see raw profile dicts; ``envkit.output`` writes
-what they return, atomically and all-or-nothing.
+A target is a module in this package exposing ``render(ctx: GenContext) ->
+list[OutputFile]``. Targets never write files and never see raw profile dicts;
+``envkit.output`` writes what they return, atomically and all-or-nothing.
+
+:data:`TARGETS` is the one name -> module map: the CLI's ``--target`` choices,
+:data:`TARGET_NAMES` and :func:`render_targets` all read it. Adding a target is
+one module, its template(s), one line here, a golden folder and a parser in
+``tests/targets/test_agreement.py`` (docs/contributing.md). A target module may also
+set ``REQUIRES_SECTION`` (the profile section it renders from, e.g. the cluster targets'
+``"cluster"``: :func:`required_section`) and define ``warnings(profile)`` (what it cannot
+express: :func:`target_warnings`); no list of names elsewhere spells either.
 
 Example:
-    >>> from envkit.targets import TARGET_NAMES
     >>> TARGET_NAMES[:2]
     ('dockerfile', 'run')
+    >>> callable(target_module(TARGET_NAMES[-1]).render)
+    True
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-import jinja2
+if TYPE_CHECKING:  # annotations only: the CLI reads TARGETS without loading Jinja2 or pydantic
+    import jinja2
 
-from envkit.profile import LoadedProfile
-from envkit.runsettings import RunSettings, Volume
+    from envkit.profile import LoadedProfile
+    from envkit.runsettings import RunSettings, Volume
 
 
 @dataclass(frozen=True)
@@ -83,26 +96,48 @@ class GenContext:
         return self.env.get_template(template).render(**context).encode("utf-8")
 
 
-def _registry():
-    # Imported lazily so that `import envkit.targets` stays cheap and cycle-free.
-    from envkit.targets import compose, devcontainer, dockerfile, run, wsl
+# The one registry: target name -> the module that renders it (imported on first use,
+# so `import envkit.targets` stays cheap and no target imports another through here).
+TARGETS: dict[str, str] = {
+    "dockerfile": "envkit.targets.dockerfile",
+    "run": "envkit.targets.run",
+    "compose": "envkit.targets.compose",
+    "devcontainer": "envkit.targets.devcontainer",
+    "wsl": "envkit.targets.wsl",
+    "k8s": "envkit.targets.k8s",
+    "trainjob": "envkit.targets.trainjob",
+    "slurm": "envkit.targets.slurm",
+}
 
-    return {
-        "dockerfile": dockerfile.render,
-        "run": run.render,
-        "compose": compose.render,
-        "devcontainer": devcontainer.render,
-        "wsl": wsl.render,
-    }
+TARGET_NAMES: tuple[str, ...] = tuple(TARGETS)
 
 
-TARGET_NAMES = ("dockerfile", "run", "compose", "devcontainer", "wsl")
+def target_module(name: str) -> ModuleType:
+    """The module rendering target ``name`` (a key of :data:`TARGETS`)."""
+    return importlib.import_module(TARGETS[name])
+
+
+def required_section(name: str) -> str | None:
+    """The profile section target ``name`` cannot render without (its module's ``REQUIRES_SECTION``).
+
+    Such a target renders nothing for a profile without the section; asked for by name, generate
+    refuses (exit 2) rather than write nothing silently.
+
+    >>> required_section("dockerfile"), required_section("k8s")
+    (None, 'cluster')
+    """
+    return getattr(target_module(name), "REQUIRES_SECTION", None)
+
+
+def target_warnings(name: str, profile) -> list[str]:
+    """What target ``name`` cannot express for ``profile`` (its module's optional ``warnings``)."""
+    warn = getattr(target_module(name), "warnings", None)
+    return list(warn(profile)) if warn is not None else []
 
 
 def render_targets(ctx: GenContext, names: tuple[str, ...] = TARGET_NAMES) -> list[OutputFile]:
     """Render the named targets, sorted by path so output order is stable."""
-    registry = _registry()
     files: list[OutputFile] = []
     for name in names:
-        files.extend(registry[name](ctx))
+        files.extend(target_module(name).render(ctx))
     return sorted(files, key=lambda f: f.path)

@@ -4,17 +4,52 @@ The settings travel as ``runArgs`` (the same ``docker run`` flags as run.sh),
 because devcontainer.json has no keys of its own for shm, cpuset or ulimits.
 The file is JSON with one leading ``//`` comment, which the spec allows.
 
+GPUs travel by exactly one mechanism (:func:`gpu_request`). The Dev Containers CLI appends
+``--gpus all`` *after* ``runArgs`` whenever ``hostRequirements.gpu`` is true or "optional" and
+``docker info`` lists an nvidia runtime (devcontainers/cli ``src/spec-node/singleContainer.ts``,
+``extraRunArgs``; read in the 0.89.0 bundle: ``runArgs`` come first, then ``--gpus all``). Docker
+keeps both device requests, so ``--gpus "device=0,1"`` plus that would hand the container every GPU.
+
 Example:
     >>> # render(ctx) -> [OutputFile(".devcontainer/devcontainer.json", ...)]
 """
 
 from __future__ import annotations
 
-from envkit.runsettings import docker_flags
+from envkit.targets.run import docker_flags
 from envkit.targets import GenContext, OutputFile
 from envkit.targets.dockerfile import build_args
 
 SCHEMA = "https://raw.githubusercontent.com/devcontainers/spec/main/schemas/devContainer.schema.json"
+
+
+def mount_spec(source: str, target: str) -> str:
+    """A ``--mount`` value (Docker reads it as one CSV record) whose source may hold commas.
+
+    The source is quoted as a CSV field, so a comma in the project's path (known only when the
+    CLI expands ``${localWorkspaceFolder}``) stays part of the path instead of starting a new
+    mount option. A ``"`` in the expanded path would end the quoting: such a folder name is not
+    supported.
+
+    >>> print(mount_spec("${localWorkspaceFolder}/..", "/workspace"))
+    "source=${localWorkspaceFolder}/..",target=/workspace,type=bind
+    """
+    return '"source=' + source.replace('"', '""') + '",target=' + target + ",type=bind"
+
+
+def gpu_request(gpus) -> str | None:
+    """How devcontainer.json asks for the profile's GPUs: "hostRequirements", "runArgs" or None.
+
+    ``all`` is what ``hostRequirements.gpu`` means to the CLI (and it tells VS Code / Codespaces to
+    pick a GPU host); a count or a list of ids needs ``--gpus`` in ``runArgs`` and then must not
+    have ``hostRequirements.gpu``, or the CLI's own ``--gpus all`` widens it to every GPU.
+
+    >>> gpu_request("all"), gpu_request(2), gpu_request((0, 1)), gpu_request(None)
+    ('hostRequirements', 'runArgs', 'runArgs', None)
+    """
+    if gpus is None:
+        return None
+    return "hostRequirements" if gpus == "all" else "runArgs"
 
 
 def document(ctx: GenContext) -> dict:
@@ -25,11 +60,9 @@ def document(ctx: GenContext) -> dict:
         return ctx.anchored_source(v, "${localWorkspaceFolder}")
 
     project = ctx.settings.project_volume
-    if project is not None:
-        workspace_mount = f"source={source(project)},target={p.image.workdir},type=bind"
-    else:
-        # No project mount asked for: devcontainer.json still needs a workspace; use its default.
-        workspace_mount = f"source=${{localWorkspaceFolder}},target={p.image.workdir},type=bind"
+    # No project mount asked for: devcontainer.json still needs a workspace; use its default.
+    workspace_source = source(project) if project is not None else "${localWorkspaceFolder}"
+    workspace_mount = mount_spec(workspace_source, p.image.workdir)
     build: dict = {"dockerfile": "../Dockerfile", "context": ".."}
     args = build_args(ctx)
     if args:
@@ -39,7 +72,8 @@ def document(ctx: GenContext) -> dict:
         "name": p.name,
         "build": build,
         # The project mount is workspaceMount below; devcontainer adds its own otherwise.
-        "runArgs": docker_flags(ctx.settings, volume_source=source, project=False),
+        "runArgs": docker_flags(ctx.settings, volume_source=source, project=False,
+                                gpus=gpu_request(ctx.settings.gpus) == "runArgs"),
         "workspaceMount": workspace_mount,
         "workspaceFolder": p.image.workdir,
         "containerUser": p.image.user.name,
@@ -47,7 +81,7 @@ def document(ctx: GenContext) -> dict:
         # Match the container user's uid/gid to the host user's so bind-mounted files keep their owner.
         "updateRemoteUserUID": not p.image.user.is_root,
     }
-    if ctx.settings.gpus is not None:
+    if gpu_request(ctx.settings.gpus) == "hostRequirements":
         doc["hostRequirements"] = {"gpu": True}
     return doc
 

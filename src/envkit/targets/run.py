@@ -3,16 +3,84 @@
 Relative volume sources are resolved against the script's own folder at run
 time, so the script works from any current directory.
 
+This module owns the ``docker run`` spelling of :class:`~envkit.runsettings.RunSettings`
+(:func:`docker_flags`); devcontainer's ``runArgs`` and ``envkit flags`` import it from here.
+
 Example:
-    >>> # render(ctx) -> [OutputFile("run.sh", ..., mode=0o755)]
+    >>> from envkit.profile import load_profile
+    >>> docker_flags(RunSettings.from_profile(load_profile(None).profile))[:3]
+    ['--shm-size=2g', '--ipc=private', '--init']
 """
 
 from __future__ import annotations
 
-from envkit.runsettings import docker_flags
+import shlex
+
+from envkit.runsettings import REMAP_ENV, RunSettings
 from envkit.targets import GenContext, OutputFile
+from envkit.units import format_size
 
 _HERE = "\0here\0"  # a marker no profile value can contain (YAML text has no NULs after validation)
+
+
+def array_word(text: str) -> str:
+    """``text`` as one word of a bash array, quoted so that shellcheck accepts it.
+
+    shlex leaves a comma bare, and shellcheck's SC2054 reads a bare comma in an array as a
+    mistaken separator; quoting it changes nothing for bash and keeps the script lint-clean.
+
+    >>> print(array_word("--cpuset-cpus=0-3,8-11"), array_word("--init"), array_word("a b"))
+    '--cpuset-cpus=0-3,8-11' --init 'a b'
+    """
+    quoted = shlex.quote(text)
+    return f"'{text}'" if quoted == text and "," in text else quoted
+
+
+def _cpus_text(cpus: float) -> str:
+    return f"{cpus:g}"
+
+
+def gpus_flag_value(gpus) -> str:
+    """``--gpus`` value: ``all``, ``2``, or ``"device=0,1"`` (quotes included: Docker parses it as CSV)."""
+    if gpus == "all" or isinstance(gpus, int):
+        return str(gpus)
+    return '"device=' + ",".join(str(g) for g in gpus) + '"'
+
+
+def docker_flags(rs: RunSettings, volume_source=lambda v: v.source, *, project: bool = True,
+                 gpus: bool = True) -> list[str]:
+    """``docker run`` flags, one list item per flag (never shell-joined here).
+
+    ``volume_source`` maps a Volume to the host path text to use (callers resolve relative paths);
+    ``project=False`` leaves out the project mount (devcontainer.json states it as workspaceMount);
+    ``gpus=False`` leaves out ``--gpus`` (devcontainer.json states "all" as hostRequirements.gpu).
+    """
+    flags: list[str] = []
+    if rs.shm_size is not None:
+        flags.append(f"--shm-size={format_size(rs.shm_size)}")
+    flags.append(f"--ipc={rs.ipc}")
+    if rs.init:
+        flags.append("--init")
+    if rs.start_as_root and project:
+        # devcontainer.json (project=False) has containerUser and VS Code's own updateRemoteUserUID.
+        flags.extend(["--user=root", f"--env={REMAP_ENV}=1"])
+    if rs.cpuset:
+        flags.append(f"--cpuset-cpus={rs.cpuset}")
+    if rs.cpuset_mems is not None:
+        flags.append(f"--cpuset-mems={rs.cpuset_mems}")
+    if rs.cpus is not None:
+        flags.append(f"--cpus={_cpus_text(rs.cpus)}")
+    if rs.memory is not None:
+        flags.append(f"--memory={format_size(rs.memory)}")
+    if rs.gpus is not None and gpus:
+        flags.append(f"--gpus={gpus_flag_value(rs.gpus)}")
+    flags.extend(f"--ulimit={u.flag_value}" for u in rs.ulimits)
+    for v in rs.volumes:
+        if v.project and not project:
+            continue
+        flags.append("--volume=" + ":".join([volume_source(v), v.target] + ([v.mode] if v.mode else [])))
+    flags.extend(f"--env={k}={val}" for k, val in rs.env)
+    return flags
 
 
 def context(ctx: GenContext) -> dict:
@@ -24,10 +92,15 @@ def context(ctx: GenContext) -> dict:
         # A relative volume becomes "--volume=${here}"'/rest': the variable expands, the rest stays literal.
         if _HERE in flag:
             head, rest = flag.split(_HERE, 1)
-            items.append({"here": True, "head": head, "rest": rest})
+            items.append({"here": True, "head": array_word(head) if head else "",
+                          "rest": array_word(rest) if rest else ""})
         else:
-            items.append({"here": False, "text": flag})
-    return {"header": ctx.header("#"), "image": ctx.profile.image_tag, "flags": items}
+            items.append({"here": False, "text": array_word(flag)})
+    # A profile's `$` is meant literally and single quotes keep it so; shellcheck's SC2016 suspects a
+    # forgotten expansion, so say once why it is not one (only where such a value exists).
+    literal_dollar = any("$" in str(i.get("text") or f"{i.get('head', '')}{i.get('rest', '')}") for i in items)
+    return {"header": ctx.header("#"), "image": shlex.quote(ctx.profile.image_tag), "flags": items,
+            "literal_dollar": literal_dollar}
 
 
 def render(ctx: GenContext) -> list[OutputFile]:

@@ -21,7 +21,10 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from envkit.profile.wsl import SIZE_KEYS, WSL_KEY_NOTES, Wsl, WslConf, min_windows_build
+from envkit.profile.wsl import (
+    SIZE_KEYS, WSL2_BACKPORT_BUILDS, WSL2_MIN_BUILD, WSL2_MIN_UBR, WSL_INSTALL_MIN_BUILD, Wsl, WslConf,
+    min_windows_build, value_note,
+)
 from envkit.targets import GenContext, OutputFile
 from envkit.units import format_wsl_size
 from envkit.wslmerge import quote_value
@@ -54,7 +57,7 @@ def spell_value(key: str, value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if key in SIZE_KEYS:
-        return format_wsl_size(int(value))
+        return format_wsl_size(int(value))  # type: ignore[call-overload]  # a size key holds an int (profile.wsl)
     if isinstance(value, int):
         return str(value)
     return quote_value(str(value))
@@ -62,7 +65,7 @@ def spell_value(key: str, value: object) -> str:
 
 def _entries(model: BaseModel, skip: tuple[str, ...] = ()) -> tuple[Entry, ...]:
     return tuple(
-        Entry(name, spell_value(name, getattr(model, name)), WSL_KEY_NOTES.get(name))
+        Entry(name, spell_value(name, getattr(model, name)), value_note(name, getattr(model, name)))
         for name in type(model).model_fields
         if name not in skip and getattr(model, name) is not None
     )
@@ -126,6 +129,8 @@ def render(ctx: GenContext) -> list[OutputFile]:
         wslconfig=_flat(sections),
         wslconf=_flat(conf_sections),
         newer_keys=newer_windows_keys(sections),
+        wsl2_min_build=WSL2_MIN_BUILD, wsl2_min_ubr=WSL2_MIN_UBR, wsl2_backport_builds=WSL2_BACKPORT_BUILDS,
+        wsl_install_min_build=WSL_INSTALL_MIN_BUILD,
         # Strings, empty when unset: the script treats '' as "not asserted".
         processors="" if wsl.processors is None else str(wsl.processors),
         memory_bytes="" if wsl.memory is None else str(wsl.memory),

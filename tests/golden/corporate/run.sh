@@ -12,18 +12,18 @@ flags=(
   --init
   --user=root
   --env=ENVKIT_REMAP_USER=1
-  --cpuset-cpus=0-3,8-11
+  '--cpuset-cpus=0-3,8-11'
   --memory=24g
   --gpus=1
   --ulimit=nofile=65536
   --volume="${here}"/..:/workspace
   --env=HTTPS_PROXY=http://proxy.corp.example:3128
   --env=HTTP_PROXY=http://proxy.corp.example:3128
-  --env=NO_PROXY=localhost,127.0.0.1,.corp.example
+  '--env=NO_PROXY=localhost,127.0.0.1,.corp.example'
   --env=WANDB_MODE=offline
   --env=http_proxy=http://proxy.corp.example:3128
   --env=https_proxy=http://proxy.corp.example:3128
-  --env=no_proxy=localhost,127.0.0.1,.corp.example
+  '--env=no_proxy=localhost,127.0.0.1,.corp.example'
 )
 tty=()
 if [ -t 0 ] && [ -t 1 ]; then tty=(--interactive --tty); fi

@@ -5,7 +5,9 @@
     Prepare this Windows machine for an envkit profile: WSL2, a Linux distribution, .wslconfig and wsl.conf.
 
 .DESCRIPTION
-    1. Checks the Windows build (19041+ for WSL2; 22000+/22621+ for Windows-11-only keys).
+    1. Checks the Windows build: WSL2 runs from Windows 10 1903/1909 with update revision 1049
+       (build 18362.1049); `wsl --install` and .wslconfig need build 19041
+       (2004); 22000+/22621+ for Windows-11-only keys.
     2. Installs WSL2 and the distribution when missing (wsl --install --no-launch -d <Distro>).
     3. Merges the profile's keys into %UserProfile%\.wslconfig, keeping every other key, comment,
        blank line and the file's encoding, byte-order mark and line endings. A backup
@@ -31,6 +33,8 @@ param(
 
 Set-StrictMode -Version Latest
 $ErrorActionPreference = 'Stop'
+# One GiB, named once; used as a divisor (tree-sitter's PowerShell grammar misreads `x / 1GB`).
+$GiB = 1GB
 # [System.IO.File] resolves a relative path against .NET's current directory, which is not
 # PowerShell's location (Set-Location does not change it): make the path absolute first.
 $WslConfigPath = $ExecutionContext.SessionState.Path.GetUnresolvedProviderPathFromPSPath($WslConfigPath)
@@ -107,6 +111,12 @@ function Test-Admin {
 
 function Get-WindowsBuild {
     [int](Get-ItemProperty 'HKLM:\SOFTWARE\Microsoft\Windows NT\CurrentVersion').CurrentBuildNumber
+}
+
+function Get-WindowsUbr {
+    # The update revision (the 1049 of 18362.1049); 0 when the registry value is absent.
+    $ubr = (Get-ItemProperty 'HKLM:\SOFTWARE\Microsoft\Windows NT\CurrentVersion' -ErrorAction SilentlyContinue).UBR
+    if ($null -eq $ubr) { 0 } else { [int]$ubr }
 }
 
 function Get-Distros {
@@ -339,10 +349,19 @@ function Update-DistroWslConf([string]$Name, [object[]]$Entries) {
 
 Write-Step "envkit profile '$ProfileName': preparing WSL2"
 $build = Get-WindowsBuild
-if ($build -lt 19041) {
-    throw "WSL2 needs Windows 10 version 2004 (build 19041) or newer; this is build $build. Run Windows Update first."
+$ubr = Get-WindowsUbr
+$backport = @(18362, 18363) -contains $build
+if ($build -lt 18362 -or ($backport -and $ubr -lt 1049)) {
+    throw ("WSL2 needs Windows 10 1903/1909 at update revision 1049 (build 18362.1049, x64) " +
+           "or version 2004 (build 19041) or newer; this is build $build.$ubr. Run Windows Update first.")
 }
-Write-Host "Windows build ${build}: WSL2 is supported."
+$legacyWindows = $build -lt 19041
+if ($legacyWindows) {
+    Write-Warning ("Windows build $build.$ubr runs WSL2, but 'wsl --install' needs build 19041 and Microsoft " +
+                   "documents .wslconfig for 19041+; install WSL by hand if it is missing (see below).")
+} else {
+    Write-Host "Windows build ${build}.${ubr}: WSL2 is supported."
+}
 foreach ($k in $NewerWindowsKeys) {
     if ($build -lt $k.Build) {
         Write-Warning ("{0} needs Windows build {1} or newer (Windows 11); this is build {2}, so WSL ignores it." -f $k.Key, $k.Build, $build)
@@ -354,6 +373,13 @@ foreach ($k in $NewerWindowsKeys) {
 $restartNeeded = $false
 $status = if (Get-Command 'wsl.exe' -ErrorAction SilentlyContinue) { Invoke-Native 'wsl.exe' @('--status') } else { $null }
 if ($null -eq $status -or $status.ExitCode -ne 0) {
+    if ($legacyWindows) {
+        throw ("WSL is not installed, and 'wsl --install' needs build 19041. On build ${build}: as administrator run " +
+               "'dism.exe /online /enable-feature /featurename:Microsoft-Windows-Subsystem-Linux /all /norestart' and " +
+               "'dism.exe /online /enable-feature /featurename:VirtualMachinePlatform /all /norestart', restart, install " +
+               "the WSL2 Linux kernel update (https://aka.ms/wsl2kernel), run 'wsl --set-default-version 2', install " +
+               "$Distro from the Microsoft Store, then run this script again.")
+    }
     if (-not (Test-Admin)) {
         throw 'WSL is not installed. Run this script from an elevated PowerShell (Run as administrator) to install it.'
     }
@@ -367,6 +393,9 @@ if ($r.ExitCode -ne 0 -and -not $restartNeeded) { Write-Warning "wsl --set-defau
 
 $distroReady = -not $restartNeeded -and ((Get-Distros) -contains $Distro)
 if (-not $restartNeeded -and -not $distroReady) {
+    if ($legacyWindows) {
+        throw "$Distro is not installed, and 'wsl --install -d' needs build 19041: install $Distro from the Microsoft Store, then run this script again."
+    }
     Write-Step "Installing $Distro (wsl --install --no-launch -d $Distro)"
     $r = Invoke-Native 'wsl.exe' @('--install', '--no-launch', '-d', $Distro)
     if ($r.ExitCode -ne 0) { throw "wsl --install -d $Distro failed ($($r.ExitCode)): $($r.Message)" }
@@ -427,10 +456,10 @@ $free = Invoke-Native 'wsl.exe' @('-d', $Distro, '--exec', 'free', '-b')
 $memLine = @($free.Output -split "`n" | Where-Object { $_ -match '^Mem:' })
 if ($memLine.Count -gt 0) {
     $total = [int64](($memLine[0] -split '\s+')[1])
-    Write-Host ('Memory seen in WSL: {0:N1} GiB' -f ($total / 1GB))
+    Write-Host ('Memory seen in WSL: {0:N1} GiB' -f ($total / $GiB))
     # The kernel keeps a little for itself, so MemTotal sits a few percent below .wslconfig's memory.
     if ($ExpectedMemoryBytes -and ($total -lt 0.9 * [int64]$ExpectedMemoryBytes -or $total -gt [int64]$ExpectedMemoryBytes)) {
-        Write-Warning ('WSL has {0:N1} GiB; the profile asks for {1:N1} GiB.' -f ($total / 1GB), ([int64]$ExpectedMemoryBytes / 1GB)); $problems++
+        Write-Warning ('WSL has {0:N1} GiB; the profile asks for {1:N1} GiB.' -f ($total / $GiB), ([int64]$ExpectedMemoryBytes / $GiB)); $problems++
     }
 }
 

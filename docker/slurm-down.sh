@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Stop the Slurm started by docker/slurm-up.sh DIR: its runc containers, then slurmd, slurmctld
+# and munged, each by the pid it recorded under DIR (never by name). Idempotent.
+#
+#   docker/slurm-down.sh DIR
+set -uo pipefail
+
+if [ "$#" -ne 1 ]; then echo "usage: $0 DIR" >&2; exit 2; fi
+[ -d "$1" ] || exit 0
+DIR=$(cd "$1" && pwd)
+
+if [ -d "$DIR/runc" ] && command -v runc >/dev/null 2>&1; then
+    for c in $(runc --root="$DIR/runc" list -q 2>/dev/null); do
+        runc --root="$DIR/runc" kill "$c" KILL 2>/dev/null
+        runc --root="$DIR/runc" delete --force "$c" 2>/dev/null
+    done
+fi
+
+stop() {  # PIDFILE: TERM, then KILL after 5 s
+    local pid
+    [ -f "$1" ] || return 0
+    pid=$(cat "$1")
+    rm -f "$1"
+    # Only a daemon of this cluster: its command line names DIR (a recycled pid is someone else's).
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$DIR" || return 0
+    kill -TERM "$pid" 2>/dev/null || return 0
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+}
+stop "$DIR/slurmd-n1.pid"
+stop "$DIR/slurmd-n2.pid"
+stop "$DIR/slurmctld.pid"
+stop "$DIR/munged.pid"
+exit 0

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Start a real two-node Slurm on this machine, in one folder. Root only.
+#
+#   docker/slurm-up.sh DIR      (stop it with docker/slurm-down.sh DIR)
+#
+# - installs slurm-wlm, munge and runc with apt-get when they are missing;
+# - munged with a fresh key and its own socket, slurmctld, and two slurmd (nodes n1, n2) on
+#   one host, each with 2 CPUs, 8 GiB and two fake GPUs (GRES on character devices made with
+#   mknod: --gpus-per-node is honoured and sets CUDA_VISIBLE_DEVICES);
+# - Slurm's OCI container support through runc (oci.conf), containers under DIR/runc;
+# - every file (config, state, spool, logs, pid files) under DIR; ports chosen free.
+# - with ENVKIT_SLURM_OWNER=PID, a watchdog runs slurm-down.sh DIR once that process is gone, so a
+#   killed test session leaves no daemon behind.
+# Prints `export SLURM_CONF=DIR/slurm.conf` on stdout; progress on stderr.
+# Exit codes: 0 both nodes idle; 1 could not start (the logs under DIR say why); 2 usage.
+set -euo pipefail
+
+if [ "$#" -ne 1 ]; then echo "usage: $0 DIR" >&2; exit 2; fi
+say() { echo "slurm-up: $*" >&2; }
+if [ "$(id -u)" -ne 0 ]; then say "needs root (slurmd runs as root to start containers)"; exit 1; fi
+
+mkdir -p "$1"
+DIR=$(cd "$1" && pwd)
+WAIT=${ENVKIT_SLURM_WAIT:-30}
+
+missing=()
+for tool in slurmctld:slurm-wlm slurmd:slurm-wlm munged:munge runc:runc; do
+    command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool#*:}")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    say "installing ${missing[*]} (apt-get) ..."
+    apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
+fi
+RUNC=$(command -v runc)
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+CTLD_PORT=$(free_port); N1_PORT=$(free_port); N2_PORT=$(free_port)
+HOST=$(hostname -s)
+mkdir -p "$DIR/state" "$DIR/spool/n1" "$DIR/spool/n2" "$DIR/runc" "$DIR/dev"
+chmod 700 "$DIR"
+
+# Fake GPUs: any character device will do for GRES bookkeeping (/dev/null's numbers).
+for i in 0 1; do [ -e "$DIR/dev/nvidia$i" ] || mknod "$DIR/dev/nvidia$i" c 1 3; done
+
+cat >"$DIR/slurm.conf" <<EOF
+ClusterName=envkit
+SlurmctldHost=$HOST(127.0.0.1)
+SlurmctldPort=$CTLD_PORT
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$DIR/munge.sock
+StateSaveLocation=$DIR/state
+SlurmdSpoolDir=$DIR/spool/%n
+SlurmctldPidFile=$DIR/slurmctld.pid
+SlurmdPidFile=$DIR/slurmd-%n.pid
+SlurmctldLogFile=$DIR/slurmctld.log
+SlurmdLogFile=$DIR/slurmd-%n.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+SchedulerType=sched/backfill
+MpiDefault=none
+ReturnToService=2
+GresTypes=gpu
+JobCompType=jobcomp/none
+AccountingStorageType=accounting_storage/none
+SlurmdTimeout=30
+InactiveLimit=0
+KillWait=5
+MinJobAge=30
+NodeName=n1 NodeHostname=$HOST NodeAddr=127.0.0.1 Port=$N1_PORT CPUs=2 RealMemory=8192 Gres=gpu:2 State=UNKNOWN
+NodeName=n2 NodeHostname=$HOST NodeAddr=127.0.0.1 Port=$N2_PORT CPUs=2 RealMemory=8192 Gres=gpu:2 State=UNKNOWN
+PartitionName=debug Nodes=n[1-2] Default=YES MaxTime=INFINITE State=UP
+EOF
+echo "NodeName=n[1-2] Name=gpu File=$DIR/dev/nvidia[0-1]" >"$DIR/gres.conf"
+# Slurm's OCI support: each step's container is runc's, named node.user.job.step.task, under DIR/runc.
+R="$RUNC --root=$DIR/runc"
+cat >"$DIR/oci.conf" <<EOF
+RunTimeQuery="$R state %n.%u.%j.%s.%t"
+RunTimeKill="$R kill -a %n.%u.%j.%s.%t"
+RunTimeDelete="$R delete --force %n.%u.%j.%s.%t"
+RunTimeRun="$R run %n.%u.%j.%s.%t -b %b"
+EOF
+export SLURM_CONF="$DIR/slurm.conf"
+
+# munge: a fresh key; --force because DIR is not munge's usual, root-only-checked folder.
+[ -f "$DIR/munge.key" ] || { dd if=/dev/urandom bs=1 count=1024 of="$DIR/munge.key" 2>/dev/null; chmod 400 "$DIR/munge.key"; }
+# setsid: the daemons must not die with the caller's process group (Ctrl-C in a test run).
+setsid munged --force --key-file="$DIR/munge.key" --socket="$DIR/munge.sock" --pid-file="$DIR/munged.pid" \
+    --log-file="$DIR/munged.log" --seed-file="$DIR/munge.seed" >&2
+setsid slurmctld -i -f "$SLURM_CONF" >&2
+setsid slurmd -N n1 -f "$SLURM_CONF" >&2
+setsid slurmd -N n2 -f "$SLURM_CONF" >&2
+
+if [ -n "${ENVKIT_SLURM_OWNER:-}" ]; then
+    here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+    # shellcheck disable=SC2016  # expanded by the inner bash, from its arguments
+    setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 2; done; exec bash "$2/slurm-down.sh" "$3"' \
+        watchdog "$ENVKIT_SLURM_OWNER" "$here" "$DIR" </dev/null >/dev/null 2>&1 &
+fi
+
+for _ in $(seq "$((WAIT * 4))"); do
+    if [ "$(sinfo -h -N -o '%t' 2>/dev/null | grep -c '^idle')" = 2 ]; then
+        say "two nodes idle (n1, n2 on $HOST; SLURM_CONF=$SLURM_CONF)"
+        echo "export SLURM_CONF=$SLURM_CONF"
+        exit 0
+    fi
+    sleep 0.25
+done
+say "nodes did not become idle within ${WAIT}s:"
+sinfo -N >&2 || true
+tail -n 5 "$DIR"/*.log >&2 || true
+exit 1

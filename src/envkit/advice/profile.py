@@ -1,0 +1,107 @@
+"""Workload-aware advice from the profile alone: what no peer generator does.
+
+``profile_warnings`` sizes the run settings from the loader section and says,
+per key path, what is too small or contradictory and what value to use. It reads
+the decided :class:`~envkit.runsettings.RunSettings` (what Docker will get), and
+every number comes from the harness's rules (:mod:`envkit.harness.sizing`) through
+:func:`plan`, which ``envkit doctor`` also uses with the host's facts, so
+generate's warnings, the doctor and the in-container checks agree.
+
+Memory rule (docs/profile.md): a container's memory cgroup is charged for the
+/dev/shm pages its processes write, and each DataLoader worker is a full Python
+process with torch imported, so ``memory >= shm_need + (workers + 1) * PROCESS_RSS``.
+
+Example:
+    >>> from envkit.profile import load_profile
+    >>> profile_warnings(load_profile(None).profile)
+    []
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from envkit.harness.report import human_bytes
+from envkit.advice.image import image_warnings
+from envkit.advice.plan import plan
+from envkit.advice.wsl import wsl_warnings
+from envkit.harness.sizing import DOCKER_DEFAULT_SHM, GIB, PROCESS_RSS, batch_bytes, cpu_limit, recommended_shm_bytes
+from envkit.profile.model import Profile
+from envkit.runsettings import RunSettings
+from envkit.units import format_size
+
+
+def file_warnings(profile: Profile, base_dir: Path) -> list[str]:
+    """Warnings about the files a profile points at (relative to its folder)."""
+    out: list[str] = []
+    torch = profile.image.torch
+    if torch and torch.find_links:
+        wanted = (f"torch-{torch.version}+{torch.variant}-", f"torch-{torch.version}-")
+        wheels = [w.name for rel in torch.find_links for w in (base_dir / rel).glob("torch-*.whl")]
+        if not any(name.startswith(wanted) for name in wheels):
+            out.append(f"image.torch.find_links: no torch {torch.version}+{torch.variant} wheel in "
+                       f"{', '.join(torch.find_links)} (found: {', '.join(sorted(wheels)) or 'none'}); the build "
+                       f"will look for it on the index instead (pip download torch=={torch.version} --no-deps -d <dir>)")
+    return out
+
+
+def profile_warnings(profile: Profile) -> list[str]:
+    """Human-readable warnings, each starting with the key path it concerns."""
+    run, ld = profile.run, profile.loader
+    rs = RunSettings.from_profile(profile)
+    out: list[str] = []
+    p = plan(profile)
+    workers, need = p.workers, p.shm_bytes
+    if rs.ipc == "host":
+        if run.shm_size is not None:
+            out.append("run.shm_size: ignored because run.ipc is 'host' (the container shares the host's /dev/shm); "
+                       "prefer ipc: private with a sized shm_size, which keeps the IPC namespace isolated")
+    else:
+        have = rs.effective_shm
+        if have is not None and need > have:
+            rec = format_size(recommended_shm_bytes(need))
+            what = format_size(have) if rs.shm_size is not None else f"Docker's default {format_size(DOCKER_DEFAULT_SHM)}"
+            out.append(
+                f"run.shm_size: {what} is below the {human_bytes(need)} that {workers} DataLoader workers need "
+                f"({human_bytes(batch_bytes(ld.batch_size, ld.sample_shape, ld.dtype))} per batch x "
+                f"({workers} workers x prefetch_factor {ld.prefetch_factor} + 1) x 1.25); "
+                f"multi-worker loading will fail with 'unable to allocate shared memory(shm)' or "
+                f"'Bus error'; use shm_size: {rec}"
+            )
+    cpus = cpu_limit(cpuset=len(run.cpuset_cpus) or None, quota=rs.cpus)
+    if cpus is not None and ld.num_workers != "auto" and ld.num_workers > cpus:
+        out.append(f"loader.num_workers: {ld.num_workers} workers exceed the {cpus} CPUs that run.cpuset/run.cpus "
+                   f"grant; workers will contend for CPUs; use num_workers: {max(1, cpus - 1)} or widen the cpuset")
+    if run.cpus is not None and run.cpuset and run.cpus > len(run.cpuset_cpus):
+        out.append(f"run.cpus: {run.cpus:g} is more than the {len(run.cpuset_cpus)} CPUs in run.cpuset "
+                   f"{run.cpuset!r}; the quota can never be used")
+    if isinstance(run.numa, int):
+        out.append(f"run.numa: compose.yaml cannot express --cpuset-mems={run.numa} (the Compose Specification "
+                   "has no key for it); run.sh, devcontainer.json and envkit validate apply it"
+                   + ("" if run.cpuset else "; set run.cpuset to the node's CPUs (envkit doctor lists them)"))
+    elif run.numa == "auto":
+        out.append("run.numa: auto is resolved where the host is visible: envkit doctor prints the GPU's node "
+                   "and its CPUs; the generated files carry no NUMA flags until run.numa names that node")
+    if rs.memory is not None and rs.memory < p.memory_bytes:
+        shm_pages = p.memory_bytes - (workers + 1) * PROCESS_RSS
+        out.append(f"run.memory: {format_size(rs.memory)} is below the {human_bytes(p.memory_bytes)} that shm "
+                   f"({human_bytes(shm_pages)}) plus {workers + 1} processes x {human_bytes(PROCESS_RSS)} need (shm pages "
+                   f"count against the container's memory limit); use memory: "
+                   f"{format_size(math.ceil(p.memory_bytes / GIB) * GIB)} or more")
+    torch = profile.image.torch
+    if run.wants_gpus and torch is not None and not torch.is_cuda:
+        out.append(f"run.gpus: GPUs are requested but image.torch.variant is {torch.variant!r}, a build without "
+                   "CUDA: the GPUs will sit idle; use a cuXYZ variant (e.g. cu124)")
+    if not run.wants_gpus and torch is not None and torch.is_cuda:
+        out.append(f"run.gpus: 'none', but image.torch.variant is {torch.variant!r}; "
+                   "the container will not see a GPU (set gpus: all, or use variant: cpu for a smaller image)")
+    if profile.image.user.is_root:
+        out.append("image.user: the container runs as root; files it writes to bind mounts will be owned by "
+                   "root on the host (use a non-root user with your uid/gid)")
+    if ld.start_method != "fork" and not ld.persistent_workers and workers > 0:
+        out.append(f"loader.persistent_workers: with start_method {ld.start_method!r} every epoch re-imports your "
+                   "script in each worker; set persistent_workers: true")
+    out.extend(image_warnings(profile))
+    out.extend(wsl_warnings(profile))
+    return out

@@ -1,0 +1,193 @@
+"""``envkit bundle``: an OCI bundle (rootfs + config.json) of the built image, for Slurm's ``srun --container``.
+
+Slurm's own OCI support runs a bundle through runc/crun (``oci.conf``). It is the one Slurm
+path where envkit can size /dev/shm, so config.json carries the same run settings as run.sh:
+
+- ``/dev/shm`` a tmpfs of ``run.shm_size`` (Docker's 64 MiB when unset; the node's /dev/shm under
+  ``ipc: host``);
+- ``process.rlimits`` from ``run.ulimits`` (runc fails with "error setting rlimit" above the hard
+  limits slurmd runs with: the job ends at once, naming it);
+- ``process.user`` from ``image.user`` (uid/gid); ``process.cwd`` ``image.workdir``;
+- ``process.env``: the image's environment, then ``run.env`` (and the proxy);
+- mounts: the project folder (``run.mount_project``) and ``run.volumes``, sources made absolute
+  from the profile's folder, plus the node's /etc/hosts and /etc/resolv.conf;
+- namespaces ipc and mount only: the job shares the node's network, host name and process ids, as
+  pyxis and Apptainer do. torchrun's c10d rendezvous tells nodes apart by (host name, pid): with
+  ``runc spec``'s uts and pid namespaces every node's agent is ("runc", 1) -- on one host even
+  with the node's host name it is (host, 1) -- so the nodes count as one and the rendezvous
+  times out (docs/slurm.md, "Rendezvous in containers").
+
+The bundle folder gets a marker file; an existing folder without it (or a non-empty one) is
+never overwritten. Rebuilding over envkit's own bundle replaces it.
+
+Example:
+    >>> from envkit.profile import load_profile
+    >>> from envkit.runsettings import RunSettings
+    >>> p = load_profile(None).profile
+    >>> cfg = oci_config(p, RunSettings.from_profile(p), image_env=["PATH=/usr/bin"], base_dir=Path("/p"))
+    >>> [m["options"][-1] for m in cfg["mounts"] if m["destination"] == "/dev/shm"]
+    ['size=2147483648']
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import TextIO
+
+from envkit.errors import EngineError, UsageError
+from envkit.profile import load_profile
+from envkit.profile.model import Profile
+from envkit.runsettings import RunSettings
+from envkit.units import format_size
+
+MARKER = ".envkit-bundle"
+BUNDLE_LABEL = "io.envkit.bundle"
+RLIM_INFINITY = 2**64 - 1  # what the OCI spec's uint64 rlimits use for "unlimited"
+# Every capability Docker grants by default (runc spec's smaller set breaks apt, chown, ping).
+DEFAULT_CAPS = ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW",
+                "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
+                "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE"]
+
+
+def _rlimit(value: int) -> int:
+    return RLIM_INFINITY if value < 0 else value
+
+
+def _mounts(p: Profile, rs: RunSettings, base_dir: Path) -> list[dict]:
+    shm = rs.effective_shm
+    mounts: list[dict] = [
+        {"destination": "/proc", "type": "proc", "source": "proc"},
+        {"destination": "/dev", "type": "tmpfs", "source": "tmpfs",
+         "options": ["nosuid", "strictatime", "mode=755", "size=65536k"]},
+        {"destination": "/dev/pts", "type": "devpts", "source": "devpts",
+         "options": ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"]},
+        # The whole point of the OCI path: /dev/shm sized from the workload, like --shm-size.
+        {"destination": "/dev/shm", "type": "tmpfs", "source": "shm",
+         "options": ["nosuid", "noexec", "nodev", "mode=1777", f"size={shm}"]}
+        if shm is not None else
+        {"destination": "/dev/shm", "type": "bind", "source": "/dev/shm", "options": ["rbind", "rw"]},
+        {"destination": "/dev/mqueue", "type": "mqueue", "source": "mqueue", "options": ["nosuid", "noexec", "nodev"]},
+        {"destination": "/sys", "type": "bind", "source": "/sys", "options": ["rbind", "nosuid", "noexec", "nodev", "ro"]},
+        # The node's name resolution, so the rendezvous host and the other nodes resolve as on the node.
+        {"destination": "/etc/hosts", "type": "bind", "source": "/etc/hosts", "options": ["rbind", "ro"]},
+        {"destination": "/etc/resolv.conf", "type": "bind", "source": "/etc/resolv.conf", "options": ["rbind", "ro"]},
+    ]
+    for v in rs.volumes:
+        src = (base_dir / v.source).resolve() if v.is_relative else Path(v.source)
+        ro = v.mode is not None and v.mode.startswith("ro")
+        mounts.append({"destination": v.target, "type": "bind", "source": str(src),
+                       "options": ["rbind", "ro" if ro else "rw"]})
+    return mounts
+
+
+def oci_config(p: Profile, rs: RunSettings, *, image_env: list[str], base_dir: Path) -> dict:
+    """The bundle's config.json (OCI runtime spec 1.0) from the profile's run settings."""
+    env = {}
+    for item in image_env:
+        key, _, value = item.partition("=")
+        env[key] = value
+    env.update(dict(rs.env))
+    caps = list(DEFAULT_CAPS)
+    if any(u.name == "memlock" for u in rs.ulimits):
+        caps.append("CAP_IPC_LOCK")  # pinned memory (RDMA, pin_memory) beyond the soft limit
+    return {
+        "ociVersion": "1.0.2",
+        "process": {
+            "terminal": False,
+            "user": {"uid": p.image.user.uid, "gid": p.image.user.gid},
+            # Slurm replaces args with the srun command; this is what `runc run` alone would start.
+            "args": ["/bin/bash"],
+            "env": [f"{k}={v}" for k, v in env.items()],
+            "cwd": p.image.workdir,
+            "capabilities": {k: caps for k in ("bounding", "effective", "permitted")},
+            "rlimits": [{"type": f"RLIMIT_{u.name.upper()}", "soft": _rlimit(u.soft), "hard": _rlimit(u.hard)}
+                        for u in rs.ulimits],
+            "noNewPrivileges": True,
+        },
+        "root": {"path": "rootfs", "readonly": False},
+        "mounts": _mounts(p, rs, base_dir),
+        "linux": {
+            # No network, uts or pid namespace: the node's interfaces, host name and pids (module docstring).
+            "namespaces": [{"type": "ipc"}, {"type": "mount"}],
+            "maskedPaths": ["/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+                            "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/sys/firmware",
+                            "/proc/scsi"],
+            "readonlyPaths": ["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"],
+        },
+    }
+
+
+def check_destination(out_dir: Path) -> None:
+    """Refuse a folder envkit did not write: it must be missing, empty, or carry the marker."""
+    if not out_dir.exists():
+        return
+    if not out_dir.is_dir():
+        raise UsageError(f"{out_dir}: exists and is not a folder; choose another -o")
+    if any(out_dir.iterdir()) and not (out_dir / MARKER).is_file():
+        raise UsageError(f"{out_dir}: not empty and not a bundle envkit wrote (no {MARKER}); "
+                         "refusing to overwrite it", hint="choose another -o, or remove that folder yourself")
+
+
+def export_rootfs(image: str, rootfs: Path) -> tuple[str, list[str]]:
+    """``docker export`` of a (never started) container of ``image`` into ``rootfs``: (image id, its Env)."""
+    from envkit.engine.docker import DockerEngine
+
+    client = DockerEngine.connect().client
+    try:
+        img = client.images.get(image)
+    except Exception as exc:  # docker.errors.ImageNotFound, APIError
+        raise EngineError(f"image {image}: {exc}", hint=f"build it first: envkit build --tag {image}") from None
+    # Created, never started: export needs a container, not a running one. Its own label (not envkit's
+    # run label, which test suites sweep) and removed below whatever happens.
+    container = client.containers.create(img.id, command=["true"], labels={BUNDLE_LABEL: "1"})
+    try:
+        rootfs.mkdir(parents=True)
+        tar = subprocess.Popen(["tar", "-x", "--numeric-owner", "-C", str(rootfs)], stdin=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+        # Both pipes were asked for above; the asserts tell mypy so.
+        assert tar.stdin is not None and tar.stderr is not None
+        try:
+            for chunk in container.export():
+                tar.stdin.write(chunk)
+        finally:
+            tar.stdin.close()
+            err = tar.stderr.read().decode(errors="replace")
+            if tar.wait() != 0:
+                raise EngineError(f"unpacking {image} into {rootfs} failed: {err.strip()[-500:]}")
+    finally:
+        try:
+            container.remove(force=True)
+        except Exception:  # already gone (removed by someone else): nothing left to clean up
+            pass
+    return img.id, img.attrs.get("Config", {}).get("Env") or []
+
+
+def run(profile_path: Path | None, image: str | None, out_dir: Path, *, out: TextIO, err: TextIO) -> int:
+    loaded = load_profile(profile_path)
+    p = loaded.profile
+    image = image or p.image_tag
+    check_destination(out_dir)
+    rs = RunSettings.from_profile(p)
+    # Build next to the destination, then swap: a failed export never leaves half a bundle behind.
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".envkit-bundle-", dir=out_dir.parent))
+    try:
+        image_id, image_env = export_rootfs(image, staging / "rootfs")
+        config = oci_config(p, rs, image_env=image_env, base_dir=loaded.base_dir)
+        (staging / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+        (staging / MARKER).write_text(json.dumps({"image": image, "image_id": image_id,
+                                                  "profile_sha256": loaded.sha256}) + "\n")
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        staging.rename(out_dir)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    shm = format_size(rs.effective_shm) if rs.effective_shm is not None else "the node's"
+    print(f"wrote {out_dir}: rootfs of {image}, config.json (/dev/shm {shm}, {len(rs.ulimits)} rlimits, "
+          f"uid {p.image.user.uid})", file=out)
+    return 0

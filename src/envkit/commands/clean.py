@@ -1,0 +1,32 @@
+"""``envkit clean``: remove what killed envkit runs left behind, and list it.
+
+Only containers and ``envkit-build-*`` folders whose recorded owner (pid, start
+time, this host's boot id) no longer runs are removed; see :mod:`envkit.leftovers`.
+Anything else, including another user's live runs on a shared engine, is left alone.
+
+Example:
+    >>> # run(out=sys.stdout, err=sys.stderr) -> 0, printing "removed container envkit-run-..." lines
+"""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from envkit.engine import Engine
+from envkit.leftovers import sweep_build_dirs, sweep_containers
+
+
+def run(*, out: TextIO, err: TextIO, engine: Engine | None = None) -> int:
+    folders = sweep_build_dirs()
+    if engine is None:
+        from envkit.imagebuild import connect
+
+        engine = connect(None)
+    containers = sweep_containers(engine)
+    for name in containers:
+        print(f"removed container {name}", file=out)
+    for folder in folders:
+        print(f"removed build folder {folder}", file=out)
+    if not containers and not folders:
+        print("nothing to clean: no leftovers of killed envkit runs", file=out)
+    return 0

@@ -1,0 +1,16 @@
+"""``envkit watch [--pid PID] [--interval S] [--json]``: the companion's shm watch, from the command line.
+
+The same code runs in the image as ``python3 -m envkit_runtime watch ...`` and in a
+training script as ``envkit_runtime.ShmWatch().start()``.
+
+Example:
+    >>> # run(["--pid", "1234", "--interval", "0.5"]) -> 0 (2 on bad input)
+"""
+
+from __future__ import annotations
+
+
+def run(argv: list[str]) -> int:
+    from envkit.harness.shmwatch import main
+
+    return main(argv)

@@ -1,0 +1,395 @@
+"""The Docker implementation of :class:`envkit.engine.Engine`, over the Docker SDK (docker-py).
+
+Everything that knows Docker lives here: the SDK's keyword arguments from
+:class:`~envkit.runsettings.RunSettings` (:func:`sdk_kwargs`), the classic builder's
+stream (:class:`BuildStreamParser`), the daemon's error texts (:func:`explain_start_error`).
+docker-py itself is imported only inside the functions that call it, so importing this
+module (and ``envkit generate``) never loads it.
+
+Example:
+    >>> eng = DockerEngine.connect()                                     # doctest: +SKIP
+    >>> eng.run("envkit/demo:dev", ["python3", "-V"], settings={}, timeout=60)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import uuid
+from collections import deque
+from pathlib import Path
+from typing import Any, Callable
+
+from envkit.engine import LABEL, BuildEvent, BuildFailed, Engine, RunResult
+from envkit.engine.dockerd import _RLIMITS, find_dockerd, parse_proc_limits, read_daemon
+from envkit.errors import EngineError
+from envkit.leftovers import owner_labels
+from envkit.runsettings import RunSettings
+
+BASE_IMAGE_HINT = ("build it first with `envkit build`, or for the local base image run "
+                   "`sudo bash docker/base-image.sh` (no registry is needed)")
+START_HINT = ("Start a Docker engine: on Windows/macOS start Docker Desktop (on WSL2 also "
+              "enable Settings > Resources > WSL integration for this distro); on Linux run "
+              "`sudo systemctl start docker` (or `sudo dockerd &`, or `sudo bash "
+              "docker/engine-up.sh`) and make sure your user may use the socket (group "
+              "`docker`). For a remote engine set DOCKER_HOST (e.g. tcp://host:2375).")
+# What decides --gpus (moby daemon/nvidia_linux.go): nvidia-container-runtime-hook on dockerd's
+# PATH, or CDI specs; a registered "nvidia" runtime is neither needed nor enough.
+GPU_HINT = ("dockerd found no nvidia-container-runtime-hook on its PATH and no CDI spec for the request. "
+            "Install the NVIDIA Container Toolkit (nvidia-container-toolkit; it puts the hook in /usr/bin), "
+            "run `sudo nvidia-ctk runtime configure --runtime=docker` and restart Docker (Docker "
+            "Desktop/WSL2: update the Windows NVIDIA driver); `envkit doctor` shows what dockerd sees. "
+            "Or drop the GPU request from the profile to run on CPU.")
+
+_BYTE_LIMITS = {"fsize", "data", "stack", "core", "rss", "memlock", "as", "msgqueue"}
+_STEP_RE = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
+
+
+# ---------------------------------------------------------------- pure helpers
+class BuildStreamParser:
+    """Turns classic-builder JSON chunks into BuildEvents; remembers step, log tail, error, id.
+
+    >>> p = BuildStreamParser(); [e.kind for e in p.feed({"stream": "Step 1/2 : FROM x\\n"})]
+    ['step']
+    """
+    def __init__(self, tail: int = 30) -> None:
+        self.step, self.total = 0, 0
+        self.step_text: str | None = None
+        self.error: str | None = None
+        self.tail: deque[str] = deque(maxlen=tail)
+        self.image_id: str | None = None  # the daemon sends {"aux": {"ID": "sha256:..."}}
+        self._partial = ""  # a stream chunk may end mid-line
+
+    def feed(self, chunk: dict[str, Any]) -> list[BuildEvent]:
+        if isinstance(chunk.get("aux"), dict) and "ID" in chunk["aux"]:
+            self.image_id = chunk["aux"]["ID"]
+        if "error" in chunk or "errorDetail" in chunk:
+            detail = chunk.get("errorDetail") or {}
+            self.error = str(chunk.get("error") or detail.get("message") or "failed").strip()
+            return self._lines(self.error + "\n")
+        text = chunk.get("stream")
+        if text is None and chunk.get("status"):  # pulls report {"status": ..., "id": ...}
+            text = " ".join(str(chunk[k]) for k in ("id", "status") if chunk.get(k)) + "\n"
+        return self._lines(text) if text else []
+
+    def close(self) -> list[BuildEvent]:
+        rest, self._partial = self._partial, ""
+        return self._lines(rest + "\n") if rest else []
+
+    def _lines(self, text: str) -> list[BuildEvent]:
+        *lines, self._partial = (self._partial + text).split("\n")
+        events = []
+        for raw in lines:
+            if not (line := raw.rstrip("\r")).strip():
+                continue
+            m = _STEP_RE.match(line)
+            if m:
+                self.step, self.total, self.step_text = int(m[1]), int(m[2]), line
+                events.append(BuildEvent("step", self.step, self.total, m[3]))
+            else:
+                events.append(BuildEvent("log", self.step, self.total, line))
+            self.tail.append(line)
+        return events
+
+
+def _parse_volume(spec: str) -> tuple[str, dict[str, str]]:
+    """``"src:dst[:mode]"`` -> ``(src, {"bind": dst, "mode": mode})``; tolerates ``C:\\x``."""
+    head, _, mode = spec.rpartition(":")  # a trailing "ro" / "rw" / "ro,Z" has no slash
+    spec, mode = (head, mode) if ":" in head and not re.search(r"[/\\]", mode) else (spec, "rw")
+    src, _, dst = spec.rpartition(":")
+    if not src or not dst.startswith("/"):
+        raise EngineError(f"bad volume {spec!r}: expected 'SRC:/container/path[:ro|rw]'")
+    return src, {"bind": dst, "mode": mode}
+
+
+def to_create_kwargs(settings: dict[str, Any]) -> dict[str, Any]:
+    """Map envkit's plain run settings to docker-py ``containers.create`` kwargs.
+
+    ulimits ``[{"name","soft","hard"}]`` -> ``docker.types.Ulimit`` (``"unlimited"`` -> -1);
+    device_requests ``[{"count","device_ids","capabilities"}]`` -> ``docker.types.DeviceRequest``;
+    volumes ``["src:dst[:mode]"]`` -> binds dict. Everything else passes through unchanged.
+    """
+    from docker.types import DeviceRequest, Ulimit
+    kw = dict(settings)
+    if kw.get("ulimits"):  # hard defaults to soft, as with `docker run --ulimit name=N`
+        kw["ulimits"] = [u if isinstance(u, Ulimit) else Ulimit(
+            name=u["name"], soft=_as_limit(u.get("soft")),
+            hard=_as_limit(u.get("hard", u.get("soft")))) for u in kw["ulimits"]]
+    reqs = []  # device_requests: accept plain dicts or ready DeviceRequest objects
+    for d in kw.get("device_requests") or []:
+        if not isinstance(d, DeviceRequest):
+            caps = d.get("capabilities") or [["gpu"]]
+            if all(isinstance(c, str) for c in caps):
+                caps = [list(caps)]  # ["gpu"] is one AND-set of capabilities: [["gpu"]]
+            # Docker rejects count together with device_ids; no ids and no count = all GPUs.
+            count = _as_limit(d.get("count", 0 if d.get("device_ids") else -1))
+            d = DeviceRequest(driver=d.get("driver", ""), count=count,
+                              device_ids=d.get("device_ids"), capabilities=caps)
+        reqs.append(d)
+    if reqs:
+        kw["device_requests"] = reqs
+    if isinstance(kw.get("volumes"), (list, tuple)):
+        kw["volumes"] = dict(_parse_volume(v) for v in kw["volumes"])
+    return kw
+
+
+def fmt_limit(name: str, value: int) -> str:
+    """Human form of a limit value: bytes for byte limits, ``unlimited`` for -1."""
+    if value < 0 or value >= 2**63 - 1:  # RLIM_INFINITY as read by resource.getrlimit
+        return "unlimited"
+    if name in _BYTE_LIMITS:
+        for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+            if value >= size and value % size == 0:
+                return f"{value // size} {unit} ({value} bytes)"
+        return f"{value} bytes"
+    return str(value)
+
+
+def explain_start_error(message: str, settings: dict[str, Any],
+                        host_limit: Callable[[str], tuple[int, int, str] | None]) -> EngineError:
+    """Turn a daemon create/start error into an EngineError a user can act on.
+
+    ``host_limit(name)`` -> ``(soft, hard, where_read)`` or None. Real memlock text (runc):
+    "... error setting rlimits for ready process: error setting rlimit type 8: operation
+    not permitted: unknown" (8 = RLIMIT_MEMLOCK).
+    """
+    low = message.lower()
+    if "could not select device driver" in low or "nvidia-container-cli" in low:
+        return EngineError(f"GPUs were requested but the engine cannot provide them: {message}",
+                           hint=GPU_HINT)
+    ulimits = [{"name": u.name, "soft": u.soft, "hard": u.hard} if hasattr(u, "name") else u
+               for u in settings.get("ulimits") or []]  # plain dicts or docker.types.Ulimit
+    if ulimits and any(k in low for k in ("rlimit", "ulimit", "operation not permitted")):
+        m = re.search(r"rlimit type (\d+)", low)
+        u = next((u for u in ulimits if m and _RLIMITS.get(u["name"], (-1,))[0] == int(m[1])),
+                 ulimits[0])  # runc names only the first limit it failed on
+        name, soft = u["name"], _as_limit(u.get("soft"))
+        hard = _as_limit(u.get("hard", soft))
+        want = fmt_limit(name, soft) + ("" if hard == soft else f" (hard {fmt_limit(name, hard)})")
+        have = host_limit(name)
+        limit = (f", but the Docker daemon's hard limit for {name} is {fmt_limit(name, have[1])}"
+                 f" (read from {have[2]})") if have else ""
+        return EngineError(
+            f"cannot start the container: ulimit {name}={want} was requested{limit}; a daemon "
+            f"without CAP_SYS_RESOURCE (rootless, or itself in a container) cannot go above its "
+            f"own limit. Daemon said: {message}",
+            hint=(f"Raise dockerd's limit (`sudo systemctl edit docker` -> [Service] "
+                  f"Limit{name.upper()}=infinity, restart docker; without systemd raise `ulimit "
+                  f'-H` in the shell that starts dockerd) and set /etc/docker/daemon.json '
+                  f'"default-ulimits": {{"{name}": {{"Name": "{name}", "Hard": -1, "Soft": -1}}}}'
+                  f"; or lower run.ulimits.{name} in the profile to fit the host limit."))
+    if "no such image" in low or ("image" in low and "not found" in low):
+        return EngineError(f"image not found: {message}", hint=BASE_IMAGE_HINT)
+    return EngineError(f"the engine could not start the container: {message}")
+
+
+def _as_limit(v: Any) -> int:
+    return -1 if v in (None, "unlimited", "infinity") else int(v)
+
+
+def sdk_kwargs(rs: RunSettings, volume_source=lambda v: v.source) -> dict:
+    """docker-py ``containers.create`` keyword arguments (plain data; the engine seam builds SDK types)."""
+    # No start_as_root here: validate runs the harness as the image's user, the user it measures for.
+    kw: dict = {"ipc_mode": rs.ipc}
+    if rs.init:
+        kw["init"] = True
+    if rs.shm_size is not None:
+        kw["shm_size"] = rs.shm_size
+    if rs.cpuset:
+        kw["cpuset_cpus"] = rs.cpuset
+    if rs.cpuset_mems is not None:
+        kw["cpuset_mems"] = rs.cpuset_mems
+    if rs.cpus is not None:
+        kw["nano_cpus"] = int(round(rs.cpus * 1e9))
+    if rs.memory is not None:
+        kw["mem_limit"] = rs.memory
+    if rs.ulimits:
+        kw["ulimits"] = [{"name": u.name, "soft": u.soft, "hard": u.hard} for u in rs.ulimits]
+    if rs.gpus is not None:
+        if rs.gpus == "all":
+            req = {"count": -1, "capabilities": [["gpu"]]}
+        elif isinstance(rs.gpus, int):
+            req = {"count": rs.gpus, "capabilities": [["gpu"]]}
+        else:
+            req = {"device_ids": [str(g) for g in tuple(rs.gpus)], "capabilities": [["gpu"]]}
+        kw["device_requests"] = [req]
+    if rs.volumes:
+        kw["volumes"] = [":".join([volume_source(v), v.target] + ([v.mode] if v.mode else [])) for v in rs.volumes]
+    if rs.env:
+        kw["environment"] = dict(rs.env)
+    return kw
+
+
+class DockerEngine(Engine):
+    """:class:`Engine` over the Docker SDK. ``labels`` go on everything it creates."""
+
+    def __init__(self, client: Any, labels: dict[str, str] | None = None) -> None:
+        import docker.errors
+        import requests.exceptions  # docker-py's own transport; its timeouts surface as these
+        self.client, self._errors, self._requests_exc = client, docker.errors, requests.exceptions
+        self.labels = {**(labels or {}), LABEL: "1"}
+
+    @classmethod
+    def connect(cls, labels: dict[str, str] | None = None) -> "DockerEngine":
+        """Connect via DOCKER_HOST / the default socket; EngineError (with hint) if no engine."""
+        import docker  # here, not at module top: `envkit generate` must never import it
+        client = None
+        try:
+            client = docker.from_env()
+            client.ping()
+        except Exception as exc:  # DockerException, requests errors, FileNotFoundError ...
+            if client is not None:
+                with contextlib.suppress(Exception):  # a half-open connection must not hide the cause
+                    client.close()  # else its socket leaks (a ResourceWarning) on every failed connect
+            where = os.environ.get("DOCKER_HOST") or "the default socket (/var/run/docker.sock)"
+            raise EngineError(f"cannot reach a Docker engine at {where}: {exc}",
+                              hint=START_HINT) from None
+        return cls(client, labels)
+
+    def ping(self) -> dict[str, Any]:
+        try:
+            info, ver = self.client.info(), self.client.version()
+        except self._errors.DockerException as exc:
+            raise EngineError(f"the engine stopped answering: {exc}", hint=START_HINT) from None
+        runtimes, host = sorted(info.get("Runtimes") or {}), {}
+        daemon = read_daemon(Path("/"), dict(os.environ))
+        for n in ("memlock", "nofile", "stack"):
+            if v := self._host_limit(n):
+                host[n] = {"soft": v[0], "hard": v[1], "source": v[2]}
+        return {
+            "server_version": ver.get("Version"), "api_version": ver.get("ApiVersion"),
+            "os": info.get("OperatingSystem"), "os_type": info.get("OSType"),
+            "arch": info.get("Architecture"), "kernel": info.get("KernelVersion"),
+            "cgroup_version": info.get("CgroupVersion"), "cgroup_driver": info.get("CgroupDriver"),
+            "runtimes": runtimes, "nvidia_runtime": "nvidia" in runtimes,
+            "default_runtime": info.get("DefaultRuntime"),
+            "ncpu": info.get("NCPU"), "mem_total": info.get("MemTotal"),
+            # The API does not expose daemon.json default-ulimits; the daemon's own hard
+            # limits are the ceiling containers inherit, so report those where readable.
+            "host_ulimits": host,
+            # Local-daemon facts the API does not give (envkit.engine.dockerd): None when unreadable.
+            "default_shm_size": daemon.default_shm_size, "default_shm_source": daemon.default_shm_source,
+            "cap_sys_resource": daemon.cap_sys_resource, "gpus_possible": daemon.gpus_possible,
+            "nvidia_hook": daemon.nvidia_hook, "cdi_specs": list(daemon.cdi_specs)}
+
+    def _daemon_pid(self) -> int | None:
+        if not os.environ.get("DOCKER_HOST", "unix://").startswith("unix://"):
+            return None  # remote daemon: its /proc is not ours
+        return find_dockerd(Path("/"))
+
+    def _host_limit(self, name: str) -> tuple[int, int, str] | None:
+        """(soft, hard, where): the daemon's limit (the containers' ceiling), else ours."""
+        pid = self._daemon_pid()
+        with contextlib.suppress(OSError):  # not ours to read (other user) or just exited
+            lim = parse_proc_limits(Path(f"/proc/{pid}/limits").read_text()) if pid else {}
+            if name in lim:
+                return (*lim[name], f"/proc/{pid}/limits of dockerd")
+        if name not in _RLIMITS:  # not a Linux rlimit we know
+            return None
+        import resource  # POSIX-only: keep `import envkit.engine` working on Windows
+        soft, hard = resource.getrlimit(_RLIMITS[name][0])
+        return (soft, hard, "this process's limit (`ulimit -H`), as the daemon's was not readable")
+
+    def build(self, context_dir: Path, tag: str, *, labels: dict[str, str] | None = None,
+              nocache: bool = False, buildargs: dict[str, str] | None = None,
+              on_event: Callable[[BuildEvent], None] | None = None) -> str:
+        parser, emit = BuildStreamParser(), on_event or (lambda _e: None)
+        try:
+            # Low-level API: images.build() only reports after the build ends; we stream.
+            # rm/forcerm: intermediate containers must not outlive a failed step.
+            for chunk in self.client.api.build(
+                    path=str(context_dir), tag=tag, labels={**(labels or {}), **self.labels},
+                    nocache=nocache, rm=True, forcerm=True, decode=True, buildargs=dict(buildargs or {})):
+                for ev in parser.feed(chunk):
+                    emit(ev)
+        except (self._errors.DockerException, OSError, TypeError) as exc:
+            why = getattr(exc, "explanation", None) or exc  # APIError: the daemon's own words
+            raise BuildFailed(f"docker build of {tag} failed: {why}", step=parser.step_text,
+                              log=list(parser.tail)) from None
+        for ev in parser.close():
+            emit(ev)
+        if parser.error or not parser.image_id:
+            step, hint = parser.step_text, None
+            if step and re.match(r"Step \d+/\d+ : FROM", step, re.I):
+                hint = f"The base image is not available locally; {BASE_IMAGE_HINT}."
+            raise BuildFailed(f"docker build of {tag} failed at {step or 'start'}: "
+                              f"{parser.error or 'no image id'}", step=step,
+                              log=list(parser.tail), hint=hint)
+        return parser.image_id
+
+    def run(self, image: str, command: list[str], *, settings: dict[str, Any],
+            labels: dict[str, str] | None = None, timeout: float = 600) -> RunResult:
+        errors, rexc, kwargs = self._errors, self._requests_exc, to_create_kwargs(settings)
+        # Our own unique name (a caller's is overridden) lets the finally remove the container
+        # even if interrupted between the daemon creating it and create() returning.
+        name = kwargs["name"] = f"envkit-run-{uuid.uuid4().hex[:12]}"
+        try:
+            try:
+                # create + start, not run(remove=True): that leaves a "Created" container
+                # behind when start fails.
+                # The owner (pid, start time, boot id) lets a later run sweep this container if we are killed.
+                c = self.client.containers.create(
+                    image, command, labels={**(labels or {}), **self.labels, **owner_labels()}, detach=True,
+                    **kwargs)
+                c.start()
+            except errors.ImageNotFound as exc:
+                raise EngineError(f"image {image!r} not found: {exc.explanation}",
+                                  hint=BASE_IMAGE_HINT) from None
+            except TypeError as exc:  # docker-py rejects unknown keyword arguments
+                raise EngineError(f"unsupported container setting: {exc}") from None
+            except errors.APIError as exc:
+                raise explain_start_error(str(exc.explanation or exc), settings,
+                                          self._host_limit) from None
+            timed_out = False
+            try:
+                code = int(c.wait(timeout=timeout).get("StatusCode", -1))
+            except (rexc.ReadTimeout, rexc.ConnectionError):  # docker-py's wait timeout
+                timed_out, code = True, -1
+                with contextlib.suppress(errors.APIError, rexc.RequestException):
+                    c.kill()  # if this fails the finally's forced remove still kills it
+                    code = int(c.wait(timeout=30).get("StatusCode", -1))
+            out = c.logs(stdout=True, stderr=False).decode("utf-8", "replace")
+            err = c.logs(stdout=False, stderr=True).decode("utf-8", "replace")
+            return RunResult(code, out, err, timed_out)
+        except errors.APIError as exc:
+            raise EngineError(f"the engine failed while running {image}: "
+                              f"{exc.explanation or exc}") from None
+        finally:
+            # Always, also after start failures, timeouts and KeyboardInterrupt. APIError:
+            # never created (NotFound) or a removal already in progress.
+            with contextlib.suppress(errors.APIError):
+                self.client.api.remove_container(name, force=True)
+
+    def list_owned(self) -> list[tuple[str, str, dict[str, str]]]:
+        try:
+            found = self.client.containers.list(all=True, filters={"label": LABEL})
+        except self._errors.APIError as exc:
+            raise EngineError(f"the engine failed while listing containers: {exc.explanation or exc}") from None
+        return [(c.id, c.name, dict(c.labels or {})) for c in found]
+
+    def remove_container(self, container_id: str) -> bool:
+        try:
+            self.client.api.remove_container(container_id, force=True)
+            return True
+        except self._errors.NotFound:
+            return False
+        except self._errors.APIError as exc:
+            raise EngineError(
+                f"the engine failed while removing {container_id[:12]}: {exc.explanation or exc}") from None
+
+    def image_labels(self, image: str) -> dict[str, str]:
+        try:
+            return dict(self.client.images.get(image).labels or {})
+        except self._errors.ImageNotFound as exc:
+            raise EngineError(f"image {image!r} not found: {exc.explanation}", hint=BASE_IMAGE_HINT) from None
+        except self._errors.APIError as exc:
+            raise EngineError(f"the engine failed while inspecting {image}: {exc.explanation or exc}") from None
+
+    def remove_labeled(self, label_key: str = LABEL) -> int:
+        n = 0
+        for c in self.client.containers.list(all=True, filters={"label": label_key}):
+            with contextlib.suppress(self._errors.NotFound):  # raced with another remover
+                c.remove(force=True)
+                n += 1
+        return n

@@ -1,0 +1,82 @@
+"""Profile -> rendered files and generate-time warnings, for every command that needs them.
+
+``envkit generate`` writes what :func:`render_all` returns; ``flags``, ``build`` and
+``validate`` borrow the same rendering and warnings from here (commands never import
+each other).
+
+Example:
+    >>> import io
+    >>> from pathlib import Path
+    >>> from envkit.profile import load_profile
+    >>> files = render_all(load_profile(None), Path("out"))
+    >>> "run.sh" in [f.path for f in files]
+    True
+    >>> report_warnings(load_profile(None), False, io.StringIO())
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TextIO
+
+from envkit.advice.profile import file_warnings, profile_warnings
+from envkit.advice.team import team_warnings
+from envkit.errors import ProfileError
+from envkit.profile import LoadedProfile
+from envkit.render import make_env
+from envkit.runsettings import RunSettings
+from envkit.targets import TARGET_NAMES, GenContext, OutputFile, render_targets, target_warnings
+from envkit.targets import dockerfile
+
+
+def context(loaded: LoadedProfile, out_dir: Path) -> GenContext:
+    """The frozen context every target renders from."""
+    return GenContext(loaded=loaded, settings=RunSettings.from_profile(loaded.profile), out_dir=out_dir,
+                      env=make_env())
+
+
+def render_all(loaded: LoadedProfile, out_dir: Path, targets: tuple[str, ...] = TARGET_NAMES) -> list[OutputFile]:
+    """Render ``targets`` in memory (nothing is written)."""
+    return render_targets(context(loaded, out_dir), targets)
+
+
+def render_owned(loaded: LoadedProfile, out_dir: Path,
+                 targets: tuple[str, ...] = TARGET_NAMES) -> tuple[list[OutputFile], dict[str, str]]:
+    """Render ``targets`` one at a time: the files (sorted by path) and which target owns each path.
+
+    The owners go into the manifest, so a later run can remove the files of a target the
+    profile no longer has (and only those). A path two targets render belongs to the first.
+
+    >>> from envkit.profile import load_profile
+    >>> files, owners = render_owned(load_profile(None), Path("out"), ("run", "compose"))
+    >>> sorted(set(owners.values()))
+    ['compose', 'run']
+    """
+    owners: dict[str, str] = {}
+    files: dict[str, OutputFile] = {}
+    for name in targets:
+        for f in render_all(loaded, out_dir, (name,)):
+            owners.setdefault(f.path, name)
+            files.setdefault(f.path, f)
+    return sorted(files.values(), key=lambda f: f.path), owners
+
+
+def render_build_context(loaded: LoadedProfile, out_dir: Path) -> list[OutputFile]:
+    """What ``docker build`` needs: the Dockerfile target's files only."""
+    return sorted(dockerfile.render(context(loaded, out_dir)), key=lambda f: f.path)
+
+
+def report_warnings(loaded: LoadedProfile, strict: bool, err: TextIO, targets: tuple[str, ...] = ()) -> None:
+    """Print warnings to ``err``; under ``strict`` they are errors (exit 2, nothing written).
+
+    ``targets``: the targets being rendered; each adds what it cannot express (targets sharing
+    a translation, such as the two Kubernetes ones, share their warnings: each is said once).
+    """
+    warnings = profile_warnings(loaded.profile) + file_warnings(loaded.profile, loaded.base_dir) + team_warnings(loaded)
+    warnings += [w for w in dict.fromkeys(w for t in targets for w in target_warnings(t, loaded.profile))
+                 if w not in warnings]
+    if strict and warnings:
+        raise ProfileError("\n".join(f"{loaded.source}: {w}" for w in warnings),
+                           hint="fix the profile, or drop --strict to treat these as warnings")
+    for w in warnings:
+        print(f"envkit: warning: {loaded.source}: {w}", file=err)

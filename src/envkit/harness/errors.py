@@ -1,0 +1,23 @@
+"""The one usage error, shared by the harness and the envkit CLI (standard library only).
+
+Invalid input (an expectation, an override, ``--dataset``, a command-line argument)
+raises :class:`UsageError`; both CLIs print its message (and ``hint``) on one line
+and exit with code 2. ``envkit.errors`` re-exports it, so there is one class.
+
+Example:
+    >>> e = UsageError("--timeout must be > 0", hint="use --timeout 60")
+    >>> str(e), e.hint, e.exit_code
+    ('--timeout must be > 0', 'use --timeout 60', 2)
+"""
+
+from __future__ import annotations
+
+
+class UsageError(ValueError):
+    """Bad input or command-line usage. Exit code 2."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint

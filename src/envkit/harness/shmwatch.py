@@ -1,0 +1,231 @@
+"""Watch /dev/shm and a DataLoader's worker processes; warn before shared memory runs out.
+
+``sample(pid)`` reads /dev/shm (statvfs) and the process tree under ``pid``
+(/proc/<pid>/task/*/children, RSS from /proc/<pid>/status). :class:`ShmWatch`
+keeps samples, draws one compact line per sample (carriage-return style on a
+terminal, JSON lines otherwise) and warns once when use crosses the threshold
+(80 %) or, at the recent growth rate, /dev/shm would be full within
+``horizon_s`` seconds. The warning names the setting to raise. ``envkit watch``
+and the companion's background thread (``ShmWatch(...).start()``) are this code.
+
+Example:
+    >>> bar(0.5, 10)
+    '[#####.....]'
+    >>> s = {"t": 0, "shm_size": 100, "shm_used": 85, "workers": 2, "workers_rss": 2048}
+    >>> warning_for([s], threshold=0.8, horizon_s=10)[:26]
+    '/dev/shm is 85% full (85 B'
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+from .report import human_bytes
+
+REMEDY = ("raise the shm size: docker run --shm-size (compose: shm_size, Kubernetes: an emptyDir with "
+          "medium: Memory and a larger sizeLimit), or lower num_workers/prefetch_factor/batch_size")
+
+
+def _children(pid: int, proc: Path) -> list[int]:
+    out = []
+    for task in (proc / str(pid) / "task").glob("*/children"):
+        try:
+            out += [int(p) for p in task.read_text().split()]
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def descendants(pid: int, proc: str | os.PathLike = "/proc") -> list[int]:
+    """Every process below ``pid`` (DataLoader workers are children of the training process)."""
+    proc, seen, todo = Path(proc), [], [pid]
+    while todo:
+        for child in _children(todo.pop(), proc):
+            if child not in seen:
+                seen.append(child)
+                todo.append(child)
+    return seen
+
+
+def rss_bytes(pid: int, proc: str | os.PathLike = "/proc") -> int:
+    """Resident memory of ``pid`` (VmRSS; 0 once it has gone)."""
+    try:
+        for line in (Path(proc) / str(pid) / "status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def sample(pid: int | None, shm_path: str = "/dev/shm", proc: str = "/proc") -> dict:
+    """One measurement: shm size/used, and the workers under ``pid`` with their summed RSS."""
+    try:
+        st = os.statvfs(shm_path)
+        size, free = st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
+    except OSError:
+        size, free = 0, 0
+    kids = descendants(pid, proc) if pid else []
+    return {"t": time.time(), "shm_size": size, "shm_used": size - free, "workers": len(kids),
+            "workers_rss": sum(rss_bytes(k, proc) for k in kids), "pid": pid,
+            "pid_rss": rss_bytes(pid, proc) if pid else 0}
+
+
+def alive(pid: int, proc: str = "/proc") -> bool:
+    """True while ``pid`` runs: an exited process its parent has not reaped yet (state Z) counts as gone."""
+    try:
+        stat = (Path(proc) / str(pid) / "stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
+
+
+def bar(fraction: float, width: int = 20) -> str:
+    filled = max(0, min(width, int(round(fraction * width))))
+    return "[" + "#" * filled + "." * (width - filled) + "]"
+
+
+def line(s: dict) -> str:
+    """The compact live line: ``shm [####....] 41.0/64.0 MiB 64% | 2 workers, RSS 812.0 MiB``."""
+    frac = s["shm_used"] / s["shm_size"] if s["shm_size"] else 0.0
+    return (f"shm {bar(frac)} {human_bytes(s['shm_used'])}/{human_bytes(s['shm_size'])} {frac:4.0%} | "
+            f"{s['workers']} workers, RSS {human_bytes(s['workers_rss'])}")
+
+
+def seconds_to_full(samples: list[dict]) -> float | None:
+    """At the growth rate over the recent samples, seconds until /dev/shm is full (None: not growing)."""
+    if len(samples) < 2:
+        return None
+    a, b = samples[max(0, len(samples) - 5)], samples[-1]
+    dt, grow = b["t"] - a["t"], b["shm_used"] - a["shm_used"]
+    if dt <= 0 or grow <= 0:
+        return None
+    return (b["shm_size"] - b["shm_used"]) / (grow / dt)
+
+
+def warning_for(samples: list[dict], threshold: float = 0.8, horizon_s: float = 10.0) -> str | None:
+    """The warning text when the latest sample is over ``threshold`` or full within ``horizon_s``, else None."""
+    s = samples[-1]
+    if not s["shm_size"]:
+        return None
+    frac = s["shm_used"] / s["shm_size"]
+    eta = seconds_to_full(samples)
+    if frac >= threshold:
+        why = f"/dev/shm is {frac:.0%} full ({human_bytes(s['shm_used'])} of {human_bytes(s['shm_size'])})"
+    elif eta is not None and eta <= horizon_s:
+        why = (f"/dev/shm will be full in about {eta:.0f} s at the current rate "
+               f"({human_bytes(s['shm_used'])} of {human_bytes(s['shm_size'])} used)")
+    else:
+        return None
+    return f"{why}; DataLoader workers will die with 'Bus error' when it is; {REMEDY}"
+
+
+class ShmWatch:
+    """Sample every ``interval`` seconds until stopped (or ``pid`` exits); warn once, before shm runs out.
+
+    ``with ShmWatch(stream=sys.stderr): train()`` runs it as a daemon thread in the training process
+    (``pid`` defaults to this process, so its workers are counted).
+    """
+
+    def __init__(self, pid: int | None = None, interval: float = 1.0, stream=None, json_lines: bool = False,
+                 threshold: float = 0.8, horizon_s: float = 10.0, shm_path: str = "/dev/shm"):
+        self.pid = os.getpid() if pid is None else pid
+        self.interval, self.threshold, self.horizon_s, self.shm_path = interval, threshold, horizon_s, shm_path
+        self.stream = sys.stderr if stream is None else stream
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.json_lines = bool(json_lines)
+        self.samples: list[dict] = []
+        self.warnings: list[str] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def alive(self) -> bool:
+        return alive(self.pid)
+
+    def step(self) -> dict:
+        """Take one sample, print it, and print the warning the first time it applies."""
+        s = sample(self.pid, self.shm_path)
+        self.samples = (self.samples + [s])[-50:]
+        warn = None if self.warnings else warning_for(self.samples, self.threshold, self.horizon_s)
+        if warn:
+            self.warnings.append(warn)
+        if self.json_lines:
+            rec = dict(s)
+            if warn:
+                rec["warning"] = warn
+            self.stream.write(json.dumps(rec) + "\n")
+        else:
+            # A terminal gets one line redrawn in place; a pipe or file gets one line per sample.
+            self.stream.write("\r" + line(s) + ("\n" if warn else "") if self.tty else line(s) + "\n")
+            if warn:
+                self.stream.write(f"envkit: warning: {warn}\n")
+        self.stream.flush()
+        return s
+
+    def run(self) -> None:
+        while not self._stop.is_set() and self.alive():
+            self.step()
+            self._stop.wait(self.interval)
+        if self.tty and not self.json_lines:
+            self.stream.write("\n")
+            self.stream.flush()
+
+    def start(self) -> "ShmWatch":
+        self._thread = threading.Thread(target=self.run, name="envkit-shm-watch", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> "ShmWatch":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def build_parser(prog: str = "envkit watch") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description="Watch /dev/shm and a DataLoader's workers; warn before "
+                                                        "shared memory runs out.")
+    p.add_argument("--pid", type=int, default=None, help="the training process (default: none, shm only)")
+    p.add_argument("--interval", type=float, default=1.0, help="seconds between samples (default 1)")
+    p.add_argument("--json", action="store_true", help="JSON lines instead of the live line")
+    p.add_argument("--threshold", type=float, default=0.8, help="warn at this fraction used (default 0.8)")
+    p.add_argument("--count", type=int, default=None, help="stop after this many samples")
+    return p
+
+
+def main(argv=None, stream=None) -> int:
+    """``envkit watch``: runs until ``--pid`` exits, ``--count`` samples, or Ctrl-C. Exit 0; 2 on bad input."""
+    args = build_parser().parse_args(argv)
+    if args.interval <= 0 or not 0 < args.threshold <= 1:
+        print("envkit watch: --interval must be > 0 and --threshold in (0, 1]", file=sys.stderr)
+        return 2
+    if args.pid is not None and not alive(args.pid):
+        print(f"envkit watch: no process {args.pid}", file=sys.stderr)
+        return 2
+    out = sys.stdout if stream is None else stream
+    w = ShmWatch(pid=0 if args.pid is None else args.pid, interval=args.interval, stream=out,
+                 json_lines=args.json, threshold=args.threshold)
+    if args.pid is None:
+        w.alive = lambda: True  # type: ignore[method-assign]  # shm only: run until --count or Ctrl-C
+    n = 0
+    try:
+        while w.alive() and (args.count is None or n < args.count):
+            w.step()
+            n += 1
+            time.sleep(args.interval)
+    except KeyboardInterrupt:
+        pass
+    if w.tty and not w.json_lines:
+        out.write("\n")
+    return 0

@@ -1,0 +1,210 @@
+"""Bounded reads and safe replacement of files that belong to the user.
+
+Two promises live here, used by every command that reads an input or writes a
+user's file (profile, ``--expect``, ``.wslconfig``, certificates, generate's
+outputs, ``init``, ``wsl apply``):
+
+- **Reads are bounded before they start.** :func:`read_bounded` checks with
+  ``stat`` that the path is a regular file, opens it with ``O_NONBLOCK`` (a FIFO
+  can never hang the read), checks the size against a cap and never reads more
+  than the cap plus one byte (``/dev/zero`` cannot grow memory).
+- **A file that is not ours to replace is never replaced.** :func:`write_target`
+  follows a symlink to the file it names (the dotfiles-repo ``.wslconfig``
+  stays a symlink, its target is edited); a device, FIFO, socket or folder is
+  refused with :class:`FileRefused` (exit 1) naming what it is. A link into
+  ``/dev``, ``/proc`` or ``/sys`` is refused too: nobody means to write there.
+  :func:`replace_file` then writes a uniquely named temporary file in the
+  target's own folder and ``os.replace``-s it, so readers never see half a file
+  and a full disk or read-only folder leaves the old file as it was (exit 1).
+
+Caps (also stated in the README, "Limits"): profile and expectation 1 MiB,
+``.wslconfig`` 1 MiB, a certificate 1 MiB, a training script checked by
+``doctor`` 8 MiB.
+
+Example:
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()); p = d / "a.txt"
+    >>> replace_file(p, b"hello\\n") == p
+    True
+    >>> read_bounded(p, 1024, "a note")
+    b'hello\\n'
+    >>> read_bounded(pathlib.Path("/dev/null"), 1024, "a note")
+    Traceback (most recent call last):
+    ...
+    envkit.errors.ProfileError: /dev/null: is a character device, not a regular file; expected a note
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from envkit.errors import EnvkitError, ProfileError
+
+MIB = 1024 * 1024
+PROFILE_MAX = 1 * MIB
+EXPECT_MAX = 1 * MIB
+WSLCONFIG_MAX = 1 * MIB
+CERT_MAX = 1 * MIB
+SCRIPT_MAX = 8 * MIB
+
+# Symlink targets nobody means when they name a config file.
+_SYSTEM_TREES = ("/dev", "/proc", "/sys")
+
+
+class FileRefused(EnvkitError):
+    """The file system refused, or a path is not a file envkit may replace. Exit code 1 (not bad input)."""
+
+    exit_code = 1
+
+
+def kind_of(mode: int) -> str:
+    """What a ``st_mode`` is, in words.
+
+    >>> import stat
+    >>> kind_of(stat.S_IFIFO | 0o644)
+    'a FIFO (named pipe)'
+    """
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    return "not a regular file"
+
+
+def human(n: int) -> str:
+    """A byte count in words.
+
+    >>> human(1048576)
+    '1 MiB'
+    """
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size and n % size == 0:
+            return f"{n // size} {unit}"
+    return f"{n} bytes"
+
+
+def read_bounded(path: Path, limit: int, what: str, error: type[EnvkitError] = ProfileError) -> bytes:
+    """The bytes of regular file ``path``, at most ``limit`` of them; anything else raises ``error``.
+
+    ``error`` is the caller's bad-input class (exit 2). The file is opened with
+    ``O_NONBLOCK`` and checked again with ``fstat`` on the open descriptor, so a
+    path swapped for a FIFO between the checks still cannot block.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise error(f"{path}: no such file; expected {what}") from None
+    except OSError as e:
+        raise error(f"{path}: cannot read: {e.strerror or e}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise error(f"{path}: is {kind_of(st.st_mode)}, not a regular file; expected {what}")
+    if st.st_size > limit:
+        raise error(f"{path}: is {st.st_size} bytes; {what} is at most {human(limit)} ({limit} bytes)")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise error(f"{path}: cannot read: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise error(f"{path}: is {kind_of(st.st_mode)}, not a regular file; expected {what}")
+        chunks, total = [], 0
+        while total <= limit:
+            chunk = os.read(fd, min(limit + 1 - total, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    except OSError as e:
+        raise error(f"{path}: cannot read: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+    if total > limit:  # the file grew after the stat
+        raise error(f"{path}: is more than {limit} bytes; {what} is at most {human(limit)} ({limit} bytes)")
+    return b"".join(chunks)
+
+
+def write_target(path: Path) -> Path:
+    """The file to replace when asked to write ``path``: ``path`` itself, or the file its symlink names.
+
+    Raises :class:`FileRefused` (exit 1) for a device, FIFO, socket or folder
+    (at ``path`` or at the end of its links), for a link into ``/dev``, ``/proc``
+    or ``/sys``, and for a link whose target's folder does not exist.
+    """
+    path = Path(path)
+    target = path
+    if path.is_symlink():
+        target = Path(os.path.realpath(path))
+        if any(str(target) == t or str(target).startswith(t + "/") for t in _SYSTEM_TREES):
+            raise FileRefused(f"{path}: is a symbolic link to {target}, a system path; not writing there",
+                              hint="point the link at a regular file, or give the file's own path")
+        if not target.parent.is_dir():
+            raise FileRefused(f"{path}: is a symbolic link to {target}, whose folder does not exist; not writing")
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        return target
+    except OSError as e:
+        raise FileRefused(f"{path}: cannot inspect: {e.strerror or e}") from None
+    if not stat.S_ISREG(st.st_mode):
+        via = f" (through the link to {target})" if target != path else ""
+        raise FileRefused(f"{path}{via}: is {kind_of(st.st_mode)}, not a regular file; refusing to replace it",
+                          hint="envkit writes only regular files; give another path")
+    return target
+
+
+def stage_file(target: Path, data: bytes, mode: int) -> Path:
+    """Write ``data`` to a new, uniquely named temporary file beside ``target``; return its path.
+
+    The caller renames it over ``target`` (``os.replace``) or unlinks it. An
+    ``OSError`` (full disk, read-only folder) removes the partial file and is
+    raised as :class:`FileRefused`.
+    """
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.envkit-tmp-", dir=target.parent)
+    except OSError as e:
+        raise FileRefused(f"{target}: cannot write in {target.parent}: {e.strerror or e}; nothing was changed") from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+    except BaseException as e:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError):
+            raise FileRefused(f"{target}: cannot write: {e.strerror or e}; nothing was changed") from None
+        raise
+    return Path(tmp)
+
+
+def replace_file(path: Path, data: bytes, mode: int | None = 0o644) -> Path:
+    """Atomically replace the file ``path`` names (following a symlink) with ``data``; return that file.
+
+    ``mode=None`` keeps the permissions of the file being replaced (0644 for a new one).
+    """
+    target = write_target(path)
+    if mode is None:
+        mode = (target.stat().st_mode & 0o777) if target.exists() else 0o644
+    tmp = stage_file(target, data, mode)
+    try:
+        os.replace(tmp, target)
+    except BaseException as e:
+        tmp.unlink(missing_ok=True)
+        if isinstance(e, OSError):
+            raise FileRefused(f"{target}: cannot replace: {e.strerror or e}; nothing was changed") from None
+        raise
+    return target

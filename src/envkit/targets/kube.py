@@ -1,0 +1,165 @@
+"""The pod both Kubernetes targets run, decided once from ``RunSettings`` and the ``ClusterPlan``.
+
+``pod(ctx)`` returns a frozen ``Pod``: every value already decided and already
+escaped for Kubernetes, so the templates (k8s.yaml.j2, trainjob.yaml.j2) only
+lay it out. The translation, against run.sh's ``docker run`` flags:
+
+- ``--shm-size`` -> an ``emptyDir {medium: Memory, sizeLimit}`` at /dev/shm (the
+  size the container would see; unsized under ``ipc: host``);
+- ``--cpus``/``--cpuset-cpus`` -> whole CPUs, ``--memory`` -> memory, ``--gpus`` ->
+  ``nvidia.com/gpu``, with requests == limits (Guaranteed QoS);
+- the image user -> ``securityContext`` runAsUser/runAsGroup/fsGroup;
+- ``--ulimit memlock`` -> the ``IPC_LOCK`` capability (Kubernetes has no ulimits);
+- ``--env`` -> ``env``; volumes -> PVCs from ``cluster.kubernetes.volumes``, and
+  absolute ``run.volumes`` as hostPath when ``host_path_volumes`` is set.
+
+Kubernetes expands ``$(VAR)`` in ``command``, ``args`` and env ``value``; ``$$``
+is a literal ``$``, so every ``$`` from the profile is doubled (``kube_escape``).
+
+Why templates that lay the manifests out (templates/_kube.j2, k8s.yaml.j2,
+trainjob.yaml.j2) rather than a dict dumped by a YAML emitter: the Kubernetes
+shape is syntax, and a reader (or reviewer) sees the whole manifest, comments
+included, in one file, as with every other target; the decisions stay here.
+Every scalar goes through ``|yamlstr`` (JSON spelling, which YAML reads back
+exactly, with what YAML refuses raw escaped), so no profile value -- quotes,
+``$``, ``: ``, ``#``, a leading ``-``, ``yes`` -- can change the structure; a
+property test and the parse-back agreement test hold that.
+
+Example:
+    >>> kube_escape("p$w $(HOME)"), quantity(16 * 2**30), quantity(1500)
+    ('p$$w $$(HOME)', '16Gi', '1500')
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from envkit.advice.clusterplan import ClusterPlan
+from envkit.targets import GenContext
+from envkit.targets.dockerfile import CHECK_FILE
+
+MASTER_PORT = 29500
+SHM_VOLUME = "dshm"
+# Pod hostnames are "<job>-<index>" and TrainJob pods "<name>-node-0-<index>-<hash>": keep room under 63.
+NAME_MAX = 40
+
+
+def kube_escape(text: str) -> str:
+    """A literal for a field where Kubernetes expands ``$(VAR)``: ``$$`` reads back as ``$``."""
+    return text.replace("$", "$$")
+
+
+def quantity(n: int) -> str:
+    """Bytes as a Kubernetes quantity: the largest binary suffix that divides exactly, else plain bytes."""
+    for suffix, power in (("Ei", 60), ("Pi", 50), ("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10)):
+        if n and n % (1 << power) == 0:
+            return f"{n >> power}{suffix}"
+    return str(n)
+
+
+def object_name(profile_name: str) -> str:
+    """A DNS-1035 label (a Service name: starts with a letter) from the profile's name.
+
+    >>> object_name("3d.vision_train")
+    'envkit-3d-vision-train'
+    """
+    name = re.sub(r"[^a-z0-9-]+", "-", profile_name.lower()).strip("-")
+    if not name[:1].isalpha():
+        name = "envkit-" + name
+    return name[:NAME_MAX].rstrip("-")
+
+
+@dataclass(frozen=True)
+class Volume:
+    """A pod volume and its one mount. ``kind``: emptyDir | persistentVolumeClaim | hostPath."""
+
+    name: str
+    kind: str
+    mount: str
+    read_only: bool = False
+    size_limit: str | None = None  # emptyDir
+    claim: str | None = None  # persistentVolumeClaim
+    path: str | None = None  # hostPath
+
+
+@dataclass(frozen=True)
+class Pod:
+    name: str
+    namespace: str
+    labels: tuple[tuple[str, str], ...]
+    image: str
+    workdir: str
+    env: tuple[tuple[str, str], ...]
+    resources: tuple[tuple[str, str], ...]  # requests == limits
+    run_as_user: int
+    run_as_group: int
+    capabilities: tuple[str, ...]
+    volumes: tuple[Volume, ...]
+    node_selector: tuple[tuple[str, str], ...]
+    tolerations: tuple[tuple[tuple[str, object], ...], ...]
+    service_account: str | None
+    plan: ClusterPlan
+    # The preflight: the harness with the profile's baked expectation (on the image's PATH).
+    check_command: tuple[str, ...] = (CHECK_FILE,)
+
+    @property
+    def master_addr(self) -> str:
+        """Pod index 0 through the headless Service: ``<job>-0.<service>``."""
+        return f"{self.name}-0.{self.name}"
+
+
+def resources(ctx: GenContext, plan: ClusterPlan) -> tuple[tuple[str, str], ...]:
+    """requests == limits for every resource asked (Guaranteed QoS when CPU and memory are both set)."""
+    out: list[tuple[str, str]] = []
+    if plan.cpus is not None:
+        out.append(("cpu", str(plan.cpus)))
+    if ctx.settings.memory is not None:
+        out.append(("memory", quantity(ctx.settings.memory)))
+    if plan.gpus_per_node:
+        out.append(("nvidia.com/gpu", str(plan.gpus_per_node)))
+    return tuple(out)
+
+
+def volumes(ctx: GenContext) -> tuple[Volume, ...]:
+    rs, k = ctx.settings, ctx.profile.cluster.kubernetes
+    shm = rs.effective_shm
+    out = [Volume(SHM_VOLUME, "emptyDir", "/dev/shm", size_limit=quantity(shm) if shm is not None else None)]
+    out += [Volume(f"claim-{i}", "persistentVolumeClaim", v.mount, v.read_only, claim=v.claim)
+            for i, v in enumerate(k.volumes)]
+    if k.host_path_volumes:
+        # The project folder and relative paths live on the workstation only; advice says so.
+        host = [v for v in rs.volumes if not v.project and not v.is_relative]
+        out += [Volume(f"host-{i}", "hostPath", v.target, v.mode is not None and "ro" in v.mode.split(","),
+                       path=v.source) for i, v in enumerate(host)]
+    return tuple(out)
+
+
+def pod(ctx: GenContext) -> Pod:
+    p = ctx.profile
+    plan = ClusterPlan.from_profile(p, ctx.loaded.source)
+    k = p.cluster.kubernetes
+    name = object_name(p.name)
+    return Pod(
+        name=name,
+        namespace=k.namespace,
+        labels=(("app.kubernetes.io/name", name), ("app.kubernetes.io/managed-by", "envkit")),
+        image=plan.image,
+        workdir=p.image.workdir,
+        env=tuple((key, kube_escape(value)) for key, value in ctx.settings.env),
+        resources=resources(ctx, plan),
+        run_as_user=p.image.user.uid,
+        run_as_group=p.image.user.gid,
+        capabilities=("IPC_LOCK",) if any(u.name == "memlock" for u in ctx.settings.ulimits) else (),
+        volumes=volumes(ctx),
+        node_selector=tuple(sorted(k.node_selector.items())),
+        tolerations=tuple(tuple((key, val) for key, val in t.model_dump(exclude_none=True).items())
+                          for t in k.tolerations),
+        service_account=k.service_account,
+        plan=plan,
+    )
+
+
+def tidy(text: bytes) -> bytes:
+    """Drop the blank lines that empty template blocks leave (every scalar is one quoted line, never blank)."""
+    return b"".join(line for line in text.splitlines(keepends=True) if line.strip())

@@ -1,0 +1,145 @@
+"""slurm.sbatch: the profile's environment on ``cluster.nodes`` Slurm nodes, with a preflight on each.
+
+The per-node counts (nodes, GPUs, processes, whole CPUs) and the image come from
+``envkit.advice.clusterplan.ClusterPlan``, as for the Kubernetes targets; memory, ulimits,
+volumes and env from the same ``RunSettings`` as run.sh. This module only decides how Slurm
+spells them. The script:
+
+1. asks Slurm for the resources (``#SBATCH`` lines: nodes, one task per node, GPUs per node,
+   CPUs per task, memory per node in MiB, partition/account/time);
+2. raises the profile's ulimits with ``ulimit -S`` (srun propagates soft limits to every task),
+   naming the node's hard limit when a value is above it;
+3. runs one step per node with the harness (``preflight_command``) inside the image and stops
+   with the failing node's diagnosis if any node fails;
+4. runs ``torchrun`` once per node, rendezvousing through c10d at the first node.
+
+The container runtime (``cluster.slurm.runtime``) changes only how a step enters the image:
+pyxis ``--container-image``, Slurm's own OCI ``--container=BUNDLE`` (a bundle from
+``envkit bundle``), or ``apptainer exec``. A profile without ``cluster`` renders nothing.
+
+Example:
+    >>> ulimit_args("memlock", 64 * 1024 * 1024)
+    ('l', '65536', ' KiB')
+    >>> ulimit_args("nofile", -1)
+    ('n', 'unlimited', '')
+"""
+
+from __future__ import annotations
+
+import math
+
+from envkit.advice.clusterplan import ClusterPlan
+from envkit.advice.slurm import slurm_warnings
+from envkit.profile.model import Profile
+from envkit.targets import GenContext, OutputFile
+from envkit.targets.dockerfile import CHECK_FILE as CHECK_COMMAND
+
+FILE = "slurm.sbatch"
+# Rendered only for a profile with a cluster: section; asked for by name without one, generate exits 2.
+REQUIRES_SECTION = "cluster"
+# The batch script runs outside the container; relative volume sources are anchored at the
+# folder sbatch was called from (sbatch copies the script to its spool, so its own path is useless).
+_HERE = "\0here\0"
+
+# bash's ulimit option letter and the unit it counts in (Docker's values are bytes for sizes).
+_ULIMIT_FLAGS = {
+    "core": ("c", 1024), "cpu": ("t", 1), "data": ("d", 1024), "fsize": ("f", 1024), "locks": ("x", 1),
+    "memlock": ("l", 1024), "msgqueue": ("q", 1), "nice": ("e", 1), "nofile": ("n", 1), "nproc": ("u", 1),
+    "rss": ("m", 1024), "rtprio": ("r", 1), "rttime": ("R", 1), "sigpending": ("i", 1), "stack": ("s", 1024),
+}
+
+
+def preflight_command() -> list[str]:
+    """The one place naming the in-image preflight: ``envkit-check``, the harness with the image's baked
+    expectation (the profile's workload and run settings), quick mode so every node answers in seconds.
+
+    >>> preflight_command()
+    ['envkit-check', '--quick']
+    """
+    return [CHECK_COMMAND, "--quick"]
+
+
+def ulimit_args(name: str, value: int) -> tuple[str, str, str]:
+    """(bash ulimit letter, value in bash's unit, unit text) for a Docker-style ulimit value."""
+    letter, unit = _ULIMIT_FLAGS[name]
+    if value < 0:
+        return letter, "unlimited", ""
+    # Round up: the soft limit must be at least what the profile asks for.
+    return letter, str(math.ceil(value / unit)), " KiB" if unit == 1024 else ""
+
+
+def warnings(profile: Profile) -> list[str]:
+    """What the slurm target cannot express (one line each, naming the profile key)."""
+    return slurm_warnings(profile)
+
+
+def memory_mib(memory: int | None) -> int | None:
+    """``--mem`` is MiB per node; round up so the job gets at least the profile's limit.
+
+    >>> memory_mib(4 * 1024**3), memory_mib(1)
+    (4096, 1)
+    """
+    return None if memory is None else math.ceil(memory / 2**20)
+
+
+def sbatch_options(ctx: GenContext, plan: ClusterPlan) -> list[str]:
+    p, c = ctx.profile, ctx.profile.cluster
+    # One task per node: torchrun in it starts plan.nproc_per_node workers, so the task gets all CPUs.
+    opts = [f"--job-name={p.name}", f"--nodes={plan.nodes}", "--ntasks-per-node=1"]
+    if plan.gpus_per_node:
+        opts.append(f"--gpus-per-node={plan.gpus_per_node}")
+    if plan.cpus:
+        opts.append(f"--cpus-per-task={plan.cpus}")
+    mem = memory_mib(ctx.settings.memory)
+    if mem:
+        opts.append(f"--mem={mem}")
+    for key in ("partition", "account", "time"):
+        value = getattr(c.slurm, key)
+        if value is not None:
+            opts.append(f"--{key}={value}")
+    return opts
+
+
+def mounts(ctx: GenContext) -> list[dict]:
+    """Bind mounts as ``SRC:DST[:ro]`` pieces (pyxis and apptainer share the syntax); OCI's are in the bundle."""
+    items = []
+    for v in ctx.settings.volumes:
+        src = ctx.anchored_source(v, _HERE)
+        # Only read-only carries over: rw is the default, z/Z are Docker's SELinux relabelling.
+        rest = ":" + v.target + (":ro" if v.mode and v.mode.startswith("ro") else "")
+        if src.startswith(_HERE):
+            items.append({"here": True, "rest": src[len(_HERE):] + rest})
+        else:
+            items.append({"here": False, "text": src + rest})
+    return items
+
+
+def context(ctx: GenContext) -> dict:
+    p, c = ctx.profile, ctx.profile.cluster
+    plan = ClusterPlan.from_profile(p, ctx.loaded.source)
+    items = mounts(ctx) if c.slurm.runtime != "oci" else []
+    return {
+        "header": ctx.header("#"),
+        # $here (the submit folder) is only defined when something refers to it: shellcheck flags unused names.
+        "needs_here": any(m["here"] for m in items) or (c.slurm.runtime == "oci" and c.slurm.bundle is None),
+        "sbatch": sbatch_options(ctx, plan),
+        "runtime": c.slurm.runtime,
+        "image": plan.image,
+        # A bundle path left unset means "beside the submit directory" (a run-time value).
+        "bundle": c.slurm.bundle,
+        "workdir": p.image.workdir,
+        "env": list(ctx.settings.env),
+        "ulimits": [{"name": u.name, **dict(zip(("letter", "value", "unit"), ulimit_args(u.name, u.soft), strict=True))}
+                    for u in ctx.settings.ulimits],
+        "mounts": items,
+        "gpus": plan.gpus_per_node,
+        "nproc": plan.nproc_per_node,
+        "preflight": preflight_command(),
+        "entrypoint": list(plan.entrypoint),
+    }
+
+
+def render(ctx: GenContext) -> list[OutputFile]:
+    if ctx.profile.cluster is None:
+        return []
+    return [OutputFile(FILE, ctx.render("slurm.sbatch.j2", **context(ctx)), mode=0o755)]

@@ -1,0 +1,146 @@
+"""build/validate command logic against a fake engine (the real engine is the e2e tier)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from envkit.commands import build, validate
+from envkit.engine import BuildEvent, BuildFailed, RunResult
+from envkit.errors import EngineError
+from envkit.profile import load_profile
+from envkit.engine.docker import sdk_kwargs
+from envkit.runsettings import RunSettings
+from tests.fakes import FakeEngine
+
+PROFILE = """envkit: 1
+name: unit
+image: {base: debian:bookworm, tag: "unit/img:1"}
+run:
+  shm_size: 1g
+  cpuset: "0-1"
+  memory: 4g
+  ulimits: {nofile: 4096}
+  volumes: ["./data:/data:ro", "./missing:/m"]
+loader: {num_workers: 1, batch_size: 4, sample_shape: [3, 8, 8]}
+"""
+
+
+def _report(verdict: str, shm_status: str = "pass") -> str:
+    return json.dumps({"envkit_harness": 1, "verdict": verdict,
+                       "environment": {"user": "dev", "uid": 1000, "shm": {"size_bytes": 1 << 30, "free_bytes": 1 << 30},
+                                       "usable_cpus": 2, "cgroup": {"quota_cpus": None}},
+                       "checks": [{"name": "shm", "status": shm_status, "measured": {}, "expected": {},
+                                   "message": "m", "remedy": "--shm-size=1g" if shm_status == "fail" else None}]})
+
+
+@pytest.fixture
+def profile(tmp_path):
+    (tmp_path / "data").mkdir()
+    p = tmp_path / "envkit.yaml"
+    p.write_text(PROFILE)
+    return p
+
+
+def test_validate_runs_the_harness_with_the_profiles_settings(profile):
+    eng = FakeEngine(run_results=[RunResult(0, _report("pass"), ""), RunResult(1, _report("fail", "fail"), "")])
+    out, err = io.StringIO(), io.StringIO()
+    rc = validate.run(profile, image=None, compare_default=True, as_json=True, timeout=60, quick=True,
+                      out=out, err=err, engine=eng)
+    assert rc == 0
+    calls = [c for c in eng.calls if c[0] != "ping"]  # ping: the daemon's default shm, for the message
+    assert [c[0] for c in calls] == ["build", "run", "run"]
+    build_call, gen, dflt = (c[1] for c in calls)
+    assert build_call["tag"] == "unit/img:1" and build_call["labels"]["io.envkit.managed"] == "1"
+    loaded = load_profile(profile)
+    expected = sdk_kwargs(RunSettings.from_profile(loaded.profile),
+                          volume_source=lambda v: str(loaded.resolve(v.source)))
+    # Missing host paths are skipped; the profile's folder (mounted at the workdir) and ./data exist.
+    expected["volumes"] = [v for v in expected["volumes"] if "missing" not in v]
+    assert expected["volumes"][0].endswith(":/workspace") and len(expected["volumes"]) == 2
+    assert gen["settings"] == expected
+    assert dflt["settings"] == {}  # Docker's defaults: no shm, cpuset, memory, ulimits
+    assert gen["command"][:4] == ["python3", "/opt/envkit/envkit_harness.pyz", "--expect", "/opt/envkit/envkit_expect.json"]
+    assert "--quick" in gen["command"]
+    doc = json.loads(out.getvalue())
+    assert doc["verdict"] == "pass" and doc["default"]["verdict"] == "fail" and doc["image"] == "unit/img:1"
+    assert "missing" in err.getvalue() and "skipped" in err.getvalue()
+
+
+def test_validate_fails_with_exit_1_and_prints_remedies(profile):
+    eng = FakeEngine(run_results=[RunResult(1, _report("fail", "fail"), "")])
+    out = io.StringIO()
+    rc = validate.run(profile, image="given:tag", compare_default=False, as_json=False, timeout=60, quick=False,
+                      out=out, err=io.StringIO(), engine=eng)
+    assert rc == 1 and [c[0] for c in eng.calls] == ["run"]
+    text = out.getvalue()
+    assert "verdict: generated settings FAIL" in text and "shm: --shm-size=1g" in text
+    assert "user: dev (uid 1000)" in text
+
+
+@pytest.mark.parametrize("result, needle", [
+    (RunResult(137, "", "", timed_out=True), "did not finish within"),
+    (RunResult(1, "not json", "Traceback ... ModuleNotFoundError: torch"), "ModuleNotFoundError: torch"),
+])
+def test_validate_harness_without_report_is_an_engine_error(profile, result, needle):
+    eng = FakeEngine(run_results=[result])
+    with pytest.raises(EngineError, match=needle):
+        validate.run(profile, image="x", compare_default=False, as_json=False, timeout=60, quick=False,
+                     out=io.StringIO(), err=io.StringIO(), engine=eng)
+
+
+def test_build_streams_progress_and_explains_failures(profile):
+    events = [BuildEvent("step", 1, 2, "FROM debian:bookworm"), BuildEvent("log", 1, 2, " ---> abc")]
+    eng = FakeEngine(build_events=events)
+    out, err = io.StringIO(), io.StringIO()
+    assert build.run(profile, tag="t:1", no_cache=True, out=out, err=err, engine=eng) == 0
+    assert out.getvalue().strip() == "t:1" and "[step 1/2] FROM debian:bookworm" in err.getvalue()
+    assert eng.calls[0][1]["nocache"] is True
+    # The context held exactly what the Dockerfile copies.
+    failing = FakeEngine(failures={"build": BuildFailed("docker build of t:1 failed at Step 2/2 : RUN x",
+                                                        step="Step 2/2 : RUN x", log=["E: no such package"])})
+    with pytest.raises(EngineError) as exc:
+        build.run(profile, tag="t:1", no_cache=False, out=io.StringIO(), err=io.StringIO(), engine=failing)
+    assert "failing step: Step 2/2 : RUN x" in str(exc.value) and "E: no such package" in str(exc.value)
+
+
+def test_build_context_is_removed(profile, monkeypatch):
+    seen = {}
+
+    class Spy(FakeEngine):
+        def build(self, context_dir, tag, **kw):
+            seen["files"] = sorted(p.name for p in context_dir.iterdir())
+            seen["dir"] = context_dir
+            return super().build(context_dir, tag, **kw)
+
+    build.run(profile, tag=None, no_cache=False, out=io.StringIO(), err=io.StringIO(), engine=Spy())
+    assert {"Dockerfile", ".dockerignore", "envkit_harness.pyz", "envkit_expect.json"} <= set(seen["files"])
+    assert not seen["dir"].exists()
+
+
+def test_validate_fails_when_the_images_python_is_not_the_profiles(profile):
+    """debian:bookworm implies Python 3.11; a harness reporting 3.9 means another Python is in the image."""
+    report = json.loads(_report("pass"))
+    report["environment"]["python"] = "3.9.2"
+    eng = FakeEngine(run_results=[RunResult(0, json.dumps(report), "")])
+    err = io.StringIO()
+    rc = validate.run(profile, image="unit/img:1", compare_default=False, as_json=False, timeout=60, quick=True,
+                      out=io.StringIO(), err=err, engine=eng)
+    assert rc == 1
+    assert "the image's Python is 3.9, but the profile expects 3.11 (implied by image.base 'debian:bookworm')" in err.getvalue()
+    report["environment"]["python"] = "3.11.2"
+    eng = FakeEngine(run_results=[RunResult(0, json.dumps(report), "")])
+    assert validate.run(profile, image="unit/img:1", compare_default=False, as_json=False, timeout=60, quick=True,
+                        out=io.StringIO(), err=io.StringIO(), engine=eng) == 0
+
+
+def test_compare_default_names_the_daemons_default_shm(profile):
+    # A daemon.json default-shm-size changes what "Docker's defaults" means; validate says which it ran under.
+    info = {**FakeEngine().info, "default_shm_size": 1 << 30, "default_shm_source": "/etc/docker/daemon.json"}
+    eng = FakeEngine(info=info, run_results=[RunResult(0, _report("pass"), ""), RunResult(0, _report("pass"), "")])
+    err = io.StringIO()
+    validate.run(profile, image="x:1", compare_default=True, as_json=True, timeout=60, quick=True,
+                 out=io.StringIO(), err=err, engine=eng)
+    assert "1.0 GiB, set by /etc/docker/daemon.json" in err.getvalue()

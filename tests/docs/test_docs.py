@@ -1,0 +1,125 @@
+"""The README and docs/: every profile key documented, the two commands CI relies on, and every
+example output real (``ENVKIT_UPDATE_GOLDEN=1`` rewrites the examples from the real output)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from envkit.profile.load import _model_in
+from envkit.profile.model import Profile
+from tests.conftest import ROOT
+
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+PAGES = [ROOT / "README.md", *DOCS]
+UPDATE = os.environ.get("ENVKIT_UPDATE_GOLDEN") == "1"  # the same switch as the golden files
+FILE_BLOCK = re.compile(r"(<!-- readme:(\S+) -->\n```\w*\n)(.*?)(```\n)", re.S)
+SESSION_BLOCK = re.compile(r"(<!-- envkit:session -->\n```\w*\n)(.*?)(```\n)", re.S)
+
+
+def _paths(model, prefix=""):
+    for name, field in model.model_fields.items():
+        path = prefix + name
+        yield path
+        sub = _model_in(field.annotation)
+        if sub is not None and name != "ulimits":
+            yield from _paths(sub, path + ".")
+
+
+def test_every_profile_key_is_documented():
+    reference = (ROOT / "docs" / "profile.md").read_text()
+    missing = [p for p in _paths(Profile) if f"`{p}`" not in reference]
+    assert not missing, f"docs/profile.md lacks: {missing}"
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```bash\n(.*?)\n```", readme.split("## The two commands", 1)[1], re.S)
+    test_cmd = blocks[1].strip()
+    assert "ruff check" in test_cmd and "mypy" in test_cmd and "pytest" in test_cmd
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "ENVKIT_REQUIRE_DOCKER=1" in ci
+    assert test_cmd in ci.splitlines()
+
+
+def test_readme_is_a_front_door():
+    """At most 10 KB, the two commands before any other section, and every local link resolves."""
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.encode()) <= 10 * 1024, f"README is {len(readme.encode())} bytes"
+    assert readme.index("<!-- envkit:commands -->") < readme.index("\n## ")
+    for page in PAGES:
+        for target in re.findall(r"\]\(([^)#]+\.md|[^)#]+/)(?:#[^)]*)?\)", page.read_text()):
+            if not target.startswith("http"):
+                assert (page.parent / target).exists(), f"{page.name}: broken link {target}"
+
+
+def _rendered_files(tmp_path: Path, monkeypatch) -> dict[str, str]:
+    from envkit.generation import render_all
+    from envkit.profile import default_profile_text, load_profile
+
+    monkeypatch.chdir(tmp_path)
+    files = {"out/" + f.path: f.content.decode() for f in render_all(load_profile(None), tmp_path / "out")
+             if f.source is None and f.path.endswith((".sh", ".yaml"))}
+    files["default.yaml"] = default_profile_text()
+    return files
+
+
+def _run_session(text: str, cwd: Path) -> str:
+    """Replay a ``$ cat FILE`` / ``$ envkit ARGS`` transcript in ``cwd``; return the real transcript."""
+    from envkit.cli import main
+
+    out: list[str] = []
+    chunks = re.split(r"^(\$ .*)\n", text, flags=re.M)[1:]
+    for command, shown in zip(chunks[::2], chunks[1::2], strict=True):
+        out.append(command + "\n")
+        words = command[2:].split()
+        if words[0] == "cat":
+            (cwd / words[1]).write_text(shown)  # the file the transcript shows is the input
+            out.append(shown)
+            continue
+        assert words[0] == "envkit", f"only `cat` and `envkit` run in a session: {command}"
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+            main(words[1:])
+        out.append(buf.getvalue())
+    return "".join(out)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_examples_are_real_output(page, tmp_path, monkeypatch):
+    """Blocks marked <!-- readme:PATH --> hold exactly what `envkit generate -o out` writes (or the default
+    profile); blocks marked <!-- envkit:session --> are transcripts that, replayed, print the same."""
+    text = page.read_text()
+    files = _rendered_files(tmp_path, monkeypatch)
+
+    def file_block(m: re.Match) -> str:
+        name = m.group(2)
+        assert name in files, f"{page.name}: no generated file {name}"
+        return m.group(1) + (files[name] if UPDATE else m.group(3)) + m.group(4)
+
+    def session_block(m: re.Match) -> str:
+        cwd = Path(tmp_path / f"session{len(sessions)}")
+        cwd.mkdir()
+        monkeypatch.chdir(cwd)
+        sessions.append((m.group(2), _run_session(m.group(2), cwd)))
+        return m.group(1) + (sessions[-1][1] if UPDATE else m.group(2)) + m.group(3)
+
+    sessions: list[tuple[str, str]] = []
+    new = SESSION_BLOCK.sub(session_block, FILE_BLOCK.sub(file_block, text))
+    if UPDATE and new != text:
+        page.write_text(new)
+    for m in FILE_BLOCK.finditer(new):
+        assert m.group(3) == files[m.group(2)], f"{page.name}: {m.group(2)} is stale (ENVKIT_UPDATE_GOLDEN=1 to update)"
+    for shown, real in sessions:
+        assert UPDATE or shown == real, f"{page.name}: a session's output is stale (ENVKIT_UPDATE_GOLDEN=1 to update)"
+
+
+def test_the_examples_cover_the_outputs():
+    marked = {m.group(2) for page in PAGES for m in FILE_BLOCK.finditer(page.read_text())}
+    assert {"default.yaml", "out/run.sh", "out/compose.yaml"} <= marked
+    assert any(SESSION_BLOCK.search(page.read_text()) for page in PAGES)

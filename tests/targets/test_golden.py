@@ -1,0 +1,68 @@
+"""Golden files: every target over every example profile.
+
+Regenerate with ``ENVKIT_UPDATE_GOLDEN=1 pytest tests/targets/test_golden.py`` and
+review ``git diff tests/golden`` as a user would read the output.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from envkit.generation import render_all
+from envkit.profile import load_profile
+from tests.conftest import ROOT, copy_example, example_profiles
+
+GOLDEN = ROOT / "tests" / "golden"
+# Binary or copied artifacts have their own tests (determinism, content); goldens are for reading.
+NOT_GOLDEN = {"envkit_harness.pyz"}
+
+
+def _rendered(name: str, tmp_path: Path) -> dict[str, bytes]:
+    profile = copy_example(name, tmp_path)
+    files = render_all(load_profile(profile), tmp_path / "out")
+    return {f.path: (f.content if f.source is None else f.source.read_bytes()) for f in files
+            if f.path not in NOT_GOLDEN}
+
+
+@pytest.mark.parametrize("example", [p.name for p in example_profiles()])
+def test_golden(example, tmp_path):
+    rendered = _rendered(example, tmp_path)
+    folder = GOLDEN / Path(example).stem
+    if os.environ.get("ENVKIT_UPDATE_GOLDEN") == "1":
+        for old in folder.rglob("*") if folder.exists() else []:
+            if old.is_file():
+                old.unlink()
+        for path, content in rendered.items():
+            (folder / path).parent.mkdir(parents=True, exist_ok=True)
+            (folder / path).write_bytes(content)
+    expected = {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    assert sorted(rendered) == sorted(expected), "set of generated files changed (ENVKIT_UPDATE_GOLDEN=1 to accept)"
+    for path, content in rendered.items():
+        assert content.decode() == expected[path].decode(), f"{example}: {path} differs from its golden file"
+
+
+def test_default_profile_renders_every_target(tmp_path):
+    paths = {f.path for f in render_all(load_profile(None), tmp_path)}
+    assert {"Dockerfile", ".dockerignore", "run.sh", "compose.yaml", ".devcontainer/devcontainer.json",
+            ".wslconfig", "wsl.conf", "setup-wsl.ps1", "envkit_harness.pyz", "envkit_expect.json"} <= paths
+
+
+@pytest.mark.parametrize("example", [p.name for p in example_profiles()])
+def test_dockerfile_has_no_placebo_lines(example, tmp_path):
+    """shm, sysctls and ulimits are run-time settings: a Dockerfile line about them does nothing."""
+    dockerfile = _rendered(example, tmp_path)["Dockerfile"].decode()
+    instructions = [line for line in dockerfile.splitlines() if not line.lstrip().startswith("#")]
+    text = "\n".join(instructions)
+    for placebo in ("sysctl", "/dev/shm", "ulimit", "swappiness", "limits.conf"):
+        assert placebo not in text, f"{example}: placebo setting {placebo!r} in the Dockerfile"
+    # Layer order for caching: system packages and the user (system stage), then venv and torch
+    # (build stage), then the venv copy and the harness (final stage).
+    order = [text.find(marker) for marker in ("apt-get install", "useradd", "python3 -m venv", "torch==",
+                                              "COPY --from=build", "COPY envkit_harness.pyz")]
+    if order[0] == -1:  # a python: base with no system packages has nothing to apt-get
+        assert "python:" in dockerfile.split(" AS system", 1)[0]
+        order = order[1:]
+    assert order == sorted(order) and -1 not in order

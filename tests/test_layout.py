@@ -1,0 +1,89 @@
+"""The layout's rules, read from the source: no import cycles, commands import no command, and
+each target's name appears only in its own module, its template and the registry."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+
+from envkit.targets import TARGETS
+from tests.conftest import ROOT
+
+SRC = ROOT / "src"
+
+
+def _module_name(path) -> str:
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports() -> dict[str, set[str]]:
+    """envkit module -> the envkit modules it imports, at any depth (function-level imports too)."""
+    modules = {_module_name(p): p for p in SRC.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        deps: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                targets = [f"{base}.{a.name}" for a in node.names] + [base]
+            else:
+                continue
+            for t in targets:
+                while t and t not in modules:  # `from pkg import name`: name may be an attribute
+                    t = t.rpartition(".")[0]
+                if t and t != name and t.startswith("envkit"):
+                    deps.add(t)
+        graph[name] = deps
+    return graph
+
+
+def test_no_import_cycles():
+    graph = _imports()
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        path.append(node)
+        for dep in sorted(graph[node]):
+            # a package imports its submodules' names only through them; parents are implicit
+            if node.startswith(dep + "."):
+                continue
+            if state.get(dep) == 1:
+                raise AssertionError("import cycle: " + " -> ".join(path[path.index(dep):] + [dep]))
+            if dep not in state:
+                visit(dep)
+        path.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+
+
+def test_only_the_cli_imports_commands_and_no_command_imports_another():
+    for name, deps in _imports().items():
+        commands = {d for d in deps if d.startswith("envkit.commands.")}
+        if name in ("envkit.cli",):
+            continue
+        assert not commands, f"{name} imports {sorted(commands)}"
+
+
+def test_a_target_name_lives_in_its_module_template_and_registry_only():
+    for target in TARGETS:
+        hits = subprocess.run(["git", "grep", "-n", f'"{target}"', "--", "src", "templates"], cwd=ROOT,
+                              capture_output=True, text=True).stdout.splitlines()
+        allowed = (f"src/envkit/targets/{target}.py:", "src/envkit/targets/__init__.py:")
+        stray = [h for h in hits if not h.startswith(allowed) and not h.startswith("templates/")]
+        # A target's name may also be an ordinary word elsewhere (the profile's `run:` and `wsl:`
+        # sections, the `wsl` subcommand): only spellings that select a target are strays.
+        stray = [h for h in stray
+                 if re.search(rf'(TARGETS|targets?|--target)\W.*"{target}"|\("{target}",\)', h.split(":", 2)[2])]
+        assert not stray, f"target {target!r} named outside its module and the registry: {stray}"
