@@ -1,8 +1,9 @@
 """Team-standard images, real engine: a team's hashed requirements file, a lock built twice cold with the same
 `pip freeze`, tampered hashes refused, a cluster image holding its code, a code edit rebuilding only the code.
 
-Builds are few: the requirements build reuses the session image's cached torch layer; the lock image is
-built twice without cache (the point of the test), and the tampered and code-edit builds reuse its layers.
+Builds are few and small (CI budget): the requirements build depends on the session image (``e2e_image``),
+so its torch layers come from the cache; the lock test's profile has no torch (six and idna from the
+index, pinned with hashes), so its two cold builds stay small; the tampered and code-edit builds reuse its layers.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def hashed_requirements(tmp_path_factory) -> str:
     return res.stdout
 
 
-def test_a_teams_hashed_requirements_file_installs_and_a_tampered_hash_fails(tmp_path, e2e_dir, engine,
+def test_a_teams_hashed_requirements_file_installs_and_a_tampered_hash_fails(tmp_path, e2e_dir, e2e_image, engine,
                                                                               hashed_requirements):
     proj = _project(tmp_path / "req", e2e_dir, extra_image="  requirements: [requirements.txt]\n", tag=REQ_TAG)
     (proj / "requirements.txt").write_text(hashed_requirements)
@@ -90,8 +91,28 @@ def test_a_teams_hashed_requirements_file_installs_and_a_tampered_hash_fails(tmp
 CLUSTER = "cluster:\n  nodes: 2\n  entrypoint: [train.sh, --epochs, '1']\n"
 
 
+def _small_project(root: Path, e2e_dir: Path) -> Path:
+    """A team repository whose image has no torch: two tiny packages from the index, the host CA, a cluster."""
+    root.mkdir()
+    shutil.copytree(e2e_dir / "certs", root / "certs")
+    (root / "envkit.yaml").write_text(f"""\
+envkit: 1
+name: team-lock
+image:
+  base: {base_image()}
+  tag: {LOCK_TAG}
+  user: {{name: trainer, uid: 1234, gid: 1234}}
+  ca_certificates: [certs/host-ca.pem]
+  pip_packages: ["six==1.17.0", "idna==3.10"]
+run:
+  cpus: 1
+  memory: 1g
+{CLUSTER}""")
+    return root
+
+
 def test_a_locked_cluster_image_builds_twice_cold_to_the_same_freeze_and_holds_its_code(tmp_path, e2e_dir, engine):
-    proj = _project(tmp_path / "lock", e2e_dir, tail=CLUSTER, pip=f'{NEEDS_TORCH}, "six==1.17.0"')
+    proj = _small_project(tmp_path / "lock", e2e_dir)
     (proj / "train.sh").write_text("#!/bin/sh\nexec python train.py \"$@\"\n")
     (proj / "train.sh").chmod(0o755)
     (proj / "train.py").write_text("print('epoch 1')\n")

@@ -8,6 +8,7 @@ run.sh run as each of them (setpriv, with the docker group for the socket).
 from __future__ import annotations
 
 import grp
+import io
 import os
 import pwd
 import shutil
@@ -46,7 +47,7 @@ def image(engine):
     root = Path(tempfile.mkdtemp(prefix="envkit-team-uid-"))
     (root / "envkit.yaml").write_text(
         f"envkit: 1\nname: team-uid\nimage:\n  base: {base_image()}\n  tag: {TAG}\n  installer: pip\n")
-    build_image(load_profile(root / "envkit.yaml"), engine, tag=TAG, no_cache=False, err=open(os.devnull, "w"))
+    build_image(load_profile(root / "envkit.yaml"), engine, tag=TAG, no_cache=False, err=io.StringIO())
     yield root
     shutil.rmtree(root, ignore_errors=True)
     engine.client.images.remove(TAG, force=True)
