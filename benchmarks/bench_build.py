@@ -6,6 +6,8 @@ uses), in this order:
   1. cold:  --no-cache, each
   2. warm:  rebuild after changing only image.env            (each)
   3. warm:  rebuild after changing only image.pip_packages   (each)
+  4. warm:  rebuild after changing only the code (train.py; envkit: image.copy_project, the
+            reference: its COPY last)                          (each)
 and it prints each time with its ratio (envkit / reference, and warm / cold), the image sizes,
 and for envkit's image: image size minus base size against the installed environment's size
 (the venv plus what apt installed beyond the base, from dpkg's Installed-Size).
@@ -59,6 +61,7 @@ image:
   torch: {{version: "{TORCH}", variant: cpu, find_links: [wheels]}}
   user: {{name: {user}, uid: {uid}, gid: {uid}}}
   ca_certificates: [certs/host-ca.pem]
+  copy_project: true
   env: {{BENCH: "{env_value}"}}
 run: {{shm_size: 16g, ipc: private, memory: 128g}}
 loader: {{num_workers: 12, batch_size: 256, sample_shape: [3, 224, 224], dtype: uint8, prefetch_factor: 4}}
@@ -87,6 +90,7 @@ RUN pip install --find-links /tmp/wheels torch=={TORCH}+cpu numpy && rm -rf /tmp
 RUN pip install {reqs}
 RUN groupadd --gid {uid} {user} && useradd --uid {uid} --gid {uid} --create-home {user} && mkdir -p /workspace
 ENV BENCH="{env_value}"
+COPY train.py /workspace/
 USER {user}
 WORKDIR /workspace
 """
@@ -167,6 +171,10 @@ def main() -> None:
         shutil.copytree(root / "wheels", ref_ctx / "wheels")
         (ref_ctx / "certs").mkdir()
         shutil.copy(HOST_CA, ref_ctx / "certs" / "host-ca.crt")  # update-ca-certificates reads only *.crt
+        # The code both images carry; the project copy leaves out the reference's context (.dockerignore).
+        for d in (root, ref_ctx):
+            (d / "train.py").write_text("print('epoch 1')\n")
+        (root / ".dockerignore").write_text("ref-ctx/\n")
         rows: list[tuple[str, float, float]] = []
 
         def both(case: str, env_value: str, pip_now: list[str], no_cache: bool = False) -> None:
@@ -178,6 +186,9 @@ def main() -> None:
         both("cold build (--no-cache)", "a", pip, no_cache=True)
         both("warm: image.env changed", "b", pip)
         both("warm: pip_packages changed", "b", [*pip, "six"])
+        for d in (root, ref_ctx):
+            (d / "train.py").write_text("print('epoch 2')\n")
+        both("warm: only code changed", "b", [*pip, "six"])
 
         sizes = {TAG_ENVKIT: image_size(TAG_ENVKIT), TAG_REF: image_size(TAG_REF)}
         base = image_size(BASE)

@@ -76,6 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
     # `envkit watch ...` never reaches this parser either (see main): its options are the companion's.
     sub.add_parser("watch", add_help=False, help="watch /dev/shm and a DataLoader's workers; warn before shm runs out")
 
+    lk = sub.add_parser("lock", help="pin the image's packages with hashes into envkit.lock.txt beside the profile")
+    _profile_arg(lk)
+    lk.add_argument("--force", action="store_true", help="replace an envkit.lock.txt envkit did not write")
+
     b = sub.add_parser("build", help="build the image through the Docker engine")
     _profile_arg(b)
     b.add_argument("--tag", default=None)
@@ -140,6 +144,9 @@ def dispatch(args: argparse.Namespace) -> int:
     if cmd == "schema":
         from envkit.commands import schema
         return schema.run(out=out)
+    if cmd == "lock":
+        from envkit.commands import lock
+        return lock.run(args.profile, force=args.force, out=out, err=err)
     if cmd == "build":
         from envkit.commands import build
         return build.run(args.profile, tag=args.tag, no_cache=args.no_cache, out=out, err=err)

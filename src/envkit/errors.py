@@ -10,7 +10,7 @@ from __future__ import annotations
 # cannot import this module) and re-exported here. The CLI catches it beside EnvkitError.
 from envkit.harness.errors import UsageError
 
-__all__ = ["EngineError", "EnvkitError", "OutputConflict", "ProfileError", "UsageError"]
+__all__ = ["CheckFailed", "EngineError", "EnvkitError", "OutputConflict", "ProfileError", "UsageError"]
 
 
 class EnvkitError(Exception):
@@ -37,5 +37,11 @@ class EngineError(EnvkitError):
 
 class OutputConflict(EnvkitError):
     """A generated file was edited by the user; refusing to overwrite without --force. Exit code 1."""
+
+    exit_code = 1
+
+
+class CheckFailed(EnvkitError):
+    """A check on a built image failed (``envkit build``: not the profile's Python). Exit code 1."""
 
     exit_code = 1

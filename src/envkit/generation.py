@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TextIO
 
 from envkit.advice.profile import file_warnings, profile_warnings
+from envkit.advice.team import team_warnings
 from envkit.errors import ProfileError
 from envkit.profile import LoadedProfile
 from envkit.render import make_env
@@ -71,7 +72,7 @@ def report_warnings(loaded: LoadedProfile, strict: bool, err: TextIO, targets: t
     ``targets``: the targets being rendered; each adds what it cannot express (targets sharing
     a translation, such as the two Kubernetes ones, share their warnings: each is said once).
     """
-    warnings = profile_warnings(loaded.profile) + file_warnings(loaded.profile, loaded.base_dir)
+    warnings = profile_warnings(loaded.profile) + file_warnings(loaded.profile, loaded.base_dir) + team_warnings(loaded)
     warnings += [w for w in dict.fromkeys(w for t in targets for w in target_warnings(t, loaded.profile))
                  if w not in warnings]
     if strict and warnings:

@@ -65,6 +65,8 @@ class RunSettings:
     init: bool = True
     # --cpuset-mems: memory from this NUMA node only (run.numa as a node id; None otherwise).
     cpuset_mems: str | None = None
+    # Start as root so the image's entrypoint can give its user the project folder's uid/gid (remaps_user).
+    start_as_root: bool = False
 
     @property
     def project_volume(self) -> Volume | None:
@@ -94,6 +96,7 @@ class RunSettings:
             volumes=tuple(vols),
             env=tuple(sorted(env.items())),
             cpuset_mems=str(p.run.numa) if isinstance(p.run.numa, int) else None,
+            start_as_root=remaps_user(p) and p.run.mount_project,
         )
 
     @property
@@ -102,6 +105,21 @@ class RunSettings:
         if self.ipc == "host":
             return None
         return self.shm_size if self.shm_size is not None else DEFAULT_SHM
+
+
+# Asks envkit-entrypoint (started as root) to remap the image's user; without it root stays root.
+REMAP_ENV = "ENVKIT_REMAP_USER"
+
+
+def remaps_user(p: Profile) -> bool:
+    """True when the image carries envkit-entrypoint: its user is not root, and a container started as root
+    gets that user remapped to the uid/gid of the project folder's owner, then runs as it. One image then
+    serves every member of a team whatever their host uid (the image bakes image.user.uid).
+
+    >>> remaps_user(Profile.model_validate({"envkit": 1, "name": "d", "image": {"base": "debian:bookworm"}}))
+    True
+    """
+    return not p.image.user.is_root
 
 
 def proxy_build_args(p: Profile) -> list[tuple[str, str]]:

@@ -12,7 +12,7 @@ import math
 import pytest
 
 from envkit.profile import load_profile
-from envkit.runsettings import DEFAULT_SHM
+from envkit.runsettings import DEFAULT_SHM, REMAP_ENV
 from envkit.units import parse_cpuset
 from tests.cluster.kubeutil import cluster_examples, expand, manifests, parse_quantity, profile_path, rendered
 from tests.targets.test_agreement import _from_run_sh
@@ -48,7 +48,9 @@ def _expected(run_sh: dict, profile) -> dict:
                 mounts[dst] = (("hostPath", src), mode == ["ro"])
     shm = run_sh.get("shm", DEFAULT_SHM) if run_sh["ipc"] != "host" else None
     mounts["/dev/shm"] = (("shm", shm), False)
-    return {"resources": resources, "env": run_sh["env"], "mounts": mounts,
+    # The uid remap is for a workstation's bind-mounted project; pods run as the image's user (runAsUser).
+    env = {k: v for k, v in run_sh["env"].items() if k != REMAP_ENV}
+    return {"resources": resources, "env": env, "mounts": mounts,
             "caps": ["IPC_LOCK"] if "memlock" in run_sh["ulimits"] else [],
             "user": (profile.image.user.uid, profile.image.user.gid, profile.image.user.gid)}
 

@@ -79,12 +79,23 @@ GUARANTEED = "run:\n  cpus: 4\n  memory: 8g\n"
     (GUARANTEED, CLUSTER.replace("  entrypoint:", "  image: team/demo:1\n  entrypoint:"), "x.io/d:1", "cluster.image: "),
     (GUARANTEED + "  volumes: ['/data:/data']\n", CLUSTER, "x.io/d:1", "run.volumes: "),
     ("run:\n  cpus: 4\n", CLUSTER, "x.io/d:1", "run.memory: "),
-    (GUARANTEED, "cluster:\n  entrypoint: [train.py]\n", "x.io/d:1", "cluster.entrypoint: "),
 ])
 def test_each_warning_names_its_key(run, cluster, image_tag, key):
     warnings = _warnings(run, cluster, image_tag)
     assert [w for w in warnings if w.startswith(key)], warnings
     assert len(warnings) == 1, warnings  # one line per thing, nothing else for these profiles
+
+
+def test_code_neither_in_the_image_nor_on_a_volume_is_warned():
+    """A cluster section copies the project into the image by default (Profile.copies_project); with
+    image.copy_project: false and no claim at image.workdir, the nodes would have no code."""
+    bare = "cluster:\n  entrypoint: [train.py]\n"
+    assert _warnings(GUARANTEED, bare) == []
+    text = BASE.replace("  tag: reg.example.com/demo:1\n", "  tag: reg.example.com/demo:1\n  copy_project: false\n")
+    profile = load_profile_bytes((text + GUARANTEED + bare).encode(), "p.yaml", "/").profile
+    warnings = kube_warnings(profile)
+    assert len(warnings) == 1 and warnings[0].startswith("cluster.entrypoint: "), warnings
+    assert "image.copy_project: true" in warnings[0]
 
 
 def test_warnings_reach_the_user_and_strict_refuses(tmp_path):

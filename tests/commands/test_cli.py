@@ -35,7 +35,7 @@ def test_flags_eval_roundtrip(tmp_path):
     script = f'printf "%s\\n" {flags}'
     out = subprocess.run(["bash", "-c", f"eval '{script}'" if False else script], capture_output=True, text=True,
                          cwd=tmp_path).stdout.splitlines()
-    assert out == ["--shm-size=1g", "--ipc=private", "--init", '--gpus="device=0,1"',
+    assert out == ["--shm-size=1g", "--ipc=private", "--init", "--user=root", "--env=ENVKIT_REMAP_USER=1", '--gpus="device=0,1"',
                    f"--volume={tmp_path}:/workspace", f"--volume={tmp_path}/my data:/data:ro",
                    "--env=MSG=it's $(touch pwned) `id` ; rm -rf /"]
     assert not (tmp_path / "pwned").exists()

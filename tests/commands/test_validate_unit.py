@@ -120,6 +120,22 @@ def test_build_context_is_removed(profile, monkeypatch):
     assert not seen["dir"].exists()
 
 
+def test_validate_fails_when_the_images_python_is_not_the_profiles(profile):
+    """debian:bookworm implies Python 3.11; a harness reporting 3.9 means another Python is in the image."""
+    report = json.loads(_report("pass"))
+    report["environment"]["python"] = "3.9.2"
+    eng = FakeEngine(run_results=[RunResult(0, json.dumps(report), "")])
+    err = io.StringIO()
+    rc = validate.run(profile, image="unit/img:1", compare_default=False, as_json=False, timeout=60, quick=True,
+                      out=io.StringIO(), err=err, engine=eng)
+    assert rc == 1
+    assert "the image's Python is 3.9, but the profile expects 3.11 (implied by image.base 'debian:bookworm')" in err.getvalue()
+    report["environment"]["python"] = "3.11.2"
+    eng = FakeEngine(run_results=[RunResult(0, json.dumps(report), "")])
+    assert validate.run(profile, image="unit/img:1", compare_default=False, as_json=False, timeout=60, quick=True,
+                        out=io.StringIO(), err=io.StringIO(), engine=eng) == 0
+
+
 def test_compare_default_names_the_daemons_default_shm(profile):
     # A daemon.json default-shm-size changes what "Docker's defaults" means; validate says which it ran under.
     info = {**FakeEngine().info, "default_shm_size": 1 << 30, "default_shm_source": "/etc/docker/daemon.json"}

@@ -144,13 +144,14 @@ def test_two_runs_at_once_end_with_one_complete_consistent_set(tmp_path):
 
 
 def test_interrupted_generate_leaves_previous_outputs_and_no_temporary(tmp_path):
-    # A large wheel makes the staging slow enough to interrupt midway (the old code left a .whl.tmp).
+    # A large wheel makes the staging slow enough to interrupt midway (the old code left a .whl.tmp);
+    # cp312: the Python of the example's ubuntu:24.04 base (a wheelhouse naming another is refused at load).
     profile = copy_example("corporate.yaml", tmp_path)
     wheels = tmp_path / "wheels"
     out = tmp_path / "out"
     assert run_envkit("generate", str(profile), "-o", str(out)).returncode == 0
     before = _tree(out)
-    big = wheels / "torch-2.5.1+cu121-cp311-cp311-linux_x86_64.whl"
+    big = wheels / "torch-2.5.1+cu121-cp312-cp312-linux_x86_64.whl"
     chunk = os.urandom(1 << 20)
     with open(big, "wb") as f:
         for _ in range(150):

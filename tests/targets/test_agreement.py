@@ -18,7 +18,7 @@ import yaml
 from envkit.generation import render_all
 from envkit.profile import load_profile
 from envkit.engine.docker import sdk_kwargs
-from envkit.runsettings import RunSettings
+from envkit.runsettings import RunSettings, remaps_user
 from envkit.units import parse_size
 from tests.conftest import copy_example, example_profiles
 
@@ -61,6 +61,8 @@ def _from_flags(flags: list[str], base: str = "/") -> dict:
         elif key == "--env":
             k, _, v = value.partition("=")
             s["env"][k] = v
+        elif key == "--user":
+            s["user"] = value
         else:
             raise AssertionError(f"unexpected flag {flag}")
     return s
@@ -83,6 +85,8 @@ def _from_compose(text: str, out_dir: str) -> dict:
     s["ipc"] = svc["ipc"]
     if svc.get("init"):
         s["init"] = True
+    if "user" in svc:
+        s["user"] = svc["user"]
     for src, dst in (("cpuset", "cpuset"), ("cpus", "cpus")):
         if src in svc:
             s[dst] = svc[src]
@@ -135,6 +139,7 @@ def test_targets_agree(example, tmp_path):
     else:
         profile_path = copy_example(example, tmp_path)
     loaded = load_profile(profile_path)
+    run = loaded.profile.run
     files = {f.path: f.content.decode() for f in render_all(loaded, tmp_path / "out") if f.source is None
              and f.path.endswith((".sh", ".yaml", ".json"))}
     out = str((tmp_path / "out").resolve())
@@ -151,9 +156,16 @@ def test_targets_agree(example, tmp_path):
     assert devc["workspaceFolder"] == loaded.profile.image.workdir
     sdk = _from_sdk(sdk_kwargs(RunSettings.from_profile(loaded.profile),
                                volume_source=lambda v: str(loaded.resolve(v.source)) if v.is_relative else v.source))
+    # run.sh and compose start as root for envkit-entrypoint's uid remap; devcontainer.json states
+    # containerUser (VS Code remaps with updateRemoteUserUID) and validate measures as the image's user.
+    user = run_sh.get("user")
+    assert user == compose.get("user") == ("root" if remaps_user(loaded.profile) and run.mount_project else None)
+    for target in (run_sh, compose):
+        target.pop("user", None)
+        assert target["env"].pop("ENVKIT_REMAP_USER", None) == ("1" if user else None)
+    assert devc["containerUser"] == loaded.profile.image.user.name
     assert run_sh == compose == devcontainer == sdk
     # And they say what the profile says.
-    run = loaded.profile.run
     if run.ipc != "host" and run.shm_size:
         assert run_sh["shm"] == run.shm_size
     assert set(run_sh["ulimits"]) == set(run.ulimits)

@@ -75,14 +75,14 @@ def kube_warnings(p: Profile) -> list[str]:
             if not spec.startswith("/"):
                 out.append(f"run.volumes: {spec.split(':')[0]!r} is relative to the profile's folder, which "
                            "nodes do not have; it is not mounted on the cluster")
-    # The image carries the code (image.copy_project, where this envkit has it) or a claim mounts it.
-    carries_code = bool(getattr(p.image, "copy_project", False))
+    # The image carries the code (image.copy_project; on by default with a cluster section) or a claim mounts it.
+    carries_code = p.copies_project
     workdir = p.image.workdir.rstrip("/") or "/"
     mounted = any(workdir == v.mount.rstrip("/") or workdir.startswith(v.mount.rstrip("/") + "/")
                   for v in k.volumes)
     if not carries_code and not mounted:
         what = " ".join(c.entrypoint[:2] if c.entrypoint[0].startswith("-") else c.entrypoint[:1])
         out.append(f"cluster.entrypoint: nodes run {what!r} from {workdir}, but the image carries "
-                   f"no project code and no cluster.kubernetes.volumes entry mounts {workdir}; bake the code "
-                   "into the image you push (COPY it into image.workdir) or mount a claim holding it there")
+                   f"no project code and no cluster.kubernetes.volumes entry mounts {workdir}; set "
+                   "image.copy_project: true (the code goes into the image you push) or mount a claim holding it there")
     return out

@@ -1,4 +1,5 @@
-"""``envkit build``: build the profile's image through the engine (:mod:`envkit.imagebuild`).
+"""``envkit build``: build the profile's image through the engine (:mod:`envkit.imagebuild`), then check
+that the image's Python is the one the profile says or implies (:mod:`envkit.pythons`).
 
 Example:
     >>> # run(Path("envkit.yaml"), tag=None, no_cache=False, out=sys.stdout, err=sys.stderr) -> 0
@@ -9,16 +10,34 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TextIO
 
-from envkit.engine import Engine
+from envkit.engine import LABEL, Engine
+from envkit.errors import CheckFailed
 from envkit.generation import report_warnings
 from envkit.imagebuild import build_image, connect
-from envkit.profile import load_profile
+from envkit.profile import LoadedProfile, load_profile
+from envkit.pythons import python_problem, real_version
+
+PYTHON_VERSION_CMD = ["python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"]
+
+
+def check_python(loaded: LoadedProfile, engine: Engine, tag: str, err: TextIO) -> None:
+    """Run python3 in the built image; CheckFailed when it is not the Python the profile says or implies."""
+    result = engine.run(tag, PYTHON_VERSION_CMD, settings={}, labels={LABEL: "1", "io.envkit.run": "python"},
+                        timeout=60)
+    if result.exit_code != 0 or not result.stdout.strip():
+        return  # nothing to compare; the harness run (validate) reports a broken python3 in detail
+    problem = python_problem(loaded.profile.image, result.stdout)
+    if problem:
+        raise CheckFailed(f"{loaded.source}: {problem}")
+    print(f"envkit: the image's Python is {real_version(result.stdout)}", file=err)
 
 
 def run(profile_path: Path | None, *, tag: str | None, no_cache: bool, out: TextIO, err: TextIO,
         engine: Engine | None = None) -> int:
     loaded = load_profile(profile_path)
     report_warnings(loaded, False, err)
-    built = build_image(loaded, connect(engine), tag=tag, no_cache=no_cache, err=err)
+    engine = connect(engine)
+    built = build_image(loaded, engine, tag=tag, no_cache=no_cache, err=err)
+    check_python(loaded, engine, built, err)
     print(built, file=out)
     return 0

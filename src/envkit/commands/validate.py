@@ -30,6 +30,7 @@ from envkit.harness.report import human_bytes
 from envkit.imagebuild import build_image, connect
 from envkit.leftovers import sweep
 from envkit.profile import LoadedProfile, load_profile
+from envkit.pythons import python_problem
 from envkit.runsettings import RunSettings
 from envkit.termtext import neutralise
 from envkit.targets.dockerfile import EXPECT_FILE, HARNESS_DIR, HARNESS_FILE
@@ -206,6 +207,11 @@ def run(profile_path: Path | None, *, image: str | None, compare_default: bool, 
             dsettings = with_profile_expectation(loaded, dsettings)
         default = run_harness(engine, image, dsettings, timeout=timeout, quick=quick, label="default")
     verdict = generated["verdict"]
+    # The image's real Python against the profile's (image.python, or what the base's name implies).
+    problem = python_problem(loaded.profile.image, str((generated.get("environment") or {}).get("python") or ""))
+    if problem:
+        print(f"envkit: error: {loaded.source}: {problem}", file=err)
+        verdict = "fail"
     if as_json:
         doc = {"profile": loaded.profile.name, "image": image, "generated": generated, "default": default,
                "verdict": verdict}

@@ -190,6 +190,7 @@ def _as_limit(v: Any) -> int:
 
 def sdk_kwargs(rs: RunSettings, volume_source=lambda v: v.source) -> dict:
     """docker-py ``containers.create`` keyword arguments (plain data; the engine seam builds SDK types)."""
+    # No start_as_root here: validate runs the harness as the image's user, the user it measures for.
     kw: dict = {"ipc_mode": rs.ipc}
     if rs.init:
         kw["init"] = True

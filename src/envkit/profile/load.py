@@ -52,6 +52,7 @@ _PATTERNS = {
     "digest": "'sha256:' followed by 64 hex digits",
     "tag": "an image tag such as 'team/vision-train:dev'",
     "version": "a release such as '2.5.1'",
+    "python": "a Python version such as '3.12'",
     "variant": "'cpu', 'cuXYZ' (e.g. cu124) or 'rocmX.Y'",
     "index_url": "an http(s):// or file:// URL",
     "workdir": "an absolute path of letters, digits and . _ / + - such as /workspace",
@@ -102,6 +103,7 @@ def load_profile_bytes(raw: bytes, source: str, base_dir: Path) -> LoadedProfile
         raise ProfileError(_format_errors(e, data, pos, source, lines)) from None
     _check_files(profile, pos, source, base_dir)
     _check_mount_sources(profile, pos, source, base_dir)
+    _check_python(profile, pos, source, base_dir)
     # Defaults left out: a profile's hash stays the same when a later envkit adds an optional key.
     canonical = json.dumps(profile.model_dump(mode="json", exclude_defaults=True), sort_keys=True,
                            separators=(",", ":"))
@@ -126,6 +128,7 @@ def _check_files(profile: Profile, pos: dict, source: str, base_dir: Path) -> No
         (("image", "ca_certificates"), profile.image.ca_certificates, "is_file", "a PEM certificate file")]
     if profile.image.torch:
         checks.append((("image", "torch", "find_links"), profile.image.torch.find_links, "is_dir", "a directory of wheels"))
+    checks.append((("image", "requirements"), profile.image.requirements, "is_file", "a requirements file"))
     for key, items, test, what in checks:
         for i, rel in enumerate(items):
             p = (base_dir / rel)
@@ -133,10 +136,27 @@ def _check_files(profile: Profile, pos: dict, source: str, base_dir: Path) -> No
                 line, col = pos.get(key + (i,), (0, 0))
                 problems.append(f"{source}:{line}:{col}: {_dotted(key + (i,))}: {rel!r} is not {what} "
                                 f"(paths are relative to the profile's folder, {base_dir})")
-            elif test == "is_file":
+            elif key == ("image", "ca_certificates"):
                 _check_pem(p, rel, key + (i,), pos, source, problems)
+    if profile.image.install_project and not any((base_dir / f).is_file() for f in ("pyproject.toml", "setup.py")):
+        line, col = pos.get(("image", "install_project"), (0, 0))
+        problems.append(f"{source}:{line}:{col}: image.install_project: no pyproject.toml or setup.py in the "
+                        f"profile's folder ({base_dir}) to install")
     if problems:
         raise ProfileError("\n".join(problems))
+
+
+def _check_python(profile: Profile, pos: dict, source: str, base_dir: Path) -> None:
+    """Refuse a torch release paired with a Python it has no wheel for, naming the nearest pairing that has one."""
+    from envkit.pythons import check_profile
+
+    torch = profile.image.torch
+    error, _ = check_profile(profile.image, [base_dir / d for d in (torch.find_links if torch else ())])
+    if error:
+        key = ("image", "python") if profile.image.python else ("image", "torch", "version")
+        line, col = pos.get(key, pos.get(("image", "torch"), (0, 0)))
+        first, _, rest = error.partition("\n")
+        raise ProfileError(f"{source}:{line}:{col}: {_dotted(key)}: {first}", hint=rest.replace("\n", " "))
 
 
 def _check_mount_sources(profile: Profile, pos: dict, source: str, base_dir: Path) -> None:

@@ -76,6 +76,9 @@ class Image(Model):
     base: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._/:@-]*$", max_length=255)]
     digest: Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")] | None = None
     tag: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$")] | None = None
+    # The base's Python ("3.12"); when left out, the base's name implies it (python:3.12-slim, *bookworm*)
+    # or nothing is known until the build. Checked against torch's wheels at load, and in the image by build.
+    python: Annotated[str, Field(pattern=r"^3\.\d{1,2}$")] | None = None
     system_packages: tuple[DebPackage, ...] = ()
     pip_packages: tuple[PipRequirement, ...] = ()
     torch: Torch | None = None
@@ -91,6 +94,15 @@ class Image(Model):
     # headers). Without it, a nvidia/cuda base next to a CUDA torch wheel is warned about: the
     # wheel brings its own CUDA libraries, so the base's copy is dead weight.
     cuda_devel: bool = False
+    # A team's own requirement files (relative to the profile), installed as they are after torch and
+    # constrained to it; a file with hashes is installed with --require-hashes.
+    requirements: tuple[Annotated[str, Field(pattern=r"^[^\x00-\x1f]+$")], ...] = ()
+    # The profile's folder copied into image.workdir as the image's last layers (a cluster node pulls the
+    # image and needs the code in it). Default: on when the profile has a cluster section, else off
+    # (a workstation bind-mounts the folder). See Profile.copies_project.
+    copy_project: bool | None = None
+    # `pip install --no-deps .` of the copied project (it needs a pyproject.toml or setup.py).
+    install_project: bool = False
 
     @field_validator("base")
     @classmethod
@@ -251,6 +263,17 @@ class Profile(Model):
                     raise ValueError(
                         f"run.volumes[{i}] mounts onto image.workdir ({self.image.workdir}), where the profile's "
                         "folder is mounted; set run.mount_project: false to mount your own")
+        return self
+
+    @property
+    def copies_project(self) -> bool:
+        """image.copy_project, or its default: on for a profile with a cluster section."""
+        return self.image.copy_project if self.image.copy_project is not None else self.cluster is not None
+
+    @model_validator(mode="after")
+    def _install_needs_the_copy(self):
+        if self.image.install_project and not self.copies_project:
+            raise ValueError("image.install_project installs the copied project: set image.copy_project: true")
         return self
 
     @property

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from envkit.runsettings import RunSettings
+from envkit.runsettings import REMAP_ENV, RunSettings
 from envkit.targets import GenContext, OutputFile
 from envkit.targets.dockerfile import build_args
 from envkit.units import format_size
@@ -37,6 +37,8 @@ def compose_service(rs: RunSettings, volume_source=lambda v: v.source) -> dict:
     svc["ipc"] = rs.ipc
     if rs.init:
         svc["init"] = True
+    if rs.start_as_root:
+        svc["user"] = "root"
     if rs.cpuset:
         svc["cpuset"] = rs.cpuset
     # rs.cpuset_mems has no Compose Specification key: advice.profile warns so (run.numa).
@@ -49,8 +51,9 @@ def compose_service(rs: RunSettings, volume_source=lambda v: v.source) -> dict:
     if rs.volumes:
         svc["volumes"] = [compose_escape(":".join([volume_source(v), v.target] + ([v.mode] if v.mode else [])))
                           for v in rs.volumes]
-    if rs.env:
-        svc["environment"] = {k: compose_escape(v) for k, v in rs.env}
+    env = ([(REMAP_ENV, "1")] if rs.start_as_root else []) + [(k, compose_escape(v)) for k, v in rs.env]
+    if env:
+        svc["environment"] = dict(env)
     if rs.gpus is not None:
         device: dict[str, Any] = {"driver": "nvidia", "capabilities": ["gpu"]}
         if rs.gpus == "all":

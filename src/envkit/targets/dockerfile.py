@@ -27,7 +27,7 @@ import os
 
 from envkit import __version__
 from envkit.expect import expectation_json
-from envkit.runsettings import proxy_build_args
+from envkit.runsettings import proxy_build_args, remaps_user
 from envkit.targets import GenContext, OutputFile
 
 BASE_APT = ("ca-certificates", "python3", "python3-venv")
@@ -42,6 +42,9 @@ CONTEXT_DIR = ".envkit"
 TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
 CHECK_FILE = "envkit-check"
 CHECK_PATH = f"/usr/local/bin/{CHECK_FILE}"
+LOCK_FILE_NAME = "envkit.lock.txt"  # envkit.lockfile.LOCK_FILE (that module imports this one)
+ENTRYPOINT_FILE = "envkit-entrypoint"
+ENTRYPOINT_PATH = f"/usr/local/bin/{ENTRYPOINT_FILE}"
 # uv itself is installed with pip in the build stage (same proxy and CA settings), pinned so a
 # rebuild installs the same resolver.
 UV_VERSION = "0.13.9"
@@ -105,18 +108,66 @@ def _torch_install(ctx: GenContext) -> dict | None:
     if torch is None:
         return None
     wheels = [f"{WHEELS_IN_IMAGE}/{os.path.basename(d)}" for _, d in wheel_dirs(ctx)]
-    if wheels:
+    spec, index = torch_requirement(torch)
+    return {"spec": spec, "index_url": index, "find_links": wheels, "extra": torch_extras(ctx.profile.image)}
+
+
+def torch_requirement(torch) -> tuple[str, str | None]:
+    """(requirement, index URL) for the profile's torch: the Dockerfile and ``envkit lock`` both use it.
+
+    >>> from envkit.profile.model import Torch
+    >>> torch_requirement(Torch(version="2.5.1", variant="cu124"))
+    ('torch==2.5.1', 'https://download.pytorch.org/whl/cu124')
+    >>> torch_requirement(Torch(version="2.5.1", find_links=("wheels",)))
+    ('torch==2.5.1+cpu', None)
+    """
+    if torch.find_links:
         # A wheelhouse holds local-version wheels (2.5.1+cu124); pin the label so pip cannot
         # prefer an index build, and let the default (or given) index serve the dependencies.
-        spec = f"torch=={torch.version}+{torch.variant}"
-        index = torch.index_url
-    else:
-        spec = f"torch=={torch.version}"
-        index = torch.index_url or TORCH_INDEX.format(variant=torch.variant)
-    # numpy with torch: torch warns on every import without it. A profile that names numpy in
-    # pip_packages gets its own pin in the next step instead of a numpy installed twice.
-    extra = [] if names_numpy(ctx.profile.image.pip_packages) else ["numpy"]
-    return {"spec": spec, "index_url": index, "find_links": wheels, "extra": extra}
+        return f"torch=={torch.version}+{torch.variant}", torch.index_url
+    return f"torch=={torch.version}", torch.index_url or TORCH_INDEX.format(variant=torch.variant)
+
+
+def torch_extras(image) -> list[str]:
+    """Packages installed with torch: numpy (torch warns on every import without it), unless the
+    profile's pip_packages name numpy, whose own pin then decides in the next step."""
+    return [] if names_numpy(image.pip_packages) else ["numpy"]
+
+
+def requirement_names(ctx: GenContext) -> list[tuple[str, str]]:
+    """(source path, name in the build context) for each image.requirements file."""
+    return [(rel, f"{CONTEXT_DIR}/requirements/{i:02d}-{os.path.basename(rel)}")
+            for i, rel in enumerate(ctx.profile.image.requirements)]
+
+
+def has_hashes(path) -> bool:
+    """True when a requirements file pins with hashes (then pip/uv must check every one: --require-hashes).
+
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "r.txt"; _ = f.write_text("a==1 --hash=sha256:00")
+    >>> has_hashes(f)
+    True
+    """
+    return any("--hash=" in line for line in path.read_text(encoding="utf-8", errors="replace").splitlines()
+               if not line.lstrip().startswith("#"))
+
+
+def lock_source(ctx: GenContext):
+    """The profile's envkit.lock.txt when it exists (then the image installs exactly it), else None."""
+    # The name is LOCK_FILE_NAME here (envkit.lockfile imports this module, not the other way round).
+    path = ctx.loaded.base_dir / LOCK_FILE_NAME
+    return path if path.is_file() else None
+
+
+def project_sources(ctx: GenContext) -> list[str]:
+    """The profile folder's files copied into the image (image.copy_project), relative to it."""
+    if not ctx.profile.copies_project:
+        return []
+    from envkit.project import project_files
+
+    torch = ctx.profile.image.torch
+    wheelhouses = tuple(ctx.loaded.resolve(d) for d in (torch.find_links if torch else ()))
+    return project_files(ctx.loaded.base_dir, exclude_dirs=wheelhouses + (ctx.out_dir,))
 
 
 def context(ctx: GenContext) -> dict:
@@ -149,8 +200,14 @@ def context(ctx: GenContext) -> dict:
         "build_dir": BUILD_DIR,
         "wheels_dir": WHEELS_IN_IMAGE,
         "check_file": CHECK_FILE,
+        "entrypoint": {"file": ENTRYPOINT_FILE, "path": ENTRYPOINT_PATH} if remaps_user(p) else None,
         "check_path": CHECK_PATH,
         "torch": _torch_install(ctx),
+        "requirements": [{"name": os.path.basename(name), "hashes": has_hashes(ctx.loaded.resolve(rel))}
+                         for rel, name in requirement_names(ctx)],
+        "lock": ({"file": LOCK_FILE_NAME, "index_url": torch_requirement(image.torch)[1] if image.torch else None}
+                 if lock_source(ctx) else None),
+        "project": ({"install": image.install_project} if project_sources(ctx) else None),
         "pip_packages": list(image.pip_packages),
         "ca_env": ca_env,
         "env": sorted(image.env.items()),
@@ -186,10 +243,20 @@ def render(ctx: GenContext) -> list[OutputFile]:
         OutputFile(EXPECT_FILE, expectation_json(ctx.profile)),
         OutputFile(CHECK_FILE, ctx.render("envkit-check.j2", **c), mode=0o755),
     ]
+    if c["entrypoint"]:
+        files.append(OutputFile(ENTRYPOINT_FILE, ctx.render("entrypoint.sh.j2", **c), mode=0o755))
     for rel, name in cert_names(ctx):
         files.append(OutputFile(name, ctx.loaded.resolve(rel).read_bytes()))
     for rel, folder in wheel_dirs(ctx):
         root = ctx.loaded.resolve(rel)
         for wheel in sorted(root.glob("*.whl")):
             files.append(OutputFile(f"{folder}/{wheel.name}", b"", source=wheel))
+    for rel, name in requirement_names(ctx):
+        files.append(OutputFile(name, ctx.loaded.resolve(rel).read_bytes()))
+    lock = lock_source(ctx)
+    if lock:
+        files.append(OutputFile(f"{CONTEXT_DIR}/{LOCK_FILE_NAME}", lock.read_bytes()))
+    for rel in project_sources(ctx):
+        src = ctx.loaded.base_dir / rel
+        files.append(OutputFile(f"{CONTEXT_DIR}/project/{rel}", b"", mode=src.stat().st_mode & 0o777, source=src))
     return files

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import shlex
 
-from envkit.runsettings import RunSettings
+from envkit.runsettings import REMAP_ENV, RunSettings
 from envkit.targets import GenContext, OutputFile
 from envkit.units import format_size
 
@@ -61,6 +61,9 @@ def docker_flags(rs: RunSettings, volume_source=lambda v: v.source, *, project: 
     flags.append(f"--ipc={rs.ipc}")
     if rs.init:
         flags.append("--init")
+    if rs.start_as_root and project:
+        # devcontainer.json (project=False) has containerUser and VS Code's own updateRemoteUserUID.
+        flags.extend(["--user=root", f"--env={REMAP_ENV}=1"])
     if rs.cpuset:
         flags.append(f"--cpuset-cpus={rs.cpuset}")
     if rs.cpuset_mems is not None:

@@ -10,6 +10,8 @@ flags=(
   --shm-size=4g
   --ipc=private
   --init
+  --user=root
+  --env=ENVKIT_REMAP_USER=1
   '--cpuset-cpus=0-3,8-11'
   --memory=24g
   --gpus=1

@@ -10,6 +10,8 @@ flags=(
   --shm-size=1g
   --ipc=private
   --init
+  --user=root
+  --env=ENVKIT_REMAP_USER=1
   --volume="${here}"/..:/workspace
 )
 tty=()

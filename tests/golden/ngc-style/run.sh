@@ -10,6 +10,8 @@ flags=(
   --shm-size=16g
   --ipc=private
   --init
+  --user=root
+  --env=ENVKIT_REMAP_USER=1
   --cpuset-cpus=0-15
   --cpus=16
   --memory=128g

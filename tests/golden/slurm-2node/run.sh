@@ -10,6 +10,8 @@ flags=(
   --shm-size=16g
   --ipc=private
   --init
+  --user=root
+  --env=ENVKIT_REMAP_USER=1
   --cpus=32
   --memory=256g
   --gpus=all

@@ -10,6 +10,8 @@ flags=(
   --shm-size=4g
   --ipc=private
   --init
+  --user=root
+  --env=ENVKIT_REMAP_USER=1
   --memory=12g
   --gpus=all
   --volume="${here}"/..:/workspace
