@@ -100,3 +100,11 @@ def test_environment_block_has_the_documented_keys():
                 "usable_cpus", "cgroup", "start_method", "sharing_strategy", "uid", "user", "shm"):
         assert key in e, key
     assert e["usable_cpus"] >= 1 and e["shm"]["size_bytes"] > 0
+
+
+def test_cpus_check_rounds_the_quota_up_as_the_plan_does():
+    """--cpus=4.5 runs 5 processes at once: generate and the runtime plan 5 workers, so the check must accept them."""
+    quota = {"version": 2, "quota_cpus": 4.5, "source": "cpu.max"}
+    assert check_cpus({"num_workers": 5}, {}, usable=8, quota=quota)["status"] == "pass"
+    over = check_cpus({"num_workers": 6}, {}, usable=8, quota=quota)
+    assert over["status"] == "warn" and "num_workers <= 4" in over["remedy"]

@@ -19,7 +19,7 @@ import resource
 
 from . import env as envmod
 from .report import FAIL, PASS, SKIP, WARN, human_bytes, make_check
-from .sizing import docker_size, recommended_shm_bytes, shm_required_bytes
+from .sizing import cpu_limit, docker_size, recommended_shm_bytes, shm_required_bytes
 
 # tmpfs sizes are page-rounded; anything within 1 % of the asked size counts as applied.
 SHM_MATCH_TOLERANCE = 0.01
@@ -80,7 +80,8 @@ def check_cpus(loader: dict, run: dict, usable: int | None = None, quota: dict |
     usable = envmod.usable_cpus() if usable is None else usable
     quota = envmod.read_cgroup_cpu_quota(cgroup_root) if quota is None else quota
     qcpus = quota.get("quota_cpus")
-    effective = min(usable, qcpus) if qcpus else usable
+    # The plan's rule (sizing.cpu_limit): a quota of 4.5 CPUs still runs 5 processes at once.
+    effective = cpu_limit(affinity=usable, quota=qcpus) or usable
     nw = loader["num_workers"]
     measured = {"usable_cpus": usable, "cgroup_version": quota.get("version"),
                 "cgroup_quota_cpus": qcpus, "quota_source": quota.get("source"),
@@ -107,12 +108,12 @@ def check_cpus(loader: dict, run: dict, usable: int | None = None, quota: dict |
         status = FAIL if status == FAIL else WARN
         problems.append(f"num_workers={nw} exceeds the {usable} usable CPUs (torch warns about this too)")
         remedies.append(f"use num_workers <= {max(1, usable - 1)}")
-    elif qcpus and nw > qcpus:
+    elif qcpus and nw > effective:
         status = FAIL if status == FAIL else WARN
         problems.append(f"num_workers={nw} exceeds the cgroup quota of {qcpus} CPUs; torch's worker bound "
                         "uses sched_getaffinity and ignores the quota, so it will not warn, but the "
                         "workers will be throttled")
-        remedies.append(f"use num_workers <= {max(1, int(qcpus) - 1)} or raise --cpus")
+        remedies.append(f"use num_workers <= {max(1, effective - 1)} or raise --cpus")
     if not problems:
         q = f", cgroup v{quota.get('version')} quota {qcpus} CPUs" if qcpus else ", no cgroup CPU quota"
         return make_check("cpus", PASS, measured, expected,
