@@ -289,7 +289,7 @@ def check_loader(settings: dict, *, timeout: float = 60.0, quick: bool = False, 
     """Run the real DataLoader once in a watched child and turn the outcome into the ``loader`` check."""
     from .report import FAIL, PASS, make_check
 
-    run = make_run(settings, quick)
+    run = make_run(settings, quick, fill=True)  # the pipeline's peak in /dev/shm on every run, not by chance
     expected = {k: settings[k] for k in ("num_workers", "batch_size", "sample_shape", "dtype", "pin_memory",
                                          "prefetch_factor", "persistent_workers", "start_method", "dataset")}
     expected.update(batches=run["batches"], timeout_s=timeout)

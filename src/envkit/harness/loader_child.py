@@ -7,7 +7,15 @@ session; this module writes one JSON object per line to the file descriptor
 
     {"num_workers": 2, "batch_size": 32, "prefetch_factor": 2, "persistent_workers": false,
      "start_method": "fork", "pin_memory": true, "sample_shape": [3, 64, 64],
-     "dtype": "float32", "dataset": "synthetic", "batches": 12, "warmup": 5, "to_device": false}
+     "dtype": "float32", "dataset": "synthetic", "batches": 12, "warmup": 5, "to_device": false,
+     "fill": true}
+
+With ``fill`` the first batch is held until every outstanding batch is ready
+(:func:`hold_until_full`): the pipeline's peak, ``num_workers x prefetch_factor``
+batches in /dev/shm plus the one the training step holds, is reached on every run,
+as it is in training whenever the step is slower than the workers. Without it a
+fast consumer drains the queue and whether an undersized /dev/shm fails depends on
+timing.
 
 Throughput (``samples_per_s``) is measured after ``warmup`` batches, so worker
 start-up and the initially full prefetch queue do not inflate it.
@@ -65,6 +73,45 @@ def _to_device(batch, device, non_blocking: bool):
     return batch
 
 
+FILL_MAX_S = 10.0  # a pipeline that is not full by then has a stuck or dead worker; next() reports which
+
+
+def hold_until_full(it, max_s: float = FILL_MAX_S, poll_s: float = 0.01) -> dict:
+    """Wait, holding the current batch, until every batch the iterator has asked for is ready.
+
+    Reads the iterator's outstanding-task count and its result queue (private to
+    torch's multi-process iterator, so absent attributes or a queue without
+    ``qsize`` fall back to a wait of ``max_s / 10``). An error a worker reported
+    counts as ready: the next ``next()`` raises it. Returns what it saw::
+
+        {"outstanding": 4, "ready": 4, "waited_s": 0.21, "method": "queue"}
+
+    >>> class It: _tasks_outstanding = 0
+    >>> hold_until_full(It())["method"]
+    'queue'
+    """
+    t0 = time.perf_counter()
+    outstanding = getattr(it, "_tasks_outstanding", None)
+    queue = getattr(it, "_data_queue", None)
+    ready = 0
+    method = "queue"
+    while outstanding is not None:
+        try:
+            ready = queue.qsize() if queue is not None else 0
+        except (NotImplementedError, AttributeError, OSError):
+            outstanding = None  # macOS multiprocessing queues have no qsize
+            break
+        if ready >= outstanding or time.perf_counter() - t0 >= max_s:
+            break
+        time.sleep(poll_s)
+        outstanding = getattr(it, "_tasks_outstanding", outstanding)
+    if outstanding is None:
+        method = "time"
+        time.sleep(max_s / 10)
+    return {"outstanding": outstanding, "ready": ready, "waited_s": round(time.perf_counter() - t0, 3),
+            "method": method}
+
+
 def run_one(index: int, run: dict, emit) -> dict:
     """Iterate one DataLoader configuration; return the stats dict (raises on loader failure)."""
     phase = "setup"
@@ -89,7 +136,7 @@ def run_one(index: int, run: dict, emit) -> dict:
         loader: DataLoader = DataLoader(dataset, **kwargs)  # type: ignore[arg-type]  # any map-style dataset
         device = torch.device("cuda") if (accel and run.get("to_device")) else None
         emit({"event": "ready", "run": index, "grace": run.get("grace", 0.0)})
-        batches, samples, timed_samples, t_warm, first = 0, 0, 0, None, None
+        batches, samples, timed_samples, t_warm, first, fill = 0, 0, 0, None, None, None
         t0 = time.perf_counter()
         epochs = 0
         while batches < run["batches"] and epochs < 1000:
@@ -100,6 +147,9 @@ def run_one(index: int, run: dict, emit) -> dict:
             got = False
             for batch in it:
                 got = True
+                if fill is None and run.get("fill") and nw > 0:
+                    first = time.perf_counter() - t0
+                    fill = hold_until_full(it)
                 n = _count(batch, run["batch_size"])
                 if device is not None:
                     batch = _to_device(batch, device, pin)
@@ -128,7 +178,7 @@ def run_one(index: int, run: dict, emit) -> dict:
         return {"batches": batches, "samples": samples, "seconds": round(end - t0, 4),
                 "first_batch_s": round(first or 0.0, 4), "samples_per_s": round(rate, 2),
                 "warmup_batches": run["warmup"], "pin_memory_used": pin, "accelerator": accel,
-                "epochs": epochs}
+                "epochs": epochs, **({"pipeline_fill": fill} if fill else {})}
     except BaseException as exc:
         exc.envkit_phase = phase  # type: ignore[attr-defined]  # read by the parent's classifier
         raise
