@@ -1,9 +1,10 @@
 """Team-standard images, real engine: a team's hashed requirements file, a lock built twice cold with the same
 `pip freeze`, tampered hashes refused, a cluster image holding its code, a code edit rebuilding only the code.
 
-Builds are few and small (CI budget): the requirements build depends on the session image (``e2e_image``),
-so its torch layers come from the cache; the lock test's profile has no torch (six and idna from the
-index, pinned with hashes), so its two cold builds stay small; the tampered and code-edit builds reuse its layers.
+Builds are few (CI budget): the requirements build depends on the session image (``e2e_image``), so its
+torch layers come from the cache; the NGC-style profile's lock (torch from the wheelhouse, its dependencies
+from the index) is built twice with no cache at all, about 75 s each here; the cluster project has no torch
+(six and idna, pinned with hashes), and its tampered and code-edit builds reuse its layers.
 """
 
 from __future__ import annotations
@@ -88,6 +89,37 @@ def test_a_teams_hashed_requirements_file_installs_and_a_tampered_hash_fails(tmp
         engine.client.images.remove(REQ_TAG, force=True)
 
 
+NGC_LOCK_TAG = "envkit-team-test:ngc-lock"
+
+
+def _norm(text: str) -> dict[str, str]:
+    """``{name: version}`` of the ``name==version`` lines of a freeze or a lock, names as PEP 503 normalizes them."""
+    return {re.sub(r"[-_.]+", "-", n).lower(): v
+            for n, v in re.findall(r"^([A-Za-z0-9_.-]+)==(\S+?)(?: \\)?$", text, re.M)}
+
+
+def test_the_ngc_style_example_locked_builds_twice_cold_to_the_same_freeze(tmp_path, e2e_dir, engine):
+    """The NGC-style profile (torch 2.13.0 CPU from the wheelhouse, a package that needs it) locked with hashes."""
+    proj = _project(tmp_path / "ngc", e2e_dir, tag=NGC_LOCK_TAG)
+    res = run_envkit("lock", "envkit.yaml", cwd=proj, timeout=600)
+    assert res.returncode == 0, res.stderr
+    lock = (proj / "envkit.lock.txt").read_text()
+    assert f"torch=={TORCH}+cpu" in lock and "--hash=sha256:" in lock
+    freezes = []
+    try:
+        for _ in range(2):
+            if freezes:  # the second build starts from nothing of the first
+                engine.client.images.remove(NGC_LOCK_TAG, force=True)
+            log = _build(proj, engine, NGC_LOCK_TAG, no_cache=True)
+            assert any("--require-hashes --no-deps" in line for line in log), "the lock is what gets installed"
+            freezes.append(_freeze(engine, NGC_LOCK_TAG))
+        assert freezes[0] == freezes[1]
+        installed, locked = _norm(freezes[0]), _norm(lock)
+        assert len(locked) >= 10 and {n: installed.get(n) for n in locked} == locked
+    finally:
+        engine.client.images.remove(NGC_LOCK_TAG, force=True)
+
+
 CLUSTER = "cluster:\n  nodes: 2\n  entrypoint: [train.sh, --epochs, '1']\n"
 
 
@@ -111,7 +143,7 @@ run:
     return root
 
 
-def test_a_locked_cluster_image_builds_twice_cold_to_the_same_freeze_and_holds_its_code(tmp_path, e2e_dir, engine):
+def test_a_locked_cluster_image_holds_its_code_and_a_code_edit_rebuilds_only_the_code(tmp_path, e2e_dir, engine):
     proj = _small_project(tmp_path / "lock", e2e_dir)
     (proj / "train.sh").write_text("#!/bin/sh\nexec python train.py \"$@\"\n")
     (proj / "train.sh").chmod(0o755)
@@ -130,16 +162,9 @@ def test_a_locked_cluster_image_builds_twice_cold_to_the_same_freeze_and_holds_i
         assert "-rwxr-xr-x 1234 /workspace/train.sh" in ls and "train.py" in ls
         assert ".env" not in ls and "wheels" not in ls and "Dockerfile" not in ls
 
-        engine.client.images.remove(LOCK_TAG, force=True)
-        _build(proj, engine, LOCK_TAG, no_cache=True)
-        freeze2 = _freeze(engine, LOCK_TAG)
-        assert freeze1 == freeze2
-        # ...and it is the lock: every pin installed at its version (names compared as PEP 503 normalizes them).
-        def norm(text: str) -> dict[str, str]:
-            return {re.sub(r"[-_.]+", "-", n).lower(): v for n, v in re.findall(r"^([A-Za-z0-9_.-]+)==(\S+?)(?: \\)?$",
-                                                                            text, re.M)}
-        installed = norm(freeze1)
-        assert {n: installed.get(n) for n in norm(lock)} == norm(lock)
+        # It is the lock: every pin installed at its version.
+        installed = _norm(freeze1)
+        assert {n: installed.get(n) for n in _norm(lock)} == _norm(lock)
 
         # A code edit rebuilds only the code: every step before the project COPY comes from the cache.
         (proj / "train.py").write_text("print('epoch 2')\n")
