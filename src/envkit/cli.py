@@ -104,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--data", action="append", type=Path, default=[], help="dataset path to check (repeatable)")
     d.add_argument("--json", action="store_true")
 
-    sub.add_parser("clean", help="remove containers and build folders left by killed envkit runs, and list them")
+    sub.add_parser("clean", help="remove leftovers of killed envkit runs and images superseded by a rebuild, and list them")
 
     w = sub.add_parser("wsl", help="WSL2 helpers")
     wsub = w.add_subparsers(dest="wsl_command", required=True, metavar="COMMAND", parser_class=_Parser)

@@ -84,6 +84,19 @@ def sweep_containers(engine) -> list[str]:
     return removed
 
 
+def sweep_superseded_images(engine) -> list[str]:
+    """Remove envkit-built images that no tag names any more; return ``"<short id> (profile <name>)"`` for each.
+
+    An image a container still uses is kept (the engine refuses without force, and envkit never forces).
+    """
+    removed = []
+    for image_id, labels in engine.list_superseded_images():
+        if engine.remove_image(image_id):
+            short = image_id.split(":")[-1][:12]
+            removed.append(f"{short} (profile {labels.get('io.envkit.profile', '?')})")
+    return removed
+
+
 def make_build_dir() -> Path:
     """A temporary build folder that records its owner (see :func:`sweep_build_dirs`)."""
     path = Path(tempfile.mkdtemp(prefix=f"{BUILD_PREFIX}{os.getpid()}-"))

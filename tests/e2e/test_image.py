@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -67,3 +68,31 @@ def test_envkit_check_fails_under_default_shm_and_passes_with_generated_flags(e2
     assert "workload: synthetic float32[3, 224, 224], batch 32, 2 workers (from /opt/envkit/envkit_expect.json)" \
         in res.stdout
     assert "envkit harness: verdict PASS" in res.stdout or "envkit harness: verdict WARN" in res.stdout
+
+
+def test_a_package_change_ships_only_its_files_and_an_upgrade_leaves_no_old_files(e2e_image, e2e_dir, engine):
+    """The packages stage over torch's (issue 13): the final stage takes torch's venv from the cached build stage
+    and only the packages' delta; a package the torch stage installed, pinned lower here, is replaced, not doubled."""
+    tag = "envkit/e2e-delta:test"
+    (e2e_dir / "delta.yaml").write_text(ngc_profile(base_image(), tag=tag,
+                                                    pip='needs-torch, "typing-extensions==4.12.2"'))
+    try:
+        res = run_envkit("build", str(e2e_dir / "delta.yaml"), cwd=e2e_dir, timeout=BUILD_TIMEOUT)
+        assert res.returncode == 0, res.stderr[-3000:]
+        removed = re.search(r"envkit: the profile's packages add (\d+) file\(s\) to torch's environment and remove (\d+)",
+                            res.stderr)
+        assert removed and int(removed[1]) > 0 and int(removed[2]) > 0, res.stderr[-3000:]
+        out = engine.client.containers.run(tag, ["sh", "-c", "python -m pip freeze --all; ls -a /opt/venv; "
+                                                 "ls /opt/venv/lib/python3*/site-packages | grep -i typing; "
+                                                 "python -c 'import torch; print(torch.ones(2).sum().item())'"],
+                                           remove=True).decode()
+        assert "typing_extensions==4.12.2" in out and f"torch=={TORCH}+cpu" in out and "needs-torch==0.1" in out
+        assert re.findall(r"^typing_extensions-[\d.]+\.dist-info$", out, re.M) == ["typing_extensions-4.12.2.dist-info"]
+        assert ".envkit-removed" not in out and out.strip().endswith("2.0")
+        # The layers: torch's venv once (the build stage's COPY), the packages' delta small beside it.
+        sizes = {layer["CreatedBy"]: layer["Size"] for layer in engine.client.api.history(tag)}
+        venv = next(size for made_by, size in sizes.items() if "COPY dir:" in made_by and size > 500e6)
+        delta = [size for made_by, size in sizes.items() if "COPY dir:" in made_by and size < venv]
+        assert venv and max(delta) < 20e6, sizes
+    finally:
+        engine.client.images.remove(tag, force=True)

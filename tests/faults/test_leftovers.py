@@ -8,6 +8,7 @@ here carries a per-test label and is removed by the test itself.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -93,3 +94,46 @@ def test_build_folder_of_a_killed_process_is_swept_and_others_are_kept(tmp_path)
 def test_envkit_clean_lists_nothing_when_nothing_is_left(tmp_path):
     res = run_envkit("clean", env={"TMPDIR": str(tmp_path)}, timeout=120)
     assert res.returncode in (0, 3), res.stderr  # 3: no engine here; the folders were still swept
+
+
+@pytest.mark.docker
+def test_clean_removes_envkit_images_a_rebuild_left_nameless_and_nothing_else():
+    """A rebuild under one tag leaves the previous envkit image nameless (on this machine that filled the disk).
+
+    Kept: the tagged image, a nameless image envkit did not build, a nameless envkit image a container uses.
+    """
+    import io
+
+    from envkit.engine import LABEL
+
+    engine = require_docker()
+    base = require_base_image(engine)
+    mark = f"superseded-{uuid.uuid4().hex[:8]}"
+    tag, other_tag, used_tag = f"envkit-clean-test:{mark}", f"envkit-clean-other:{mark}", f"envkit-clean-used:{mark}"
+
+    def build(tag: str, n: int, envkit: bool = True) -> str:
+        # The tag in a label too: two identical builds would be one image (the builder's cache).
+        dockerfile = f"FROM {base}\nLABEL io.envkit.test={mark} n={n} t={tag}\n".encode()
+        image, _ = engine.client.images.build(fileobj=io.BytesIO(dockerfile), tag=tag, rm=True,
+                                              labels={LABEL: "1", "io.envkit.profile": "clean-test"} if envkit else {})
+        return image.id
+
+    ids: list[str] = []
+    container = None
+    try:
+        ids += [build(tag, 1), build(tag, 2)]            # the first is superseded
+        ids += [build(other_tag, 1, envkit=False), build(other_tag, 2, envkit=False)]  # not envkit's
+        ids += [build(used_tag, 1), build(used_tag, 2)]  # the first is nameless but a container uses it
+        container = engine.client.containers.create(ids[4], ["true"])
+        res = run_envkit("clean", timeout=120)
+        assert res.returncode == 0, res.stderr
+        assert f"removed superseded image {ids[0].split(':')[1][:12]} (profile clean-test)" in res.stdout
+        present = {i.id for i in engine.client.images.list(all=True, filters={"label": f"io.envkit.test={mark}"})}
+        assert ids[0] not in present
+        assert {ids[1], ids[2], ids[3], ids[4], ids[5]} <= present, "only the superseded, unused envkit image goes"
+    finally:
+        if container is not None:
+            container.remove(force=True)
+        for image_id in reversed(ids):
+            with contextlib.suppress(Exception):
+                engine.client.images.remove(image_id, force=True)

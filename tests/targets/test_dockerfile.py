@@ -36,8 +36,9 @@ def render(tmp_path: Path, base: str = "debian:bookworm", image: str = "") -> di
 
 
 def stages(dockerfile: str) -> list[str]:
-    """The Dockerfile cut at each FROM: [system, build, final]."""
-    return re.split(r"^(?=FROM )", dockerfile, flags=re.M)[1:]
+    """The Dockerfile cut at each FROM: [system, build, final]; "build" is every stage between (build, packages)."""
+    cut = re.split(r"^(?=FROM )", dockerfile, flags=re.M)[1:]
+    return [cut[0], "".join(cut[1:-1]), cut[-1]]
 
 
 def dockerfile(tmp_path, **kw) -> str:
@@ -50,10 +51,33 @@ def test_three_stages_and_only_the_venv_ships(tmp_path):
     system, build, final = stages(text)
     assert system.startswith("FROM debian:bookworm AS system")
     assert build.startswith("FROM system AS build") and final.startswith("FROM system\n")
-    # The wheelhouse and uv live in the build stage only; the final stage copies the venv alone.
+    # The wheelhouse and uv live in the build stages only; the final stage copies the venv and the packages' delta.
     assert "COPY .envkit/wheels/ /tmp/envkit-wheels/" in build and "wheels" not in final
     assert "pip install uv==" in build and "uv" not in final.replace("VIRTUAL_ENV", "")
-    assert re.findall(r"^COPY --from=\S+ (\S+) (\S+)$", final, re.M) == [("/opt/venv", "/opt/venv")]
+    assert re.findall(r"^COPY --from=(\S+) (\S+) (\S+)$", final, re.M) == [("build", "/opt/venv", "/opt/venv"),
+                                                                          ("packages", "/opt/envkit-delta/", "/")]
+
+
+@pytest.mark.parametrize("image, split", [
+    ('  torch: {version: "2.5.1", variant: cpu}\n  pip_packages: [pillow]\n', True),
+    ('  torch: {version: "2.5.1", variant: cpu}\n', False),   # nothing over torch
+    ('  pip_packages: [pillow]\n', False),                     # no torch: nothing big to keep apart
+])
+def test_the_profiles_packages_get_a_stage_over_torchs(tmp_path, image, split):
+    text = dockerfile(tmp_path, image=image)
+    cut = re.split(r"^(?=FROM )", text, flags=re.M)[1:]
+    assert [c.split("\n", 1)[0] for c in cut] == (["FROM debian:bookworm AS system", "FROM system AS build",
+                                                   "FROM build AS packages", "FROM system"] if split else
+                                                  ["FROM debian:bookworm AS system", "FROM system AS build",
+                                                   "FROM system"])
+    if split:
+        build, packages, final = cut[1], cut[2], cut[3]
+        assert "torch==2.5.1" in build and "pillow" not in build and "pillow" in packages
+        # The packages' stage starts from a marker and a file list; its delta is what changed after them.
+        assert packages.index("packages-start") < packages.index("pillow") < packages.index("-cnewer")
+        assert "xargs -r -d '\\n' rm -rf -- < /opt/venv/.envkit-removed" in final
+    else:
+        assert "envkit-delta" not in text and "packages-start" not in text
     # Classic-builder syntax only: docker-py cannot build BuildKit-only instructions.
     assert "--mount" not in text and "<<" not in text and "# syntax=" not in text
 

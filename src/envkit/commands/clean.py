@@ -1,8 +1,12 @@
-"""``envkit clean``: remove what killed envkit runs left behind, and list it.
+"""``envkit clean``: remove what killed envkit runs and superseded builds left behind, and list it.
 
 Only containers and ``envkit-build-*`` folders whose recorded owner (pid, start
 time, this host's boot id) no longer runs are removed; see :mod:`envkit.leftovers`.
-Anything else, including another user's live runs on a shared engine, is left alone.
+Images that envkit built and that no tag names any more (a rebuild under the same
+tag leaves the previous one nameless, holding a whole environment's layers) are
+removed unless a container still uses them; tagged images and the build cache
+(intermediate images) stay. Anything else, including another user's live runs on a
+shared engine, is left alone.
 
 Example:
     >>> # run(out=sys.stdout, err=sys.stderr) -> 0, printing "removed container envkit-run-..." lines
@@ -13,7 +17,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from envkit.engine import Engine
-from envkit.leftovers import sweep_build_dirs, sweep_containers
+from envkit.leftovers import sweep_build_dirs, sweep_containers, sweep_superseded_images
 
 
 def run(*, out: TextIO, err: TextIO, engine: Engine | None = None) -> int:
@@ -23,10 +27,13 @@ def run(*, out: TextIO, err: TextIO, engine: Engine | None = None) -> int:
 
         engine = connect(None)
     containers = sweep_containers(engine)
+    images = sweep_superseded_images(engine)
     for name in containers:
         print(f"removed container {name}", file=out)
     for folder in folders:
         print(f"removed build folder {folder}", file=out)
-    if not containers and not folders:
-        print("nothing to clean: no leftovers of killed envkit runs", file=out)
+    for line in images:
+        print(f"removed superseded image {line}", file=out)
+    if not containers and not folders and not images:
+        print("nothing to clean: no leftovers of killed envkit runs, no superseded envkit images", file=out)
     return 0

@@ -90,6 +90,18 @@ class Engine(abc.ABC):
         """Force-remove one container; False when it was already gone."""
         return False
 
+    def list_superseded_images(self) -> list[tuple[str, dict[str, str]]]:
+        """(id, labels) of every image carrying ``LABEL`` that no tag names any more; [] when unsupported.
+
+        A rebuild under the same tag leaves the previous image nameless; its layers (a whole
+        virtual environment after a package change) stay on disk until someone removes it.
+        """
+        return []
+
+    def remove_image(self, image_id: str) -> bool:
+        """Remove one image (never forced); False when it is gone or a container still uses it."""
+        return False
+
     def image_labels(self, image: str) -> dict[str, str]:
         """The labels of ``image`` ({} when the engine cannot tell); ``validate --image`` compares them."""
         return {}

@@ -378,6 +378,25 @@ class DockerEngine(Engine):
             raise EngineError(
                 f"the engine failed while removing {container_id[:12]}: {exc.explanation or exc}") from None
 
+    def list_superseded_images(self) -> list[tuple[str, dict[str, str]]]:
+        try:  # "dangling": untagged top-level images; a build's intermediate (cache) images have children
+            found = self.client.images.list(filters={"dangling": True, "label": LABEL})
+        except self._errors.APIError as exc:
+            raise EngineError(f"the engine failed while listing images: {exc.explanation or exc}") from None
+        return [(i.id, dict(i.labels or {})) for i in found]
+
+    def remove_image(self, image_id: str) -> bool:
+        try:
+            self.client.api.remove_image(image_id)  # not forced: an image a container uses stays
+            return True
+        except self._errors.NotFound:
+            return False
+        except self._errors.APIError as exc:
+            if getattr(exc, "status_code", None) == 409:  # conflict: a container (maybe stopped) uses it
+                return False
+            raise EngineError(f"the engine failed while removing image {image_id[:19]}: "
+                              f"{exc.explanation or exc}") from None
+
     def image_labels(self, image: str) -> dict[str, str]:
         try:
             return dict(self.client.images.get(image).labels or {})

@@ -3,10 +3,12 @@
 Decisions made here, not in the template:
 - three stages, classic-builder syntax (docker-py builds with it; no RUN --mount, no heredocs):
   ``system`` (base, CA, apt packages, user), ``build`` (FROM system: the venv, installed with uv
-  or pip) and the final stage (FROM system + the venv copied from build). Wheelhouses, installer
-  caches and uv itself stay in the build stage, so they never ship (``docker history``);
-- layer order for caching: CA/proxy, system packages, user, then in the build stage uv, torch,
-  pip packages; in the final stage the venv, harness, env and the labels last;
+  or pip) and the final stage (FROM system + the venv copied from build); a fourth, ``packages``,
+  when the profile's own packages sit over torch (:func:`packages_stage`). Wheelhouses, installer
+  caches and uv itself stay in the build stages, so they never ship (``docker history``);
+- layer order for caching: CA/proxy, system packages, user, then in the build stage uv and torch,
+  in a ``packages`` stage over it the requirements and pip packages (:func:`packages_stage`); in
+  the final stage torch's venv, the harness, what the packages added, env and the labels last;
 - torch first (from the variant's index or the wheelhouse), with numpy (torch warns on every
   import without it); every later install is constrained to the torch actually installed, so a
   package pinning another torch fails the build instead of replacing the variant;
@@ -42,6 +44,10 @@ CONTEXT_DIR = ".envkit"
 TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
 CHECK_FILE = "envkit-check"
 CHECK_PATH = f"/usr/local/bin/{CHECK_FILE}"
+# The packages stage's delta (see ``packages_stage``): what the profile's packages added over torch's
+# environment, as a tree to copy onto /, and the paths they removed, deleted in the final stage.
+DELTA_DIR = "/opt/envkit-delta"
+REMOVED_LIST = ".envkit-removed"
 LOCK_FILE_NAME = "envkit.lock.txt"  # envkit.lockfile.LOCK_FILE (that module imports this one)
 ENTRYPOINT_FILE = "envkit-entrypoint"
 ENTRYPOINT_PATH = f"/usr/local/bin/{ENTRYPOINT_FILE}"
@@ -170,6 +176,19 @@ def project_sources(ctx: GenContext) -> list[str]:
     return project_files(ctx.loaded.base_dir, exclude_dirs=wheelhouses + (ctx.out_dir,))
 
 
+def packages_stage(ctx: GenContext) -> bool:
+    """Whether the profile's own packages get a stage of their own over torch's (``FROM build AS packages``).
+
+    Without it a change to ``pip_packages`` or a requirements file makes the final stage copy the
+    whole environment again, torch's ~1 GB (several GB for CUDA) included; with it the final stage
+    copies torch's environment from the untouched ``build`` stage (a cache hit) and then only the
+    files the packages' installs added or changed, and deletes what they removed. A lock installs
+    everything in one step (it changes as a whole), and without torch there is nothing big to keep.
+    """
+    image = ctx.profile.image
+    return bool(image.torch) and not lock_source(ctx) and bool(image.pip_packages or requirement_names(ctx))
+
+
 def context(ctx: GenContext) -> dict:
     p = ctx.profile
     image = p.image
@@ -203,6 +222,9 @@ def context(ctx: GenContext) -> dict:
         "entrypoint": {"file": ENTRYPOINT_FILE, "path": ENTRYPOINT_PATH} if remaps_user(p) else None,
         "check_path": CHECK_PATH,
         "torch": _torch_install(ctx),
+        "packages_stage": packages_stage(ctx),
+        "delta_dir": DELTA_DIR,
+        "removed_list": REMOVED_LIST,
         "requirements": [{"name": os.path.basename(name), "hashes": has_hashes(ctx.loaded.resolve(rel))}
                          for rel, name in requirement_names(ctx)],
         "lock": ({"file": LOCK_FILE_NAME, "index_url": torch_requirement(image.torch)[1] if image.torch else None}
