@@ -73,8 +73,9 @@ def test_the_profiles_packages_get_a_stage_over_torchs(tmp_path, image, split):
     if split:
         build, packages, final = cut[1], cut[2], cut[3]
         assert "torch==2.5.1" in build and "pillow" not in build and "pillow" in packages
-        # The packages' stage starts from a marker and a file list; its delta is what changed after them.
-        assert packages.index("packages-start") < packages.index("pillow") < packages.index("-cnewer")
+        # torch's install ends with a mark and a file list; the packages' delta is what changed after them.
+        assert build.index("torch==2.5.1") < build.index("touch /opt/envkit-build/packages-start")
+        assert packages.index("pillow") < packages.index("-cnewer /opt/envkit-build/packages-start")
         assert "xargs -r -d '\\n' rm -rf -- < /opt/venv/.envkit-removed" in final
     else:
         assert "envkit-delta" not in text and "packages-start" not in text
