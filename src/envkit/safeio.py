@@ -42,10 +42,11 @@ import tempfile
 from pathlib import Path
 
 from envkit.errors import EnvkitError, ProfileError
+from envkit.harness.boundedio import human, kind_of  # noqa: F401  # re-exported: envkit.safeio.kind_of
+from envkit.harness.boundedio import read_bounded as _read_bounded
 
 MIB = 1024 * 1024
 PROFILE_MAX = 1 * MIB
-EXPECT_MAX = 1 * MIB
 WSLCONFIG_MAX = 1 * MIB
 CERT_MAX = 1 * MIB
 SCRIPT_MAX = 8 * MIB
@@ -60,81 +61,14 @@ class FileRefused(EnvkitError):
     exit_code = 1
 
 
-def kind_of(mode: int) -> str:
-    """What a ``st_mode`` is, in words.
-
-    >>> import stat
-    >>> kind_of(stat.S_IFIFO | 0o644)
-    'a FIFO (named pipe)'
-    """
-    if stat.S_ISREG(mode):
-        return "a regular file"
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    return "not a regular file"
-
-
-def human(n: int) -> str:
-    """A byte count in words.
-
-    >>> human(1048576)
-    '1 MiB'
-    """
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size and n % size == 0:
-            return f"{n // size} {unit}"
-    return f"{n} bytes"
-
-
 def read_bounded(path: Path, limit: int, what: str, error: type[EnvkitError] = ProfileError) -> bytes:
     """The bytes of regular file ``path``, at most ``limit`` of them; anything else raises ``error``.
 
-    ``error`` is the caller's bad-input class (exit 2). The file is opened with
-    ``O_NONBLOCK`` and checked again with ``fstat`` on the open descriptor, so a
-    path swapped for a FIFO between the checks still cannot block.
+    ``error`` is the caller's bad-input class (exit 2). The rule itself is the
+    harness's (:func:`envkit.harness.boundedio.read_bounded`), which reads
+    ``--expect`` inside containers with it.
     """
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise error(f"{path}: no such file; expected {what}") from None
-    except OSError as e:
-        raise error(f"{path}: cannot read: {e.strerror or e}") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise error(f"{path}: is {kind_of(st.st_mode)}, not a regular file; expected {what}")
-    if st.st_size > limit:
-        raise error(f"{path}: is {st.st_size} bytes; {what} is at most {human(limit)} ({limit} bytes)")
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
-    except OSError as e:
-        raise error(f"{path}: cannot read: {e.strerror or e}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise error(f"{path}: is {kind_of(st.st_mode)}, not a regular file; expected {what}")
-        chunks, total = [], 0
-        while total <= limit:
-            chunk = os.read(fd, min(limit + 1 - total, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-    except OSError as e:
-        raise error(f"{path}: cannot read: {e.strerror or e}") from None
-    finally:
-        os.close(fd)
-    if total > limit:  # the file grew after the stat
-        raise error(f"{path}: is more than {limit} bytes; {what} is at most {human(limit)} ({limit} bytes)")
-    return b"".join(chunks)
+    return _read_bounded(path, limit, what, error)
 
 
 def write_target(path: Path) -> Path:

@@ -15,9 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any
 import multiprocessing
-import os
-import stat
 
+from .boundedio import read_bounded
 from .errors import UsageError
 from .sizing import DTYPE_ITEMSIZE, cpu_limit, memory_need_bytes, plan_workers, shm_required_bytes
 
@@ -37,25 +36,7 @@ EXPECT_MAX = 1024 * 1024  # an expectation is a few hundred bytes (README, "Limi
 
 def _read_bounded(path) -> bytes:
     """A regular file of at most EXPECT_MAX bytes, opened without blocking (a FIFO or /dev/zero cannot hang)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
-    except OSError as exc:
-        raise ExpectError(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ExpectError(f"{path} is not a regular file; expected an expectation JSON file")
-        if st.st_size > EXPECT_MAX:
-            raise ExpectError(f"{path} is {st.st_size} bytes; an expectation is at most {EXPECT_MAX} bytes (1 MiB)")
-        with os.fdopen(os.dup(fd), "rb") as fh:
-            raw = fh.read(EXPECT_MAX + 1)
-    except OSError as exc:
-        raise ExpectError(f"cannot read {path}: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
-    if len(raw) > EXPECT_MAX:
-        raise ExpectError(f"{path} is larger than {EXPECT_MAX} bytes (1 MiB); not an expectation")
-    return raw
+    return read_bounded(path, EXPECT_MAX, "an expectation JSON file (envkit_expect.json)", ExpectError)
 
 
 def load_expect(path) -> dict:

@@ -1,0 +1,93 @@
+"""Bounded, non-blocking reads of a user's file: the one implementation (stdlib only).
+
+The harness reads ``--expect`` with it inside containers; :mod:`envkit.safeio`
+wraps it for every host-side input (profile, ``.wslconfig``, certificates,
+scripts), so the rule exists once. The path must be a regular file (checked with
+``stat`` and again with ``fstat`` on the descriptor, so a path swapped for a FIFO
+between the two still cannot block); it is opened with ``O_NONBLOCK``; its size
+is checked against ``limit`` and never more than ``limit + 1`` bytes are read
+(``/dev/zero`` cannot grow memory). Every refusal raises the caller's ``error``
+class with one line naming the path, what it is and what was expected.
+
+Example:
+    >>> read_bounded("/dev/null", 1024, "a note", ValueError)
+    Traceback (most recent call last):
+    ...
+    ValueError: /dev/null: is a character device, not a regular file; expected a note
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+
+def kind_of(mode: int) -> str:
+    """What a ``st_mode`` is, in words.
+
+    >>> kind_of(stat.S_IFIFO | 0o644)
+    'a FIFO (named pipe)'
+    """
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    return "not a regular file"
+
+
+def human(n: int) -> str:
+    """A byte count in words.
+
+    >>> human(1048576)
+    '1 MiB'
+    """
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size and n % size == 0:
+            return f"{n // size} {unit}"
+    return f"{n} bytes"
+
+
+def read_bounded(path, limit: int, what: str, error: type[Exception]) -> bytes:
+    """The bytes of regular file ``path``, at most ``limit`` of them; anything else raises ``error(message)``."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise error(f"{path}: no such file; expected {what}") from None
+    except OSError as e:
+        raise error(f"{path}: cannot read: {e.strerror or e}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise error(f"{path}: is {kind_of(st.st_mode)}, not a regular file; expected {what}")
+    if st.st_size > limit:
+        raise error(f"{path}: is {st.st_size} bytes; {what} is at most {human(limit)} ({limit} bytes)")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise error(f"{path}: cannot read: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise error(f"{path}: is {kind_of(st.st_mode)}, not a regular file; expected {what}")
+        chunks, total = [], 0
+        while total <= limit:
+            chunk = os.read(fd, min(limit + 1 - total, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    except OSError as e:
+        raise error(f"{path}: cannot read: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+    if total > limit:  # the file grew after the stat
+        raise error(f"{path}: is more than {limit} bytes; {what} is at most {human(limit)} ({limit} bytes)")
+    return b"".join(chunks)
