@@ -79,9 +79,6 @@ def test_a_package_change_ships_only_its_files_and_an_upgrade_leaves_no_old_file
     try:
         res = run_envkit("build", str(e2e_dir / "delta.yaml"), cwd=e2e_dir, timeout=BUILD_TIMEOUT)
         assert res.returncode == 0, res.stderr[-3000:]
-        removed = re.search(r"envkit: the profile's packages add (\d+) file\(s\) to torch's environment and remove (\d+)",
-                            res.stderr)
-        assert removed and int(removed[1]) > 0 and int(removed[2]) > 0, res.stderr[-3000:]
         out = engine.client.containers.run(tag, ["sh", "-c", "python -m pip freeze --all; ls -a /opt/venv; "
                                                  "ls /opt/venv/lib/python3*/site-packages | grep -i typing; "
                                                  "python -c 'import torch; print(torch.ones(2).sum().item())'"],
@@ -89,10 +86,12 @@ def test_a_package_change_ships_only_its_files_and_an_upgrade_leaves_no_old_file
         assert "typing_extensions==4.12.2" in out and f"torch=={TORCH}+cpu" in out and "needs-torch==0.1" in out
         assert re.findall(r"^typing_extensions-[\d.]+\.dist-info$", out, re.M) == ["typing_extensions-4.12.2.dist-info"]
         assert ".envkit-removed" not in out and out.strip().endswith("2.0")
-        # The layers: torch's venv once (the build stage's COPY), the packages' delta small beside it.
-        sizes = {layer["CreatedBy"]: layer["Size"] for layer in engine.client.api.history(tag)}
-        venv = next(size for made_by, size in sizes.items() if "COPY dir:" in made_by and size > 500e6)
-        delta = [size for made_by, size in sizes.items() if "COPY dir:" in made_by and size < venv]
-        assert venv and max(delta) < 20e6, sizes
+        # The layers: torch's venv once (the build stage's COPY into /opt/venv), the packages' delta (COPY into /)
+        # small beside it. (A delta taken by ctime held all of torch again: layers keep mtimes, not ctimes.)
+        layers = [(layer["CreatedBy"], layer["Size"]) for layer in engine.client.api.history(tag)]
+        venv = [size for made_by, size in layers if re.search(r"COPY dir:\w+ in /opt/venv\s*$", made_by)]
+        delta = [size for made_by, size in layers if re.search(r"COPY dir:\w+ in /\s*$", made_by)]
+        assert len(venv) == 1 and venv[0] > 500e6 and len(delta) == 1 and delta[0] < 20e6, layers
+        assert [size for made_by, size in layers if "COPY" in made_by and size > 100e6] == venv, "torch's files once"
     finally:
         engine.client.images.remove(tag, force=True)

@@ -73,9 +73,11 @@ def test_the_profiles_packages_get_a_stage_over_torchs(tmp_path, image, split):
     if split:
         build, packages, final = cut[1], cut[2], cut[3]
         assert "torch==2.5.1" in build and "pillow" not in build and "pillow" in packages
-        # torch's install ends with a mark and a file list; the packages' delta is what changed after them.
-        assert build.index("torch==2.5.1") < build.index("touch /opt/envkit-build/packages-start")
-        assert packages.index("pillow") < packages.index("-cnewer /opt/envkit-build/packages-start")
+        # The packages' stage lists torch's environment (path, type, size, mtime), installs, and takes the delta
+        # against the list: mtimes survive image layers, ctimes do not (a ctime delta held all of torch).
+        assert packages.index("> /opt/envkit-build/files-before") < packages.index("pillow") \
+            < packages.index("comm -13 /opt/envkit-build/files-before /opt/envkit-build/files-after")
+        assert "-cnewer" not in text and "%T@" in packages
         assert "xargs -r -d '\\n' rm -rf -- < /opt/venv/.envkit-removed" in final
     else:
         assert "envkit-delta" not in text and "packages-start" not in text
