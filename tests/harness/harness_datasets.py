@@ -64,3 +64,15 @@ def raises():
 
 def with_lambda():
     return WithLambda()
+
+
+class Slow(_Base):
+    """Every item costs 0.6 s: filling a 2 x 2 pipeline after the first batch takes longer than a 1 s timeout."""
+
+    def __getitem__(self, idx):
+        time.sleep(0.6)
+        return torch.zeros(self.shape), idx
+
+
+def slow():
+    return Slow(n=64)

@@ -72,7 +72,7 @@ def test_table_without_json(run_cli, small_loader, write_expect):
 @pytest.mark.parametrize("args, needle", [
     (["--bogus"], "unrecognized arguments"),
     (["--num-workers", "x"], "invalid int value"),
-    (["--expect", "/nonexistent/envkit_expect.json"], "cannot read"),
+    (["--expect", "/nonexistent/envkit_expect.json"], "no such file; expected an expectation JSON file"),
     (["--dataset", "no_such_module_xyz:make"], "--dataset no_such_module_xyz:make"),
     (["--dataset", "harness_datasets:not_there"], "cannot import"),
     (["--dataset", "no_colon"], "MODULE:CALLABLE"),

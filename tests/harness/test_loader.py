@@ -85,3 +85,15 @@ def test_user_dataset_smaller_than_needed_is_iterated_again():
     c = check_loader(settings("harness_datasets:ok", batch_size=64, num_workers=1), timeout=30)
     assert c["status"] == "pass"
     assert c["measured"]["epochs"] >= 2  # 256 samples = 4 batches < the planned 10
+
+
+def test_holding_the_first_batch_until_the_pipeline_is_full_is_not_a_hang():
+    """Slow but healthy: every batch arrives within the 1 s timeout, the hold for the full pipeline takes longer.
+
+    Before the child told the watchdog about the hold (a "fill" event), this was reported as a hang.
+    """
+    c = check_loader(settings("harness_datasets:slow", batch_size=1, num_workers=2), timeout=1, quick=True)
+    assert c["status"] == "pass", (c["message"], c["measured"])
+    fill = c["measured"]["pipeline_fill"]
+    assert fill["outstanding"] == 4 and fill["waited_s"] > 1.0, fill
+    assert_no_leftovers(c)

@@ -55,7 +55,7 @@ def test_three_stages_and_only_the_venv_ships(tmp_path):
     assert "COPY .envkit/wheels/ /tmp/envkit-wheels/" in build and "wheels" not in final
     assert "pip install uv==" in build and "uv" not in final.replace("VIRTUAL_ENV", "")
     assert re.findall(r"^COPY --from=(\S+) (\S+) (\S+)$", final, re.M) == [("build", "/opt/venv", "/opt/venv"),
-                                                                          ("packages", "/opt/envkit-delta/", "/")]
+                                                                          ("packages", "/opt/envkit-delta/", "/opt/venv/")]
 
 
 @pytest.mark.parametrize("image, split", [
@@ -80,7 +80,7 @@ def test_the_profiles_packages_get_a_stage_over_torchs(tmp_path, image, split):
         assert "-cnewer" not in text and "%T@" in packages
         assert "xargs -r -d '\\n' rm -rf -- < /opt/venv/.envkit-removed" in final
     else:
-        assert "envkit-delta" not in text and "packages-start" not in text
+        assert "envkit-delta" not in text and "files-before" not in text
     # Classic-builder syntax only: docker-py cannot build BuildKit-only instructions.
     assert "--mount" not in text and "<<" not in text and "# syntax=" not in text
 

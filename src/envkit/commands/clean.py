@@ -4,8 +4,8 @@ Only containers and ``envkit-build-*`` folders whose recorded owner (pid, start
 time, this host's boot id) no longer runs are removed; see :mod:`envkit.leftovers`.
 Images that envkit built and that no tag names any more (a rebuild under the same
 tag leaves the previous one nameless, holding a whole environment's layers) are
-removed unless a container still uses them; tagged images and the build cache
-(intermediate images) stay. Anything else, including another user's live runs on a
+removed with the cache layers only they use, unless a container still uses them;
+tagged images, images pulled by digest, and the layers of current builds stay. Anything else, including another user's live runs on a
 shared engine, is left alone.
 
 Example:
@@ -26,12 +26,12 @@ def run(*, out: TextIO, err: TextIO, engine: Engine | None = None) -> int:
         from envkit.imagebuild import connect
 
         engine = connect(None)
-    containers = sweep_containers(engine)
-    images = sweep_superseded_images(engine)
-    for name in containers:
-        print(f"removed container {name}", file=out)
     for folder in folders:
         print(f"removed build folder {folder}", file=out)
+    containers = sweep_containers(engine)
+    for name in containers:
+        print(f"removed container {name}", file=out)
+    images = sweep_superseded_images(engine)  # said after the others: an engine error here loses no report
     for line in images:
         print(f"removed superseded image {line}", file=out)
     if not containers and not folders and not images:

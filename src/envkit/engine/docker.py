@@ -383,7 +383,8 @@ class DockerEngine(Engine):
             found = self.client.images.list(filters={"dangling": True, "label": LABEL})
         except self._errors.APIError as exc:
             raise EngineError(f"the engine failed while listing images: {exc.explanation or exc}") from None
-        return [(i.id, dict(i.labels or {})) for i in found]
+        # An image pulled by digest has no tag but was not superseded by anything: not ours to judge.
+        return [(i.id, dict(i.labels or {})) for i in found if not i.attrs.get("RepoDigests")]
 
     def remove_image(self, image_id: str) -> bool:
         try:

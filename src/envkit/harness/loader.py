@@ -203,6 +203,10 @@ def _watch(proc, rfd: int, timeout: float, progress, label: str, out: dict) -> N
                     deadline = time.monotonic() + timeout + max(0.0, grace)
                 elif kind in ("batch", "run_done"):
                     deadline = time.monotonic() + timeout
+                elif kind == "fill":  # the first batch is held until the pipeline is full (loader_child)
+                    hold = event.get("max_s", 0.0)
+                    hold = float(hold) if isinstance(hold, (int, float)) and math.isfinite(hold) else 0.0
+                    deadline = time.monotonic() + timeout + min(max(0.0, hold), 60.0)
                 if kind == "batch":
                     out["last_batch"] = event["i"]
                     if progress:

@@ -149,6 +149,8 @@ def run_one(index: int, run: dict, emit) -> dict:
                 got = True
                 if fill is None and run.get("fill") and nw > 0:
                     first = time.perf_counter() - t0
+                    # The parent's watchdog gives the hold its own allowance (it resets on events).
+                    emit({"event": "fill", "run": index, "max_s": FILL_MAX_S})
                     fill = hold_until_full(it)
                 n = _count(batch, run["batch_size"])
                 if device is not None:

@@ -45,7 +45,7 @@ TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
 CHECK_FILE = "envkit-check"
 CHECK_PATH = f"/usr/local/bin/{CHECK_FILE}"
 # The packages stage's delta (see ``packages_stage``): what the profile's packages added over torch's
-# environment, as a tree to copy onto /, and the paths they removed, deleted in the final stage.
+# environment, as a tree to copy onto the venv, and the paths they removed, deleted in the final stage.
 DELTA_DIR = "/opt/envkit-delta"
 REMOVED_LIST = ".envkit-removed"
 LOCK_FILE_NAME = "envkit.lock.txt"  # envkit.lockfile.LOCK_FILE (that module imports this one)
