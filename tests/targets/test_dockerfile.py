@@ -5,6 +5,7 @@ Real renders of real profiles (no fakes); the builds themselves are in tests/e2e
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -214,3 +215,56 @@ def test_hadolint_accepts_every_generated_dockerfile(profile, installer, tmp_pat
     (tmp_path / "Dockerfile").write_text(text)
     res = subprocess.run([exe, str(tmp_path / "Dockerfile")], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def _run_lines(stage: str) -> list[str]:
+    """The RUN commands of a stage as the shell gets them (continuations joined, as the Dockerfile parser does)."""
+    joined = re.sub(r"\\\n", "", stage)
+    return [line[4:] for line in joined.splitlines() if line.startswith("RUN ")]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="GNU find/tar/comm, as in the Debian/Ubuntu bases")
+def test_the_packages_delta_ships_new_changed_and_recorded_files_and_lists_removed_ones(tmp_path):
+    """The packages stage's two list/delta RUNs, run by sh on a fake venv (paths moved under tmp_path).
+
+    Covers what a Docker build cannot stage on demand: a file an install rewrote with the same size and
+    modification time (an installer keeping a wheel's times) still ships, because the package's RECORD names it.
+    """
+    (tmp_path / "gen").mkdir()
+    text = render(tmp_path / "gen", image='  torch: {version: "2.5.1", variant: cpu}\n  pip_packages: [pkg]\n')[
+        "Dockerfile"].decode()
+    packages = re.split(r"^(?=FROM )", text, flags=re.M)[3]
+    before, _install, delta = _run_lines(packages)
+    root = tmp_path / "fs"
+
+    def sh(cmd: str) -> None:
+        for path in ("/opt/venv", "/opt/envkit-build", "/opt/envkit-delta"):
+            cmd = cmd.replace(path, str(root) + path)
+        subprocess.run(["sh", "-eu", "-c", cmd], check=True, capture_output=True, text=True)
+
+    site = root / "opt/venv/lib/python3.11/site-packages"
+    (root / "opt/envkit-build").mkdir(parents=True)
+    (site / "pkg-1.0.dist-info").mkdir(parents=True)
+    (root / "opt/venv/bin").mkdir()
+    (site / "torchish.py").write_text("kept\n")
+    (site / "old.py").write_text("removed by the install\n")
+    (site / "pkg.py").write_text("version = 1\n")
+    (site / "pkg-1.0.dist-info" / "RECORD").write_text("pkg.py,,\n")
+    os.utime(site / "pkg.py", (1_600_000_000, 1_600_000_000))
+    sh(before)
+    # The "install": pkg.py rewritten with the same size and time, a script and a module added, old.py removed.
+    (site / "pkg.py").write_text("version = 2\n")
+    os.utime(site / "pkg.py", (1_600_000_000, 1_600_000_000))
+    (root / "opt/venv/bin/pkg-cli").write_text("#!/bin/sh\n")
+    (site / "new.py").write_text("added\n")
+    (site / "pkg-1.0.dist-info" / "RECORD").write_text("pkg.py,,\nnew.py,,\n../../../bin/pkg-cli,,\nmissing.py,,\n")
+    (site / "old.py").unlink()
+    sh(delta)
+
+    out = root / "opt/envkit-delta"
+    shipped = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    sp = "lib/python3.11/site-packages"
+    assert shipped == sorted([".envkit-removed", "bin/pkg-cli", f"{sp}/new.py", f"{sp}/pkg-1.0.dist-info/RECORD",
+                              f"{sp}/pkg.py"]), shipped
+    assert (out / sp / "pkg.py").read_text() == "version = 2\n"  # by the RECORD: size and time alone missed it
+    assert (out / ".envkit-removed").read_text() == f"{root}/opt/venv/{sp}/old.py\n"  # /opt/venv/... in an image
