@@ -52,10 +52,31 @@ def project(tmp_path_factory, e2e_dir, e2e_image):
 
 
 def _remove_new_vsc_images(engine, before: set) -> None:
-    """The CLI tags what it builds vsc-<folder>-<hash>[-uid]: remove the ones made since ``before``."""
-    for img in engine.client.images.list():
-        if img.id not in before and any(t.startswith("vsc-") for t in img.tags):
-            engine.client.images.remove(img.id, force=True)
+    """The CLI tags what it builds vsc-<folder>-<hash>[-uid]: remove the ones made since ``before``.
+
+    The -uid image (updateRemoteUserUID) is a child of the other, and the engine refuses to remove a
+    parent before its child, whatever the listing's order: each pass removes what it can (CI once
+    listed the parent first and failed with 409 "image has dependent child images").
+    """
+    import docker
+
+    pending = [img.id for img in engine.client.images.list()
+               if img.id not in before and any(t.startswith("vsc-") for t in img.tags)]
+    for _ in range(len(pending)):
+        left = []
+        for image_id in pending:
+            try:
+                engine.client.images.remove(image_id, force=True)
+            except docker.errors.NotFound:
+                pass
+            except docker.errors.APIError as exc:
+                if exc.status_code != 409:
+                    raise
+                left.append(image_id)
+        if not left:
+            return
+        pending = left
+    raise AssertionError(f"vsc images the test built could not be removed: {pending}")
 
 
 def _inspect(engine, container_id: str) -> dict:
