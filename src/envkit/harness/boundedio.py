@@ -22,27 +22,19 @@ import os
 import stat
 
 
+# st_mode tests in the order they are tried, each with its words.
+_KINDS = ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISLNK, "a symbolic link"))
+
+
 def kind_of(mode: int) -> str:
     """What a ``st_mode`` is, in words.
 
-    >>> kind_of(stat.S_IFIFO | 0o644)
-    'a FIFO (named pipe)'
+    >>> kind_of(stat.S_IFIFO | 0o644), kind_of(stat.S_IFREG | 0o600), kind_of(0)
+    ('a FIFO (named pipe)', 'a regular file', 'not a regular file')
     """
-    if stat.S_ISREG(mode):
-        return "a regular file"
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    return "not a regular file"
+    return next((words for test, words in _KINDS if test(mode)), "not a regular file")
 
 
 def human(n: int) -> str:
