@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from envkit.profile.typed import BaseModel, ConfigDict, Field
 
 # An image reference as nodes pull it: [registry[:port]/]path[:tag][@sha256:...] (Docker's grammar, simplified
 # to its alphabet; the engine-level grammar check lives with the other image-name checks).

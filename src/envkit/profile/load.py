@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
+from envkit.profile.typed import BaseModel, ValidationError
 
 from envkit import __version__
 from envkit.errors import ProfileError

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Literal, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from envkit.profile.typed import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from envkit.harness.sizing import DTYPE_ITEMSIZE, batch_bytes
 from envkit.profile.cluster import Cluster

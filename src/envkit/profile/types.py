@@ -4,7 +4,7 @@ Each type parses user syntax once, at the edge, into a canonical value, and
 publishes a JSON Schema fragment so editors can complete and check profiles.
 
 Example:
-    >>> from pydantic import TypeAdapter
+    >>> from envkit.profile.typed import TypeAdapter
     >>> TypeAdapter(Size).validate_python("8GB")
     8589934592
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints, WithJsonSchema
+from envkit.profile.typed import AfterValidator, BeforeValidator, Field, StringConstraints, WithJsonSchema
 
 from envkit.profile.dockerref import check_size
 from envkit.units import format_cpuset, parse_cpuset, parse_size

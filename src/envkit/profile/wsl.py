@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from envkit.profile.typed import AfterValidator, BaseModel, ConfigDict, Field
 
 from envkit.profile.types import Size
 
