@@ -1,8 +1,9 @@
-"""The one Jinja2 environment factory: StrictUndefined, no autoescape, shell/YAML/JSON filters.
+"""The one template environment factory (envkit.templating: Jinja2's language, strict, no autoescape),
+with the shell, PowerShell, Dockerfile, YAML and JSON quoting filters.
 
 Templates hold syntax only; they loop and branch over contexts that target
 modules build from the typed profile. A missing context key is an error, never
-an empty string (StrictUndefined).
+an empty string.
 
 Example:
     >>> env = make_env()
@@ -18,10 +19,8 @@ import re
 import shlex
 from pathlib import Path
 
-import jinja2
-import yaml
-
 from envkit import __version__
+from envkit.templating import Environment
 
 
 def templates_dir() -> Path:
@@ -34,6 +33,8 @@ def templates_dir() -> Path:
 
 
 def _to_yaml(data) -> str:
+    import yaml  # only compose.yaml needs the dumper
+
     # sort_keys=False: contexts are built in a deliberate, stable order.
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=1000, allow_unicode=True)
 
@@ -79,37 +80,27 @@ def _yaml_scalar(value: object) -> str:
     return _YAML_RAW_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
 
 
-def _bytecode_cache() -> jinja2.BytecodeCache | None:
+def _cache_dir() -> Path | None:
     """Compiled templates on disk (keyed by template source), so a CLI run skips recompiling.
 
     Set ENVKIT_NO_CACHE=1 to disable; an unwritable cache folder just means no cache.
     """
     if os.environ.get("ENVKIT_NO_CACHE"):
         return None
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "envkit" / f"jinja-{__version__}"
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "envkit" / f"templates-{__version__}"
     try:
         base.mkdir(parents=True, exist_ok=True)
     except OSError:
         return None
-    return jinja2.FileSystemBytecodeCache(str(base))
+    return base
 
 
-def make_env(directory: Path | None = None) -> jinja2.Environment:
+def make_env(directory: Path | None = None) -> Environment:
     """A fresh environment over ``directory`` (default: envkit's templates)."""
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(directory or templates_dir())),
-        bytecode_cache=_bytecode_cache(),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
+    return Environment(
+        directory or templates_dir(),
+        cache_dir=_cache_dir(),
+        filters={"shquote": lambda v: shlex.quote(str(v)), "psquote": _ps_quote, "to_yaml": _to_yaml,
+                 "to_json": _to_json, "dockerfile_str": _dockerfile_str, "yamlstr": _yaml_scalar},
+        globals={"envkit_version": __version__},
     )
-    env.filters["shquote"] = lambda v: shlex.quote(str(v))
-    env.filters["psquote"] = _ps_quote
-    env.filters["to_yaml"] = _to_yaml
-    env.filters["to_json"] = _to_json
-    env.filters["dockerfile_str"] = _dockerfile_str
-    env.filters["yamlstr"] = _yaml_scalar
-    env.globals["envkit_version"] = __version__
-    return env

@@ -28,10 +28,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # annotations only: the CLI reads TARGETS without loading Jinja2 or pydantic
-    import jinja2
-
+if TYPE_CHECKING:  # annotations only: the CLI reads TARGETS without loading the templates or the profile
     from envkit.profile import LoadedProfile
+    from envkit.templating import Environment
     from envkit.runsettings import RunSettings, Volume
 
 
@@ -54,7 +53,7 @@ class GenContext:
     loaded: LoadedProfile
     settings: RunSettings
     out_dir: Path
-    env: jinja2.Environment
+    env: Environment
 
     @property
     def profile(self):

@@ -1,0 +1,119 @@
+"""envkit.templating against Jinja2 itself: the same text for every template generate renders, and for the
+whitespace and language corners the templates rely on (Jinja2 configured as envkit used it until issue 13)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import jinja2
+import pytest
+
+from envkit import templating
+from envkit.generation import render_all
+from envkit.profile import load_profile
+from envkit.render import make_env, templates_dir
+from envkit.targets import TARGET_NAMES
+from envkit.templating import Environment, TemplateError, UndefinedError
+from tests.conftest import example_profiles
+
+
+def _jinja(env: Environment) -> jinja2.Environment:
+    j = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir())), undefined=jinja2.StrictUndefined,
+                           autoescape=False, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
+    j.filters.update({k: v for k, v in env.filters.items() if k not in ("join", "indent")})
+    j.globals.update(env.globals)
+    return j
+
+
+@pytest.mark.parametrize("profile", [None, *example_profiles()], ids=lambda p: p.stem if p else "default")
+def test_every_rendered_template_matches_jinja2(profile, tmp_path, monkeypatch):
+    """Every template generate renders, with the context it renders it with, gives Jinja2's text byte for byte."""
+    seen: list[tuple[str, dict, str]] = []
+    original = templating.Template.render
+
+    def record(self, **context):
+        out = original(self, **context)
+        seen.append((self.name, context, out))
+        return out
+
+    monkeypatch.setattr(templating.Template, "render", record)
+    loaded = load_profile(profile)
+    if profile is not None:
+        shutil.copytree(profile.parent, tmp_path / "p", dirs_exist_ok=True)
+        loaded = load_profile(tmp_path / "p" / profile.name)
+    render_all(loaded, tmp_path / "out", TARGET_NAMES)
+    assert seen, "nothing was rendered"
+    reference = _jinja(make_env())
+    for name, context, out in seen:
+        assert out == reference.get_template(name).render(**context), name
+
+
+CORNERS = {
+    "lstrip and trim": "a\n    {% if x %}\n  b\n    {% endif %}\nc\n",
+    "inline blocks": "x{% if x %} y{% endif %}z {% for i in xs %}[{{ i }}]{% endfor %}\n",
+    "elif else": "{% if n == 1 %}one{% elif n == 2 %}two{% else %}many{% endif %}\n",
+    "nested loops": "{% for a in xs %}{% for b in ys %}{{ a }}{{ b }}{{ ',' if not loop.last }}{% endfor %}"
+                    "{{ ';' if not loop.last else '.' }}{% endfor %}\n",
+    "loop index and else": "{% for i in [] %}{{ loop.index }}{% else %}empty{% endfor %}"
+                           "{% for i in xs %}{{ loop.index }}/{{ loop.length }}{% endfor %}\n",
+    "pairs": "{% for k, v in pairs %}  {{ k }}={{ v }}{{ ' \\\\' if not loop.last else '' }}\n{% endfor %}",
+    "set in if": "{% if x %}\n{% set w = 'uv' %}\n{% else %}\n{% set w = 'pip' %}\n{% endif %}\n{{ w }} install\n",
+    "comments": "{# alone #}\na {# inline #}b\n  {# indented #}\nc\n",
+    "whitespace control": "a   {%- if x -%}   b   {%- endif -%}   c\n{{- ' d' }}\n",
+    "concat and filters": "{{ ('x' ~ n)|upper }} {{ xs|join(', ') }} {{ 'no' if not x }}{{ 'yes' if x }}\n",
+    "string holding comment start": "echo {{ \"${#nodes[@]}\" }}\n",
+    "macro and indent": "{% macro m(p, k='key') %}\n{{ k }}:\n  - {{ p }}\n{% endmacro %}\nroot:\n  {{ m(1)|indent(2) }}"
+                        "\n  {{ m(2, 'other')|indent(2) }}\n",
+    "attributes and items": "{{ d.a }} {{ d['a'] }} {{ s[1:] }} {{ none }} {{ true }}\n",
+    "no trailing newline": "{% if x %}a{% endif %}",
+}
+
+
+@pytest.mark.parametrize("name", CORNERS)
+def test_language_corners_match_jinja2(name):
+    ctx = {"x": True, "n": 2, "xs": [1, 2], "ys": "ab", "pairs": [("A", 1), ("B", 2)], "d": {"a": 5}, "s": "abc"}
+    ours = Environment(None, filters={"upper": str.upper}).from_string(CORNERS[name]).render(**ctx)
+    j = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, trim_blocks=True,
+                           lstrip_blocks=True)
+    assert ours == j.from_string(CORNERS[name]).render(**ctx)
+
+
+def test_import_exposes_macros(tmp_path):
+    (tmp_path / "_lib.j2").write_text("{% macro hi(who) %}hi {{ who }}{% endmacro %}\n")
+    (tmp_path / "main.j2").write_text('{% import "_lib.j2" as lib %}\n{{ lib.hi(name) }}!\n')
+    assert Environment(tmp_path).get_template("main.j2").render(name="you") == "hi you!\n"
+
+
+def test_strict_names_and_attributes():
+    env = Environment(None)
+    with pytest.raises(UndefinedError, match="'missing' is undefined"):
+        env.from_string("{{ missing }}").render()
+    with pytest.raises(UndefinedError, match="no attribute 'b'"):
+        env.from_string("{{ d.b }}").render(d={"a": 1})
+
+
+def test_a_filter_after_arithmetic_needs_parentheses():
+    # Jinja2 reads `a + b|f` as a + (b|f); Python as (a + b)|f. Refused rather than read differently.
+    with pytest.raises(TemplateError, match="add parentheses"):
+        Environment(None, filters={"f": str}).from_string("{{ a + b|f }}")
+    assert Environment(None, filters={"f": str}).from_string("{{ (a + b)|f }}").render(a=1, b=2) == "3"
+
+
+def test_compiled_code_is_cached_and_keyed_by_source(tmp_path):
+    (tmp_path / "t.j2").write_text("v1 {{ x }}\n")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    assert Environment(tmp_path, cache_dir=cache).get_template("t.j2").render(x=1) == "v1 1\n"
+    assert len(list(cache.iterdir())) == 1
+    (tmp_path / "t.j2").write_text("v2 {{ x }}\n")  # an edited template is never served from the old code
+    assert Environment(tmp_path, cache_dir=cache).get_template("t.j2").render(x=1) == "v2 1\n"
+    for f in cache.iterdir():  # a damaged cache file is recompiled, not trusted
+        f.write_bytes(b"\0garbage")
+    assert Environment(tmp_path, cache_dir=cache).get_template("t.j2").render(x=2) == "v2 2\n"
+
+
+def test_template_names_stay_in_the_folder(tmp_path):
+    with pytest.raises(TemplateError):
+        Environment(tmp_path).get_template("../etc/passwd")
+    assert isinstance(Path(templates_dir()), Path)
