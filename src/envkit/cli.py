@@ -17,6 +17,7 @@ import os
 import signal
 import sys
 import threading
+from typing import Any
 from pathlib import Path
 
 from envkit import __version__
@@ -48,10 +49,37 @@ def _profile_arg(p: argparse.ArgumentParser) -> None:
                    help="profile YAML (default: ./envkit.yaml if present, else the embedded default profile)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+COMMANDS = ("generate", "flags", "init", "schema", "harness", "watch", "lock", "build", "validate", "bundle", "doctor",
+            "clean", "wsl")
+
+
+class _Unused:
+    """Stands in for the parsers of the subcommands not asked for (building all of them cost ~8 ms a run)."""
+
+    def add_argument(self, *args: object, **kw: object) -> None:
+        return None
+
+    def add_subparsers(self, *args: object, **kw: object) -> _Unused:
+        return self
+
+    def add_parser(self, *args: object, **kw: object) -> _Unused:
+        return self
+
+
+class _Subparsers:
+    def __init__(self, real: Any, only: str | None) -> None:
+        self.real, self.only = real, only
+
+    def add_parser(self, name: str, **kw: Any) -> Any:
+        return self.real.add_parser(name, **kw) if self.only in (None, name) else _Unused()
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole CLI, or (``only``: the subcommand on the command line) the top level and that subcommand."""
     parser = _Parser(prog="envkit", description="One YAML profile in; a working, proven PyTorch environment out.")
     parser.add_argument("--version", action="version", version=f"envkit {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+    sub: Any = _Subparsers(parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser),
+                           only if only in COMMANDS else None)
 
     g = sub.add_parser("generate", help="render Dockerfile, run.sh, compose.yaml, devcontainer.json, WSL files")
     _profile_arg(g)
@@ -216,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
             from envkit.commands import watch
 
             return watch.run(argv[1:])
-        args = build_parser().parse_args(argv)
+        args = build_parser(argv[0] if argv else None).parse_args(argv)
         return dispatch(args)
     except (EnvkitError, UsageError) as e:
         print(f"envkit: error: {e}", file=sys.stderr)

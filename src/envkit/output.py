@@ -22,7 +22,7 @@ import tempfile
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from envkit.record import field, record
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -36,7 +36,7 @@ BACKUP_MAX = 64 * 1024 * 1024
 STAGING_PREFIX = ".envkit-staging-"
 
 
-@dataclass
+@record
 class WriteReport:
     written: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)

@@ -44,7 +44,7 @@ def _to_json(data) -> str:
 
 
 # PowerShell reads the typographic single quotes as quotes too; each is escaped by doubling.
-_PS_QUOTES = re.compile("(['\u2018\u2019\u201a\u201b])")
+_PS_QUOTES = "(['\u2018\u2019\u201a\u201b])"
 
 
 def _ps_quote(value: object) -> str:
@@ -53,7 +53,7 @@ def _ps_quote(value: object) -> str:
     >>> _ps_quote("it's \u2019x\u2019")
     "'it''s \u2019\u2019x\u2019\u2019'"
     """
-    return "'" + _PS_QUOTES.sub(r"\1\1", str(value)) + "'"
+    return "'" + re.sub(_PS_QUOTES, r"\1\1", str(value)) + "'"
 
 
 def _dockerfile_str(value: object) -> str:
@@ -67,7 +67,8 @@ def _dockerfile_str(value: object) -> str:
 
 # What a YAML reader refuses raw (outside its printable set) or reads as a line break or byte-order mark
 # (NEL, U+2028, U+2029, U+FEFF); JSON with ensure_ascii=False leaves these raw, so they are escaped here.
-_YAML_RAW_UNSAFE = re.compile("[^\x09\x0a\x0d\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+# (A pattern, compiled on first use by re's cache: only the Kubernetes targets need it.)
+_YAML_RAW_UNSAFE = "[^\x09\x0a\x0d\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
 
 
 def _yaml_scalar(value: object) -> str:
@@ -77,7 +78,7 @@ def _yaml_scalar(value: object) -> str:
     >>> print(_yaml_scalar('a: "b" #c $d\u2028'), _yaml_scalar(3), _yaml_scalar(True))
     "a: \\"b\\" #c $d\\u2028" 3 true
     """
-    return _YAML_RAW_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
+    return re.sub(_YAML_RAW_UNSAFE, lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
 
 
 def _cache_dir() -> Path | None:

@@ -38,7 +38,7 @@ _parser = envkit.cli.build_parser()
 @pytest.fixture(autouse=True)
 def _one_parser(monkeypatch):
     # argparse setup costs more than a whole profile load; one parser serves every example.
-    monkeypatch.setattr(envkit.cli, "build_parser", lambda: _parser)
+    monkeypatch.setattr(envkit.cli, "build_parser", lambda only=None: _parser)
 
 
 _SCRATCH: list[Path] = []

@@ -31,14 +31,14 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from envkit.record import record
 
 from envkit.advice.plan import plan
 from envkit.errors import ProfileError
 from envkit.profile.model import Profile
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ClusterPlan:
     """The per-node decisions shared by the cluster targets."""
 

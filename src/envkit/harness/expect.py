@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from typing import Any
-import multiprocessing
 
 from .boundedio import read_bounded
 from .errors import UsageError
@@ -132,6 +131,8 @@ def resolve_loader(expect: dict | None, *, usable: int, quota: float | None = No
         loader["batch_size"] = batch_size
     loader["num_workers_requested"] = loader["num_workers"]
     loader["num_workers"] = plan_workers(loader["num_workers"], cpu_limit(affinity=usable, quota=quota))
+    import multiprocessing  # here, not at the top: generate imports this module and never needs it
+
     if loader["start_method"] is None:
         # The platform default (Linux fork before 3.14, forkserver from 3.14, spawn elsewhere).
         loader["start_method"] = (multiprocessing.get_start_method(allow_none=True)

@@ -12,7 +12,8 @@ Example:
     (2, 'pyxis', 'default')
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: the models' hints are evaluated once, by Python, at class
+# creation, instead of by typing.get_type_hints at first validation (about 9 ms of every run).
 
 from typing import Annotated, Literal
 

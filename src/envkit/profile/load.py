@@ -17,8 +17,7 @@ import hashlib
 import json
 import re
 import typing
-from dataclasses import dataclass
-from importlib import resources
+from envkit.record import record
 from pathlib import Path
 
 from envkit.profile.typed import BaseModel, ValidationError
@@ -63,7 +62,7 @@ _PATTERNS = {
 }
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LoadedProfile:
     """A validated profile and where it came from (``base_dir`` resolves relative paths)."""
 
@@ -78,7 +77,8 @@ class LoadedProfile:
 
 def default_profile_text() -> str:
     """The embedded default profile, comments included (what ``envkit init`` writes)."""
-    return resources.files("envkit.profile").joinpath("default.yaml").read_text(encoding="utf-8")
+    # A plain file beside this module (the wheel installs it there); importlib.resources cost ~5 ms to import.
+    return (Path(__file__).resolve().parent / "default.yaml").read_text(encoding="utf-8")
 
 
 def load_profile(path: Path | None) -> LoadedProfile:

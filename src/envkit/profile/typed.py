@@ -574,10 +574,14 @@ class BaseModel:
 
     @classmethod
     def _compile_fields(cls) -> dict[str, FieldInfo]:
-        hints = typing.get_type_hints(cls, include_extras=True)
+        hints: dict[str, Any] = {}
+        for klass in reversed(cls.__mro__):
+            hints.update(klass.__dict__.get("__annotations__", {}))
+        if any(isinstance(h, str) for name, h in hints.items() if not name.startswith(("model_", "_"))):
+            hints = typing.get_type_hints(cls, include_extras=True)  # a module with postponed annotations
         fields: dict[str, FieldInfo] = {}
         for name, hint in hints.items():
-            if name.startswith(("model_", "_")) or typing.get_origin(hint) is ClassVar:
+            if name.startswith(("model_", "_")) or typing.get_origin(hint) is ClassVar or hint == "ClassVar":
                 continue
             info = FieldInfo()
             for klass in cls.__mro__:

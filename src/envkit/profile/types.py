@@ -9,7 +9,8 @@ Example:
     8589934592
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: the models' hints are evaluated once, by Python, at class
+# creation, instead of by typing.get_type_hints at first validation (about 9 ms of every run).
 
 import re
 from typing import Annotated

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from dataclasses import dataclass
+from envkit.record import record
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # annotations only: the CLI reads TARGETS without loading the
     from envkit.runsettings import RunSettings, Volume
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class OutputFile:
     """A rendered file: ``path`` is relative to the output directory (POSIX separators)."""
 
@@ -46,7 +46,7 @@ class OutputFile:
     source: Path | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class GenContext:
     """Everything a target may read."""
 

@@ -33,7 +33,7 @@ Example:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from envkit.record import record
 
 from envkit.advice.clusterplan import ClusterPlan
 from envkit.targets import GenContext
@@ -70,7 +70,7 @@ def object_name(profile_name: str) -> str:
     return name[:NAME_MAX].rstrip("-")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Volume:
     """A pod volume and its one mount. ``kind``: emptyDir | persistentVolumeClaim | hostPath."""
 
@@ -83,7 +83,7 @@ class Volume:
     path: str | None = None  # hostPath
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Pod:
     name: str
     namespace: str

@@ -17,7 +17,7 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from envkit.record import record
 
 from envkit.profile.typed import BaseModel
 
@@ -35,14 +35,14 @@ PS1_BOM = b"\xef\xbb\xbf"
 DEFAULT_DISTRO = "Ubuntu"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Entry:
     key: str
     value: str          # spelled for the file (escaped, quoted when needed)
     note: str | None    # printed as a comment above the key
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Section:
     name: str
     entries: tuple[Entry, ...]
