@@ -77,7 +77,9 @@ def main() -> None:
     hpccm = shutil.which("hpccm", path=str(Path(sys.executable).parent)) or shutil.which("hpccm")
     if not hpccm and not args.no_hpccm:
         sys.exit("hpccm is not installed: pip install -e '.[bench]' (or pass --no-hpccm)")
-    envkit = [sys.executable, "-m", "envkit", "generate"]
+    # The console script, as users run envkit and as hpccm is run here (`python -m` adds runpy's imports).
+    script = shutil.which("envkit", path=str(Path(sys.executable).parent))
+    envkit = [script, "generate"] if script else [sys.executable, "-m", "envkit", "generate"]
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         (work / "recipe.py").write_text(RECIPE)

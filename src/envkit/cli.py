@@ -17,8 +17,8 @@ import os
 import signal
 import sys
 import threading
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from envkit import __version__
 from envkit.errors import EnvkitError, UsageError

@@ -54,8 +54,9 @@ def render_owned(loaded: LoadedProfile, out_dir: Path,
     """
     owners: dict[str, str] = {}
     files: dict[str, OutputFile] = {}
+    ctx = context(loaded, out_dir)  # one context (and one template environment) for every target
     for name in targets:
-        for f in render_all(loaded, out_dir, (name,)):
+        for f in render_targets(ctx, (name,)):
             owners.setdefault(f.path, name)
             files.setdefault(f.path, f)
     return sorted(files.values(), key=lambda f: f.path), owners

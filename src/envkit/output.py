@@ -13,20 +13,18 @@ Example:
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
-import shutil
 import signal
-import tempfile
 import threading
 import time
 from contextlib import contextmanager
-from envkit.record import field, record
 from datetime import datetime, timezone
 from pathlib import Path
 
+from envkit.digest import sha256_hex
 from envkit.errors import EnvkitError, OutputConflict
+from envkit.record import field, record
 from envkit.safeio import FileRefused, read_bounded, replace_file, stage_file, write_target
 from envkit.targets import OutputFile
 
@@ -46,7 +44,7 @@ class WriteReport:
 
 
 def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    return sha256_hex(data)
 
 
 def _read_manifest(out_dir: Path) -> tuple[dict[str, str], dict[str, str]]:
@@ -100,6 +98,8 @@ def write_backup(path: Path, raw: bytes | None = None) -> Path:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
+            import shutil
+
             shutil.copymode(path, target)
             return target
         except FileExistsError:
@@ -121,6 +121,8 @@ def _stage_copy(src: Path, tmp: Path) -> None:
     try:
         os.link(src, tmp)  # wheels are large: a hard link costs nothing when on one filesystem
     except OSError:
+        import shutil
+
         shutil.copy2(src, tmp)
 
 
@@ -159,6 +161,8 @@ def _sweep_stale_staging(out_dir: Path) -> None:
     """Staging folders left by a killed run (only called under the lock, so none is in use)."""
     for p in out_dir.glob(f"{STAGING_PREFIX}*"):
         if p.is_dir() and not p.is_symlink():
+            import shutil
+
             shutil.rmtree(p, ignore_errors=True)
 
 
@@ -193,6 +197,12 @@ def write_outputs(out_dir: Path, files: list[OutputFile], *, force: bool = False
     with output_lock(out_dir):
         _sweep_stale_staging(out_dir)
         return _write_locked(out_dir, files, force, owners or {}, requested)
+
+
+def _staging_dir(out_dir: Path) -> Path:
+    import tempfile  # only when something is written: a run with nothing to change never imports it
+
+    return Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out_dir))
 
 
 def _write_locked(out_dir: Path, files: list[OutputFile], force: bool, owners: dict[str, str],
@@ -232,7 +242,7 @@ def _write_locked(out_dir: Path, files: list[OutputFile], force: bool, owners: d
         if f.path in owners:
             manifest_owners[f.path] = owners[f.path]
     staged: list[tuple[Path, Path]] = []  # (temporary, destination)
-    staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out_dir)) if plan or prune or chmods else None
+    staging = _staging_dir(out_dir) if plan or prune or chmods else None
     try:
         try:
             for f, dest in plan:
@@ -290,6 +300,8 @@ def _write_locked(out_dir: Path, files: list[OutputFile], force: bool, owners: d
             if tmp.exists() and (staging is None or staging not in tmp.parents):
                 tmp.unlink(missing_ok=True)
         if staging is not None:
+            import shutil
+
             shutil.rmtree(staging, ignore_errors=True)
     report.written = [f.path for f, _ in plan]
     report.removed = [p for p in prune]

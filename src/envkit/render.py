@@ -81,14 +81,15 @@ def _yaml_scalar(value: object) -> str:
     return re.sub(_YAML_RAW_UNSAFE, lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
 
 
-def _cache_dir() -> Path | None:
-    """Compiled templates on disk (keyed by template source), so a CLI run skips recompiling.
+def cache_dir(kind: str) -> Path | None:
+    """envkit's cache folder for ``kind`` (compiled templates, the harness zipapp): work a CLI run can skip.
 
-    Set ENVKIT_NO_CACHE=1 to disable; an unwritable cache folder just means no cache.
+    Entries are keyed by what they are built from, never trusted on name alone. Set ENVKIT_NO_CACHE=1 to
+    disable; an unwritable cache folder just means no cache.
     """
     if os.environ.get("ENVKIT_NO_CACHE"):
         return None
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "envkit" / f"templates-{__version__}"
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "envkit" / f"{kind}-{__version__}"
     try:
         base.mkdir(parents=True, exist_ok=True)
     except OSError:
@@ -100,7 +101,7 @@ def make_env(directory: Path | None = None) -> Environment:
     """A fresh environment over ``directory`` (default: envkit's templates)."""
     return Environment(
         directory or templates_dir(),
-        cache_dir=_cache_dir(),
+        cache_dir=cache_dir("templates"),
         filters={"shquote": lambda v: shlex.quote(str(v)), "psquote": _ps_quote, "to_yaml": _to_yaml,
                  "to_json": _to_json, "dockerfile_str": _dockerfile_str, "yamlstr": _yaml_scalar},
         globals={"envkit_version": __version__},

@@ -17,10 +17,9 @@ Example:
 
 from __future__ import annotations
 
-from envkit.record import record
-
 from envkit.harness.sizing import DOCKER_DEFAULT_SHM as DEFAULT_SHM
 from envkit.profile.model import Profile
+from envkit.record import record
 
 
 @record(frozen=True)

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 from envkit.errors import EnvkitError, ProfileError
@@ -108,6 +107,8 @@ def stage_file(target: Path, data: bytes, mode: int) -> Path:
     raised as :class:`FileRefused`.
     """
     try:
+        import tempfile  # only when writing: not on every run's import path
+
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.envkit-tmp-", dir=target.parent)
     except OSError as e:
         raise FileRefused(f"{target}: cannot write in {target.parent}: {e.strerror or e}; nothing was changed") from None

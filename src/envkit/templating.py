@@ -31,6 +31,8 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from envkit.digest import sha256_hex
+
 _TAG = re.compile(r"\{\{|\{%|\{#")
 
 
@@ -414,11 +416,9 @@ class Environment:
 
     def _code(self, src: str, name: str) -> Any:
         """The template's compiled code, from the cache when its source is unchanged (keyed by its hash)."""
-        import hashlib
-
         path = None
         if self.cache_dir is not None:
-            key = hashlib.sha256(f"{name}\0{src}".encode()).hexdigest()[:32]
+            key = sha256_hex(f"{name}\0{src}".encode())[:32]
             path = self.cache_dir / f"{key}.code"
             try:
                 with open(path, "rb") as f:

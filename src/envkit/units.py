@@ -17,7 +17,6 @@ Example:
 
 from __future__ import annotations
 
-import difflib
 import re
 
 # One Docker size formatter, defined in the stdlib-only harness (which also spells --shm-size remedies).
@@ -47,6 +46,8 @@ def parse_size(value: object) -> int:
     if not m:
         hint = ""
         unit = re.sub(r"^[\d.\s]+", "", value).lower()
+        import difflib  # only on a bad input: not on every run's import path
+
         close = difflib.get_close_matches(unit, ["k", "m", "g", "t", "kb", "mb", "gb", "tb"], n=1)
         if unit and close:
             hint = f" (did you mean {re.sub(r'[^0-9.]', '', value)}{close[0]}?)"
@@ -104,5 +105,7 @@ def format_cpuset(cpus: tuple[int, ...]) -> str:
 
 def did_you_mean(word: object, choices) -> str:
     """`` (did you mean 'x'?)`` for the closest choice, or an empty string."""
+    import difflib  # only on a bad input: not on every run's import path
+
     close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""

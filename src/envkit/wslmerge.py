@@ -33,10 +33,10 @@ Example:
 from __future__ import annotations
 
 import re
-from envkit.record import record
 from typing import Iterable
 
 from envkit.errors import ProfileError
+from envkit.record import record
 from envkit.units import parse_size
 
 _SECTION_RE = re.compile(r"^(\s*)\[([A-Za-z][A-Za-z0-9]*)\](\s*(?:#.*)?)$")

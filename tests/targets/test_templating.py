@@ -117,3 +117,18 @@ def test_template_names_stay_in_the_folder(tmp_path):
     with pytest.raises(TemplateError):
         Environment(tmp_path).get_template("../etc/passwd")
     assert isinstance(Path(templates_dir()), Path)
+
+
+def test_the_harness_zipapp_is_cached_and_checked(tmp_path, monkeypatch):
+    """generate ships the same harness bytes from the cache as a fresh build; a damaged entry is rebuilt."""
+    from envkit.harness.zipapp import zip_bytes
+    from envkit.targets.dockerfile import harness_bytes
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    fresh = zip_bytes()
+    assert harness_bytes() == fresh
+    (entry,) = (tmp_path / "envkit").glob("harness-*/*.pyz")
+    assert entry.read_bytes()[64:] == fresh
+    entry.write_bytes(entry.read_bytes()[:-10])  # truncated
+    assert harness_bytes() == fresh
+    assert entry.read_bytes()[64:] == fresh

@@ -31,11 +31,10 @@ Example:
 
 from __future__ import annotations
 
-from envkit.record import record
-
 from envkit.advice.plan import plan
 from envkit.errors import ProfileError
 from envkit.profile.model import Profile
+from envkit.record import record
 
 
 @record(frozen=True)

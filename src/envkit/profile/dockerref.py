@@ -19,10 +19,9 @@ Example:
 from __future__ import annotations
 
 import re
-from decimal import Decimal
 
 INT64_MAX = 2**63 - 1
-MIN_CPUS = Decimal("0.01")
+MIN_CPUS = "0.01"  # Docker's smallest --cpus, compared exactly (as a Decimal)
 _DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
 _DOMAIN = re.compile(rf"^(?:{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?$")
 PATH_COMPONENT = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$")
@@ -67,13 +66,15 @@ def check_cpus(value: float) -> float:
     >>> check_cpus(1.5)
     1.5
     """
+    from decimal import Decimal  # only for a profile that sets run.cpus
+
     d = Decimal(repr(value))
     exponent = d.as_tuple().exponent
     if not isinstance(exponent, int):  # 'n', 'N', 'F': NaN or infinity
         raise ValueError(f"{value!r} is not a number of CPUs")
     if exponent < -9:
         raise ValueError(f"{value!r} is too precise: Docker counts CPUs in billionths (at most 9 decimals)")
-    if d < MIN_CPUS:
+    if d < Decimal(MIN_CPUS):
         raise ValueError(f"{value!r} is below Docker's smallest CPU limit, 0.01")
     return value
 

@@ -26,6 +26,7 @@ MAX_DEPTH = 100
 _NON_PRINTABLE = re.compile("[^\x09\x0A\x0D\x20-\x7E\x85\xA0-\uD7FF\uE000-\uFFFD\U00010000-\U0010ffff]")
 
 Position = tuple[int, int]
+_FAST_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def read_yaml(raw: bytes, source: str) -> tuple[dict, dict[tuple, Position]]:
@@ -43,7 +44,26 @@ def read_yaml(raw: bytes, source: str) -> tuple[dict, dict[tuple, Position]]:
     _check_characters(text, source)
     _check_flow_depth(text, source)
     try:
-        loader = yaml.SafeLoader(text)
+        # libyaml's parser (when PyYAML has it) is several times faster on the valid profiles of every run; a
+        # problem is reported by the pure-Python parser again, so messages never depend on which one is built.
+        data, positions, node = _parse(text, source, _FAST_LOADER)
+    except ProfileError:
+        if _FAST_LOADER is yaml.SafeLoader:
+            raise
+        data, positions, node = _parse(text, source, yaml.SafeLoader)
+    if not isinstance(data, dict):
+        kind = type(data).__name__ if data is not None else "null"
+        raise ProfileError(
+            f"{source}:{node.start_mark.line + 1}:{node.start_mark.column + 1}: "
+            f"expected a mapping (key: value lines) at the top level, got a {kind}"
+        )
+    return data, positions
+
+
+def _parse(text: str, source: str, loader_cls: type) -> tuple[object, dict[tuple, Position], yaml.Node]:
+    """One document with ``loader_cls``: data, key positions and the root node; ProfileError on any problem."""
+    try:
+        loader = loader_cls(text)
     except yaml.YAMLError as e:  # the reader's own character check (belt and braces)
         raise ProfileError(f"{source}: invalid YAML: {e}") from None
     try:
@@ -66,13 +86,7 @@ def read_yaml(raw: bytes, source: str) -> tuple[dict, dict[tuple, Position]]:
         raise ProfileError(f"{source}: nesting too deep for a profile (more than {MAX_DEPTH} levels)") from None
     finally:
         loader.dispose()
-    if not isinstance(data, dict):
-        kind = type(data).__name__ if data is not None else "null"
-        raise ProfileError(
-            f"{source}:{node.start_mark.line + 1}:{node.start_mark.column + 1}: "
-            f"expected a mapping (key: value lines) at the top level, got a {kind}"
-        )
-    return data, positions
+    return data, positions, node
 
 
 def _check_characters(text: str, source: str) -> None:

@@ -7,10 +7,11 @@ list[OutputFile]``. Targets never write files and never see raw profile dicts;
 :data:`TARGETS` is the one name -> module map: the CLI's ``--target`` choices,
 :data:`TARGET_NAMES` and :func:`render_targets` all read it. Adding a target is
 one module, its template(s), one line here, a golden folder and a parser in
-``tests/targets/test_agreement.py`` (docs/contributing.md). A target module may also
-set ``REQUIRES_SECTION`` (the profile section it renders from, e.g. the cluster targets'
-``"cluster"``: :func:`required_section`) and define ``warnings(profile)`` (what it cannot
-express: :func:`target_warnings`); no list of names elsewhere spells either.
+``tests/targets/test_agreement.py`` (docs/contributing.md). The registry line also names the
+profile section a target renders from, if any (the cluster targets' ``"cluster"``:
+:func:`required_section`); without that section the target renders nothing and its module is not
+even imported. A target module may define ``warnings(profile)`` (what it cannot express:
+:func:`target_warnings`); no list of names elsewhere spells either.
 
 Example:
     >>> TARGET_NAMES[:2]
@@ -23,10 +24,11 @@ from __future__ import annotations
 
 import importlib
 import os
-from envkit.record import record
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
+
+from envkit.record import record
 
 if TYPE_CHECKING:  # annotations only: the CLI reads TARGETS without loading the templates or the profile
     from envkit.profile import LoadedProfile
@@ -97,16 +99,17 @@ class GenContext:
 
 # The one registry: target name -> the module that renders it (imported on first use,
 # so `import envkit.targets` stays cheap and no target imports another through here).
-TARGETS: dict[str, str] = {
-    "dockerfile": "envkit.targets.dockerfile",
-    "run": "envkit.targets.run",
-    "compose": "envkit.targets.compose",
-    "devcontainer": "envkit.targets.devcontainer",
-    "wsl": "envkit.targets.wsl",
-    "k8s": "envkit.targets.k8s",
-    "trainjob": "envkit.targets.trainjob",
-    "slurm": "envkit.targets.slurm",
+_REGISTRY: dict[str, tuple[str, str | None]] = {  # name: (module, the profile section it renders from)
+    "dockerfile": ("envkit.targets.dockerfile", None),
+    "run": ("envkit.targets.run", None),
+    "compose": ("envkit.targets.compose", None),
+    "devcontainer": ("envkit.targets.devcontainer", None),
+    "wsl": ("envkit.targets.wsl", None),
+    "k8s": ("envkit.targets.k8s", "cluster"),
+    "trainjob": ("envkit.targets.trainjob", "cluster"),
+    "slurm": ("envkit.targets.slurm", "cluster"),
 }
+TARGETS: dict[str, str] = {name: module for name, (module, _) in _REGISTRY.items()}
 
 TARGET_NAMES: tuple[str, ...] = tuple(TARGETS)
 
@@ -117,7 +120,7 @@ def target_module(name: str) -> ModuleType:
 
 
 def required_section(name: str) -> str | None:
-    """The profile section target ``name`` cannot render without (its module's ``REQUIRES_SECTION``).
+    """The profile section target ``name`` cannot render without (its registry line says).
 
     Such a target renders nothing for a profile without the section; asked for by name, generate
     refuses (exit 2) rather than write nothing silently.
@@ -125,11 +128,19 @@ def required_section(name: str) -> str | None:
     >>> required_section("dockerfile"), required_section("k8s")
     (None, 'cluster')
     """
-    return getattr(target_module(name), "REQUIRES_SECTION", None)
+    return _REGISTRY[name][1]
+
+
+def _applies(name: str, profile) -> bool:
+    """Whether target ``name`` has what it renders from in ``profile`` (else it is not even imported)."""
+    section = _REGISTRY[name][1]
+    return section is None or getattr(profile, section) is not None
 
 
 def target_warnings(name: str, profile) -> list[str]:
     """What target ``name`` cannot express for ``profile`` (its module's optional ``warnings``)."""
+    if not _applies(name, profile):
+        return []
     warn = getattr(target_module(name), "warnings", None)
     return list(warn(profile)) if warn is not None else []
 
@@ -138,5 +149,6 @@ def render_targets(ctx: GenContext, names: tuple[str, ...] = TARGET_NAMES) -> li
     """Render the named targets, sorted by path so output order is stable."""
     files: list[OutputFile] = []
     for name in names:
-        files.extend(target_module(name).render(ctx))
+        if _applies(name, ctx.profile):
+            files.extend(target_module(name).render(ctx))
     return sorted(files, key=lambda f: f.path)

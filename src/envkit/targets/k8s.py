@@ -16,8 +16,8 @@ from envkit.profile.model import Profile
 from envkit.targets import GenContext, OutputFile
 from envkit.targets.kube import MASTER_PORT, Pod, kube_escape, pod, tidy
 
-# Rendered only for a profile with a cluster: section; asked for by name without one, generate exits 2.
-REQUIRES_SECTION = "cluster"
+# Rendered only for a profile with a cluster: section (its registry line says so); asked for by name
+# without one, generate exits 2.
 
 
 def command(p: Pod) -> tuple[str, ...]:

@@ -33,9 +33,9 @@ Example:
 from __future__ import annotations
 
 import re
-from envkit.record import record
 
 from envkit.advice.clusterplan import ClusterPlan
+from envkit.record import record
 from envkit.targets import GenContext
 from envkit.targets.dockerfile import CHECK_FILE
 

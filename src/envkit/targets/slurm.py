@@ -35,8 +35,8 @@ from envkit.targets import GenContext, OutputFile
 from envkit.targets.dockerfile import CHECK_FILE as CHECK_COMMAND
 
 FILE = "slurm.sbatch"
-# Rendered only for a profile with a cluster: section; asked for by name without one, generate exits 2.
-REQUIRES_SECTION = "cluster"
+# Rendered only for a profile with a cluster: section (its registry line says so); asked for by name
+# without one, generate exits 2.
 # The batch script runs outside the container; relative volume sources are anchored at the
 # folder sbatch was called from (sbatch copies the script to its spool, so its own path is useless).
 _HERE = "\0here\0"

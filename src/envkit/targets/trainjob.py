@@ -29,8 +29,8 @@ from envkit.targets.kube import Pod, kube_escape, pod, tidy
 RUNTIME = "torch-distributed"
 REPLICATED_JOB = CONTAINER = "node"  # the stock runtime's replicated job and trainer container
 PATCH_MANAGER = "envkit"
-# Rendered only for a profile with a cluster: section; asked for by name without one, generate exits 2.
-REQUIRES_SECTION = "cluster"
+# Rendered only for a profile with a cluster: section (its registry line says so); asked for by name
+# without one, generate exits 2.
 
 
 def command(p: Pod) -> tuple[str, ...]:

@@ -17,14 +17,13 @@ Example:
 
 from __future__ import annotations
 
-from envkit.record import record
-
 from envkit.profile.typed import BaseModel
 
 from envkit.profile.wsl import (
     SIZE_KEYS, WSL2_BACKPORT_BUILDS, WSL2_MIN_BUILD, WSL2_MIN_UBR, WSL_INSTALL_MIN_BUILD, Wsl, WslConf,
     min_windows_build, value_note,
 )
+from envkit.record import record
 from envkit.targets import GenContext, OutputFile
 from envkit.units import format_wsl_size
 from envkit.wslmerge import quote_value
