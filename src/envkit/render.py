@@ -36,7 +36,8 @@ def _to_yaml(data) -> str:
     import yaml  # only compose.yaml needs the dumper
 
     # sort_keys=False: contexts are built in a deliberate, stable order.
-    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=1000, allow_unicode=True)
+    return yaml.dump(data, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False,
+                     default_flow_style=False, width=1000, allow_unicode=True)
 
 
 def _to_json(data) -> str:
