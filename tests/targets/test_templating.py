@@ -8,6 +8,8 @@ from pathlib import Path
 
 import jinja2
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from envkit import templating
 from envkit.generation import render_all
@@ -132,3 +134,20 @@ def test_the_harness_zipapp_is_cached_and_checked(tmp_path, monkeypatch):
     entry.write_bytes(entry.read_bytes()[:-10])  # truncated
     assert harness_bytes() == fresh
     assert entry.read_bytes()[64:] == fresh
+
+
+@given(st.text())
+def test_yaml_scalar_escapes_exactly_what_yaml_refuses_raw(text):
+    """The range table gives what the character-class expression it replaced gave, and reads back."""
+    import json
+    import re
+
+    import yaml
+
+    from envkit.render import _yaml_scalar
+
+    unsafe = "[^\x09\x0a\x0d\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
+    want = re.sub(unsafe, lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False))
+    assert _yaml_scalar(text) == want
+    if not any(0xD800 <= ord(c) <= 0xDFFF for c in text):  # lone surrogates cannot be written as UTF-8
+        assert yaml.safe_load(f"k: {_yaml_scalar(text)}")["k"] == text
