@@ -36,8 +36,11 @@ def _to_yaml(data) -> str:
     import yaml  # only compose.yaml needs the dumper
 
     # sort_keys=False: contexts are built in a deliberate, stable order.
-    return yaml.dump(data, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False,
-                     default_flow_style=False, width=1000, allow_unicode=True)
+    options: dict = {"sort_keys": False, "default_flow_style": False, "width": 1000, "allow_unicode": True}
+    text = yaml.dump(data, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), **options)
+    if "\\" in text:  # libyaml escapes what PyYAML writes raw (characters beyond the BMP): PyYAML's spelling
+        text = yaml.dump(data, Dumper=yaml.SafeDumper, **options)
+    return text
 
 
 def _to_json(data) -> str:

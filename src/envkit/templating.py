@@ -25,15 +25,30 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import marshal
 import os
 import re
+import sys
+import types
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from envkit.digest import sha256_hex
 
 _TAG = re.compile(r"\{\{|\{%|\{#")
+
+
+def _compiler_key() -> str:
+    """What compiled code depends on besides the template: this interpreter and this compiler's own source."""
+    try:
+        own = Path(__file__).read_bytes()
+    except OSError:
+        own = b""
+    return f"{sys.implementation.cache_tag}\0{sys.version}\0{marshal.version}\0{sha256_hex(own)}"
+
+
+_COMPILER_KEY = _compiler_key()
 
 
 class TemplateError(Exception):
@@ -134,9 +149,11 @@ def _expr(text: str, scope: _Scope, where: str) -> str:
     import io
     import tokenize
 
-    if "~" in text:  # Jinja's string concatenation becomes `@`, a binary operator Python parses and envkit never uses
+    if "~" in text:
+        # Jinja's string concatenation becomes `<<`: a binary operator the templates never use, and the one
+        # whose precedence is Jinja's for `~` (below `+` and `*`, above comparisons).
         toks = list(tokenize.generate_tokens(io.StringIO(text).readline))
-        text = tokenize.untokenize((t.type, "@" if t.type == tokenize.OP and t.string == "~" else t.string)
+        text = tokenize.untokenize((t.type, "<<" if t.type == tokenize.OP and t.string == "~" else t.string)
                                    for t in toks)
     try:
         tree = ast.parse(text.strip(), mode="eval")
@@ -160,7 +177,7 @@ def _expr(text: str, scope: _Scope, where: str) -> str:
             return ast.copy_location(_call("_attr", self.visit(node.value), ast.Constant(node.attr)), node)
 
         def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
-            if isinstance(node.op, ast.MatMult):
+            if isinstance(node.op, ast.LShift):
                 return ast.copy_location(_call("_cat", self.visit(node.left), self.visit(node.right)), node)
             if not isinstance(node.op, ast.BitOr):
                 return self.generic_visit(node)
@@ -250,6 +267,8 @@ class _Compiler:
             m = re.fullmatch(r"(.+?)\s+in\s+(.+)", rest, re.S)
             if not m:
                 raise TemplateError(f"{where}: expected 'for NAME[, NAME] in EXPR'")
+            if re.search(r"\sif\s", m.group(2)) and not re.search(r"\selse\s", m.group(2)):
+                raise TemplateError(f"{where}: a loop filter ('for x in xs if c') is not supported; use an if inside")
             iterable = _expr(m.group(2), self.scope, where)
             self.scope.frames.append({})
             names = [n.strip() for n in m.group(1).split(",")]
@@ -418,11 +437,15 @@ class Environment:
         """The template's compiled code, from the cache when its source is unchanged (keyed by its hash)."""
         path = None
         if self.cache_dir is not None:
-            key = sha256_hex(f"{name}\0{src}".encode())[:32]
+            # Code objects are only valid for the interpreter and the compiler that made them: a cache shared
+            # by two Pythons (tox, pipx, several venvs under one home) must never hand one the other's code.
+            key = sha256_hex(f"{_COMPILER_KEY}\0{name}\0{src}".encode())[:32]
             path = self.cache_dir / f"{key}.code"
             try:
                 with open(path, "rb") as f:
-                    return marshal.load(f)
+                    code = marshal.load(f)
+                if isinstance(code, types.CodeType):
+                    return code
             except (OSError, ValueError, EOFError, TypeError):
                 pass
         code = compile(compile_source(src, name), str(self.directory / name if self.directory else name), "exec")
@@ -433,7 +456,8 @@ class Environment:
                     marshal.dump(code, f)
                 os.replace(tmp, path)  # atomic: a concurrent run reads the old file or the new one
             except OSError:
-                pass
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
         return code
 
 

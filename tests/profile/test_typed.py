@@ -104,3 +104,53 @@ def test_sections_compile_on_first_use():
 
     assert Late.__dict__.get("_fields") is None
     assert list(Late.model_fields) == ["y"] and Late.__dict__["_fields"] is not None
+
+
+@pytest.mark.parametrize(("section", "value"), [
+    ({"image": {"base": "debian", "workdir": "/workspace\n"}}, "a final newline in a path"),
+    ({"image": {"base": "debian", "env": {"FOO": "bar\n"}}}, "a final newline in an env value"),
+    ({"run": {"env": {"BAZ": "q\n"}}}, "a final newline in a run-time value"),
+    ({"image": {"base": "debian", "pip_packages": ["numpy\x1c==1.26"]}}, "a control character Python calls space"),
+])
+def test_patterns_match_the_whole_text_as_rust_regex_did(section, value):
+    """Python's `$` also matches before a final newline and its \\s takes \\x1c-\\x1f: both let a newline or a
+    control character into generated files (found in review); pydantic's Rust regex refused them."""
+    data = {**BASE, **section}
+    data["image"] = {**BASE["image"], **section.get("image", {})}
+    with pytest.raises(ValidationError):
+        Profile.model_validate(data)
+
+
+def test_white_space_is_unicode_white_space():
+    assert Profile.model_validate({**BASE, "image": {"base": "debian", "torch": {
+        "version": "2.5.1", "index_url": "https://x\x1c"}}}).image.torch.index_url == "https://x\x1c"
+    # As under pydantic: "5" is a device id (text matches first), "5\n" is not one, and as a number it is 5.
+    assert Run.model_validate({"gpus": ["5"]}).gpus == ("5",)
+    assert Run.model_validate({"gpus": ["5\n"]}).gpus == (5,)
+
+
+@pytest.mark.parametrize("raw", ["1e3", "\uff15", "\u0663", "5.5", " yes "])
+def test_numbers_are_ascii_digits(raw):
+    # float() and int() take full-width and Arabic-Indic digits and exponents; pydantic did not.
+    with pytest.raises(ValidationError):
+        TypeAdapter(bool if raw == " yes " else int).validate_python(raw)
+    if raw in ("\uff15", "\u0663"):
+        with pytest.raises(ValidationError):
+            TypeAdapter(float).validate_python(raw)
+
+
+def test_defaults_are_not_shared_between_profiles():
+    a = Profile.model_validate(BASE)
+    a.run.env["Y"] = "1"  # frozen models, but a dict inside one is still a dict
+    assert Profile.model_validate(BASE).run.env == {}
+    assert Run.model_validate({}).ulimits == {} and Run.model_validate({}).ulimits is not Run.model_validate({}).ulimits
+
+
+def test_tabs_are_refused_whichever_parser_reads_the_profile():
+    """libyaml takes a tab as a separator where PyYAML refuses it; the profile's validity must not
+    depend on how PyYAML was built (found in review)."""
+    from envkit.errors import ProfileError
+    from envkit.profile.yamlsrc import read_yaml
+
+    with pytest.raises(ProfileError, match="'\\\\t'"):
+        read_yaml(b"envkit: 1\nname:\tvision\n", "p.yaml")

@@ -151,3 +151,34 @@ def test_yaml_scalar_escapes_exactly_what_yaml_refuses_raw(text):
     assert _yaml_scalar(text) == want
     if not any(0xD800 <= ord(c) <= 0xDFFF for c in text):  # lone surrogates cannot be written as UTF-8
         assert yaml.safe_load(f"k: {_yaml_scalar(text)}")["k"] == text
+
+
+def test_compiled_code_is_keyed_by_interpreter_and_compiler(tmp_path, monkeypatch):
+    """A cache written by another Python (or another templating.py) is never loaded: marshal'd code from
+    another version crashed the interpreter (found in review)."""
+    (tmp_path / "t.j2").write_text("{{ x }}\n")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    Environment(tmp_path, cache_dir=cache).get_template("t.j2")
+    (first,) = cache.iterdir()
+    monkeypatch.setattr(templating, "_COMPILER_KEY", templating._COMPILER_KEY + "other")
+    assert Environment(tmp_path, cache_dir=cache).get_template("t.j2").render(x=1) == "1\n"
+    assert len(list(cache.iterdir())) == 2 and first.exists()
+    for f in cache.iterdir():  # something that unmarshals but is no code object is recompiled, not run
+        import marshal
+        f.write_bytes(marshal.dumps(["not", "code"]))
+    assert Environment(tmp_path, cache_dir=cache).get_template("t.j2").render(x=2) == "2\n"
+
+
+def test_compose_keeps_characters_beyond_the_bmp_raw():
+    from envkit.render import _to_yaml
+
+    assert _to_yaml({"GREETING": "hi \U0001F600"}) == "GREETING: hi \U0001F600\n"
+
+
+def test_concatenation_binds_as_in_jinja2_and_unsupported_forms_are_refused():
+    j = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    src = "{{ a ~ b * c }}|{{ a ~ b + 'z' }}"
+    assert Environment(None).from_string(src).render(a="x", b="y", c=2) == j.from_string(src).render(a="x", b="y", c=2)
+    with pytest.raises(TemplateError, match="loop filter"):
+        Environment(None).from_string("{% for x in xs if x %}{{ x }}{% endfor %}")

@@ -173,6 +173,10 @@ class _Any(_Node):
         return {}
 
 
+# Whole numbers and numbers as text: ASCII digits only (as pydantic), "5", "+5", "1_000", "5.0".
+_INT_TEXT = re.compile(r"([+-]?[0-9](?:_?[0-9])*)(?:\.0*)?\Z")
+_FLOAT_TEXT = re.compile(r"[+-]?(?:(?:[0-9](?:_?[0-9])*)?\.?[0-9]*(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)\Z", re.I)
+
 _NUMBER_CHECKS = (
     ("gt", "greater_than", "greater than", lambda v, b: v > b, "exclusiveMinimum"),
     ("ge", "greater_than_equal", "greater than or equal to", lambda v, b: v >= b, "minimum"),
@@ -203,18 +207,11 @@ class _Int(_Node):
                             "Input should be a valid integer, got a number with a fractional part")
             v = int(v)
         elif isinstance(v, str) and not strict:
-            text = v.strip()
-            try:
-                v = int(text)
-            except ValueError:
-                try:
-                    f = float(text)
-                except ValueError:
-                    f = 0.5
-                if not f.is_integer():
-                    return _err(errs, "int_parsing", loc, v,
-                                "Input should be a valid integer, unable to parse string as an integer")
-                v = int(f)
+            m = _INT_TEXT.match(v.strip(" \t\n\r\x0b\x0c"))
+            if not m:
+                return _err(errs, "int_parsing", loc, v,
+                            "Input should be a valid integer, unable to parse string as an integer")
+            v = int(m.group(1))
         elif not isinstance(v, int):
             return _err(errs, "int_type", loc, v, "Input should be a valid integer")
         return _bounds(self.c, v, loc, errs)
@@ -237,8 +234,11 @@ class _Float(_Node):
         elif isinstance(v, (int, float)):
             v = float(v)
         elif isinstance(v, str) and not strict:
+            text = v.strip(" \t\n\r\x0b\x0c")
             try:
-                v = float(v.strip())
+                if not _FLOAT_TEXT.match(text):  # float() also takes "５" and other non-ASCII digits
+                    raise ValueError(text)
+                v = float(text)
             except ValueError:
                 return _err(errs, "float_parsing", loc, v, "Input should be a valid number, unable to parse string as a number")
         else:
@@ -262,7 +262,7 @@ class _Bool(_Node):
         if strict:
             return _err(errs, "bool_type", loc, v, "Input should be a valid boolean")
         if isinstance(v, str):
-            low = v.strip().lower()
+            low = v.lower()
             if low in _TRUE or low in _FALSE:
                 return low in _TRUE
         elif isinstance(v, (int, float)) and v in (0, 1):
@@ -275,10 +275,59 @@ class _Bool(_Node):
         return {"type": "boolean"}
 
 
+# Rust's regex (what pydantic ran patterns with) reads \s as Unicode White_Space; Python's re also takes
+# \x1c-\x1f. Spelled out, so a control character is not "whitespace" to a profile pattern.
+_WHITE_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+
+
+def _rust_pattern(pattern: str) -> str:
+    """``pattern`` as Rust's regex reads it: ``\\s``/``\\S`` as Unicode White_Space, ``$`` as the end of the text.
+
+    >>> print(_rust_pattern("^/[a-z]*$"))
+    ^/[a-z]*\\Z
+    >>> import re; bool(re.search(_rust_pattern(r"^\\S+$"), "a\\x1c")), bool(re.search(r"^\\S+$", "a\\x1c"))
+    (True, False)
+    """
+    out, i, in_class = [], 0, False
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern):
+            nxt = pattern[i + 1]
+            if nxt == "s":
+                out.append(_WHITE_SPACE if in_class else f"[{_WHITE_SPACE}]")
+            elif nxt == "S" and not in_class:
+                out.append(f"[^{_WHITE_SPACE}]")
+            elif nxt == "S":
+                raise TypeError(f"\\S inside a character class is not supported: {pattern!r}")
+            else:
+                out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if ch == "[" and not in_class:
+            in_class = True
+            out.append(ch)
+            if pattern[i + 1:i + 2] == "^":
+                out.append("^")
+                i += 1
+            if pattern[i + 1:i + 2] == "]":  # a literal ] first in a class
+                out.append("]")
+                i += 1
+        elif ch == "]" and in_class:
+            in_class = False
+            out.append(ch)
+        elif ch == "$" and not in_class:
+            out.append("\\Z")  # Python's $ also matches before a final newline: "/workspace\n" would pass
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out)
+
+
 class _Str(_Node):
     def __init__(self, c: dict) -> None:
         self.c = c
-        self.pattern: str | None = c.get("pattern")  # compiled on first use (re caches it)
+        self.source: str | None = c.get("pattern")
+        self.pattern: str | None = _rust_pattern(self.source) if self.source else None  # compiled on first use
 
     def validate(self, v: Any, loc: tuple, errs: list, strict: bool = False) -> Any:
         if not isinstance(v, str):
@@ -293,7 +342,7 @@ class _Str(_Node):
             return _err(errs, "string_too_long", loc, v, f"String should have at most {n} character{'s' * (n != 1)}",
                         {"max_length": n})
         if self.pattern is not None and not re.search(self.pattern, v):
-            return _err(errs, "string_pattern_mismatch", loc, v, f"String should match pattern '{c['pattern']}'",
+            return _err(errs, "string_pattern_mismatch", loc, v, f"String should match pattern '{self.source}'",
                         {"pattern": c["pattern"]})
         return v
 
@@ -637,8 +686,7 @@ class BaseModel:
             elif info.default is _MISSING:
                 _err(errs, "missing", (*loc, name), data, "Field required")
             else:
-                d = info.default
-                values[name] = dict(d) if isinstance(d, dict) else d
+                values[name] = _fresh(info.default)
         for key in data:
             if key not in fields:
                 _err(errs, "extra_forbidden", (*loc, key), data[key], "Extra inputs are not permitted")
@@ -738,6 +786,15 @@ class _ModelFields:
 BaseModel.model_fields = _ModelFields()  # type: ignore[assignment]
 
 
+def _fresh(value: Any) -> Any:
+    """A default as a new object where it holds a dict: no two models share one mutable default."""
+    if isinstance(value, dict):
+        return {k: _fresh(v) for k, v in value.items()}
+    if isinstance(value, BaseModel):
+        return value.model_copy(update={k: _fresh(v) for k, v in vars(value).items() if isinstance(v, (dict, BaseModel))})
+    return value
+
+
 def _rebuild(cls: type[BaseModel], values: dict) -> BaseModel:
     inst = object.__new__(cls)
     object.__setattr__(inst, "__dict__", values)
@@ -764,10 +821,11 @@ class TypeAdapter:
 
     def __init__(self, tp: object) -> None:
         self.node = _compile(tp)
+        self.title = _tag(tp)
 
     def validate_python(self, value: object) -> Any:
         errs: list = []
         out = self.node.validate(value, (), errs)
         if errs:
-            raise ValidationError(errs, _tag(self.node))
+            raise ValidationError(errs, self.title)
         return out

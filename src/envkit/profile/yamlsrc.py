@@ -46,7 +46,9 @@ def read_yaml(raw: bytes, source: str) -> tuple[dict, dict[tuple, Position]]:
     try:
         # libyaml's parser (when PyYAML has it) is several times faster on the valid profiles of every run; a
         # problem is reported by the pure-Python parser again, so messages never depend on which one is built.
-        data, positions, node = _parse(text, source, _FAST_LOADER)
+        # libyaml also takes tabs where PyYAML refuses them: a text with a tab is read by PyYAML alone, so
+        # what is valid never depends on whether PyYAML was built with libyaml.
+        data, positions, node = _parse(text, source, yaml.SafeLoader if "\t" in text else _FAST_LOADER)
     except ProfileError:
         if _FAST_LOADER is yaml.SafeLoader:
             raise
