@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import marshal
-import os
 import re
 import sys
 import types
@@ -450,14 +449,12 @@ class Environment:
                 pass
         code = compile(compile_source(src, name), str(self.directory / name if self.directory else name), "exec")
         if path is not None:
-            tmp = path.with_name(f".{path.name}.{os.getpid()}")
-            try:
-                with open(tmp, "wb") as f:
-                    marshal.dump(code, f)
-                os.replace(tmp, path)  # atomic: a concurrent run reads the old file or the new one
-            except OSError:
-                with contextlib.suppress(OSError):
-                    tmp.unlink()
+            from envkit.errors import EnvkitError
+            from envkit.safeio import replace_file
+
+            # Atomic: a concurrent run reads the old file or the new one; a cache that cannot be written is no cache.
+            with contextlib.suppress(OSError, EnvkitError):
+                replace_file(path, marshal.dumps(code))
         return code
 
 

@@ -192,9 +192,22 @@ def _bounds(node_c: dict, v: Any, loc: tuple, errs: list) -> Any:
     return v
 
 
-class _Int(_Node):
+class _Number(_Node):
+    """Shared by whole numbers and numbers: the bounds and their schema."""
+
+    json_type = "number"
+
     def __init__(self, c: dict) -> None:
         self.c = c
+
+    def _schema(self, defs: dict) -> dict:
+        s: dict = {"type": self.json_type}
+        s.update({name: self.c[key] for key, _, _, _, name in _NUMBER_CHECKS if key in self.c})
+        return s
+
+
+class _Int(_Number):
+    json_type = "integer"
 
     def validate(self, v: Any, loc: tuple, errs: list, strict: bool = False) -> Any:
         if isinstance(v, bool):
@@ -216,15 +229,8 @@ class _Int(_Node):
             return _err(errs, "int_type", loc, v, "Input should be a valid integer")
         return _bounds(self.c, v, loc, errs)
 
-    def _schema(self, defs: dict) -> dict:
-        s: dict = {"type": "integer"}
-        s.update({name: self.c[key] for key, _, _, _, name in _NUMBER_CHECKS if key in self.c})
-        return s
 
-
-class _Float(_Node):
-    def __init__(self, c: dict) -> None:
-        self.c = c
+class _Float(_Number):
 
     def validate(self, v: Any, loc: tuple, errs: list, strict: bool = False) -> Any:
         if isinstance(v, bool):
@@ -244,11 +250,6 @@ class _Float(_Node):
         else:
             return _err(errs, "float_type", loc, v, "Input should be a valid number")
         return _bounds(self.c, v, loc, errs)
-
-    def _schema(self, defs: dict) -> dict:
-        s: dict = {"type": "number"}
-        s.update({name: self.c[key] for key, _, _, _, name in _NUMBER_CHECKS if key in self.c})
-        return s
 
 
 _TRUE = frozenset({"1", "on", "t", "true", "y", "yes"})
@@ -630,7 +631,7 @@ class BaseModel:
             hints = typing.get_type_hints(cls, include_extras=True)  # a module with postponed annotations
         fields: dict[str, FieldInfo] = {}
         for name, hint in hints.items():
-            if name.startswith(("model_", "_")) or typing.get_origin(hint) is ClassVar or hint == "ClassVar":
+            if name.startswith(("model_", "_")) or typing.get_origin(hint) is ClassVar:
                 continue
             info = FieldInfo()
             for klass in cls.__mro__:

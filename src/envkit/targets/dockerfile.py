@@ -248,6 +248,7 @@ def harness_bytes() -> bytes:
     (hashing them is far cheaper than zipping and compressing them, which was about a tenth of a
     generate run); the entry carries its own hash too.
     """
+    import contextlib
     import os
     from pathlib import Path
 
@@ -272,12 +273,12 @@ def harness_bytes() -> bytes:
 
     data = zip_bytes()
     if path is not None:
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        try:
-            tmp.write_bytes(sha256_hex(data).encode() + data)
-            os.replace(tmp, path)  # atomic: a concurrent run reads the whole file or none
-        except OSError:
-            tmp.unlink(missing_ok=True)
+        from envkit.errors import EnvkitError
+        from envkit.safeio import replace_file
+
+        # Atomic: a concurrent run reads the whole file or none; a cache that cannot be written is no cache.
+        with contextlib.suppress(OSError, EnvkitError):
+            replace_file(path, sha256_hex(data).encode() + data)
     return data
 
 
