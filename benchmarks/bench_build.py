@@ -1,23 +1,30 @@
 """envkit's Dockerfile against a reference single-stage pip Dockerfile, built side by side in one run.
 
 For the NGC-style example's image (examples/ngc-style.yaml: its system packages, pip packages
-and non-root user), both Dockerfiles are built with the classic builder (the one docker-py
-uses), in this order:
+and non-root user; torch from an index), both Dockerfiles are built with the classic builder (the
+one docker-py uses), in this order:
   1. cold:  --no-cache, each
   2. warm:  rebuild after changing only image.env            (each)
   3. warm:  rebuild after changing only image.pip_packages   (each)
   4. warm:  rebuild after changing only the code (train.py; envkit: image.copy_project, the
             reference: its COPY last)                          (each)
+  5. cold:  --no-cache, torch from a wheelhouse in the build context instead of an index (envkit's
+            staged layout, which keeps the wheelhouse out of the image; the reference deletes it in
+            the install's RUN, but its COPY layer stays)
 and it prints each time with its ratio (envkit / reference, and warm / cold), the image sizes,
 and for envkit's image: image size minus base size against the installed environment's size
 (the venv plus what apt installed beyond the base, from dpkg's Installed-Size).
 
-What differs from the example, because this machine has no registry and no GPU: the base is the
-local Debian image (``ENVKIT_BASE_IMAGE``, built by docker/base-image.sh) instead of ubuntu:22.04,
-and torch is the CPU wheel 2.13.0 from a local wheelhouse instead of cu124 from the PyTorch
-index (the same setup as the end-to-end tests, with the host CA bundle for PyPI).
+What differs from the example, because this machine has no registry, no GPU and no route to the
+PyTorch index: the base is the local Debian image (``ENVKIT_BASE_IMAGE``, built by
+docker/base-image.sh) instead of ubuntu:22.04, and torch is 2.13.0, served with its dependencies by
+a local index (tests/localindex.py) on the Docker bridge, as the PyTorch index serves them; the
+profile's other packages come from PyPI through the host CA bundle. By default torch is the CPU
+wheel (about 1 GB installed); with ``--cuda`` it is PyPI's CUDA build of the same version with its
+``nvidia-*`` wheels (cu130, about 2.6 GB to download once into ~/.cache/envkit/bench-cuda-wheels,
+several GB installed), which is what the example's cu124 image is like; ``--cuda`` leaves out row 5.
 
-    bash docker/with-engine.sh python benchmarks/bench_build.py
+    bash docker/with-engine.sh python benchmarks/bench_build.py [--cuda]
 """
 
 from __future__ import annotations
@@ -36,8 +43,13 @@ TORCH = "2.13.0"
 BASE = os.environ.get("ENVKIT_BASE_IMAGE", "envkit/bookworm-python:local")
 TAG_ENVKIT = "envkit-image-bench-envkit:latest"
 TAG_REF = "envkit-image-bench-reference:latest"
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "ngc-style.yaml"
+TAG_ENVKIT_WHEELS = "envkit-image-bench-envkit-wheelhouse:latest"
+TAG_REF_WHEELS = "envkit-image-bench-reference-wheelhouse:latest"
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "ngc-style.yaml"
 HOST_CA = "/etc/ssl/certs/ca-certificates.crt"
+sys.path.insert(0, str(ROOT))
+from tests.localindex import LocalIndex, bridge_gateway  # noqa: E402 (the repository root is on the path now)
 
 
 def example_image() -> tuple[list[str], list[str], str, int]:
@@ -49,16 +61,21 @@ def example_image() -> tuple[list[str], list[str], str, int]:
             image["user"]["name"], image["user"]["uid"])
 
 
-def profile(env_value: str, pip: list[str]) -> str:
+VARIANT = "cpu"  # "cu130" with --cuda (main() sets it)
+
+
+def profile(env_value: str, pip: list[str], index_url: str | None, tag: str = TAG_ENVKIT) -> str:
+    """The example's image section on the local base; torch from ``index_url``, else from the wheelhouse."""
     apt, _, user, uid = example_image()
+    source = f'index_url: "{index_url}"' if index_url else "find_links: [wheels]"
     return f"""envkit: 1
 name: ngc-style
 image:
   base: {BASE}
-  tag: {TAG_ENVKIT}
+  tag: {tag}
   system_packages: {json.dumps(apt)}
   pip_packages: {json.dumps(pip)}
-  torch: {{version: "{TORCH}", variant: cpu, find_links: [wheels]}}
+  torch: {{version: "{TORCH}", variant: {VARIANT}, {source}}}
   user: {{name: {user}, uid: {uid}, gid: {uid}}}
   ca_certificates: [certs/host-ca.pem]
   copy_project: true
@@ -68,12 +85,18 @@ loader: {{num_workers: 12, batch_size: 256, sample_shape: [3, 224, 224], dtype: 
 """
 
 
-def reference_dockerfile(env_value: str, pip: list[str]) -> str:
-    """What a careful hand-written single-stage Dockerfile does: apt, venv, pip install torch from the
-    wheelhouse (deleted in the same layer), pip packages, the user, env last."""
+def reference_dockerfile(env_value: str, pip: list[str], index_url: str | None) -> str:
+    """What a careful hand-written single-stage Dockerfile does: apt, venv, pip install torch from the index
+    (or from the wheelhouse, deleted in the same layer), pip packages, the user, env last."""
     apt, _, user, uid = example_image()
     pkgs = " ".join(sorted({"ca-certificates", "python3", "python3-venv", *apt}))
     reqs = " ".join(f"'{p}'" for p in pip)
+    if index_url:
+        # pip trusts plain http only on localhost; the local index stands in for https://download.pytorch.org.
+        host = index_url.split("/")[2].split(":")[0]
+        torch = f"RUN pip install --index-url {index_url} --trusted-host {host} torch=={TORCH} numpy"
+    else:
+        torch = f"COPY wheels/ /tmp/wheels/\nRUN pip install --find-links /tmp/wheels torch=={TORCH}+cpu numpy && rm -rf /tmp/wheels"
     # Its first step differs from envkit's (COPY before ARG): the classic builder's cache picks the
     # newest of identical sibling layers, so a shared first step built --no-cache by one Dockerfile
     # would divert the other's next lookup onto a chain it never built (measured: a full rebuild).
@@ -85,8 +108,7 @@ RUN apt-get update && apt-get install -y --no-install-recommends {pkgs} \\
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_CERT={HOST_CA} SSL_CERT_FILE={HOST_CA}
 RUN python3 -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
-COPY wheels/ /tmp/wheels/
-RUN pip install --find-links /tmp/wheels torch=={TORCH}+cpu numpy && rm -rf /tmp/wheels
+{torch}
 RUN pip install {reqs}
 RUN groupadd --gid {uid} {user} && useradd --uid {uid} --gid {uid} --create-home {user} && mkdir -p /workspace
 ENV BENCH="{env_value}"
@@ -107,8 +129,8 @@ def build(context: Path, tag: str, no_cache: bool = False) -> float:
     return took
 
 
-def generate_envkit(root: Path, env_value: str, pip: list[str]) -> Path:
-    (root / "envkit.yaml").write_text(profile(env_value, pip))
+def generate_envkit(root: Path, text: str) -> Path:
+    (root / "envkit.yaml").write_text(text)
     out = root / "envkit-ctx"
     res = subprocess.run([sys.executable, "-m", "envkit", "generate", str(root / "envkit.yaml"), "-o", str(out),
                           "--target", "dockerfile", "--force"], capture_output=True, text=True)
@@ -117,9 +139,9 @@ def generate_envkit(root: Path, env_value: str, pip: list[str]) -> Path:
     return out
 
 
-def write_reference(root: Path, env_value: str, pip: list[str]) -> Path:
+def write_reference(root: Path, text: str) -> Path:
     ctx = root / "ref-ctx"
-    (ctx / "Dockerfile").write_text(reference_dockerfile(env_value, pip))
+    (ctx / "Dockerfile").write_text(text)
     return ctx
 
 
@@ -153,62 +175,100 @@ def layers_with(tag: str, needle: str) -> list[str]:
     return [line[:120] for line in out.splitlines() if needle in line]
 
 
+def remove_images(tags) -> None:
+    """The benchmark's images and the layers under them (with --cuda, several GB each)."""
+    subprocess.run(["docker", "rmi", "-f", *tags], capture_output=True)
+
+
 def gb(n: float) -> str:
     return f"{n / 1e9:.2f} GB"
 
 
+def cuda_wheels() -> Path:
+    """PyPI's CUDA build of torch with its nvidia-* wheels, downloaded once (``--isolated``: this machine's pip
+    configuration finds the CPU wheel on local disk first)."""
+    folder = Path.home() / ".cache" / "envkit" / "bench-cuda-wheels"
+    if not list(folder.glob(f"torch-{TORCH}-*.whl")):
+        folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--isolated", "--cert", HOST_CA,
+                        "--index-url", "https://pypi.org/simple", "--only-binary=:all:", "-d", str(folder),
+                        f"torch=={TORCH}", "numpy"], check=True)
+    return folder
+
+
 def main() -> None:
+    global VARIANT
+    cuda = "--cuda" in sys.argv[1:]
     _, pip, _, _ = example_image()
     with tempfile.TemporaryDirectory(prefix="envkit-image-bench-") as tmp:
         root = Path(tmp)
-        (root / "wheels").mkdir()
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-                        "-d", str(root / "wheels"), f"torch=={TORCH}"], check=True)
+        # torch and its dependencies (numpy included), as the PyTorch index serves them.
+        if cuda:
+            VARIANT = "cu130"
+            shutil.copytree(cuda_wheels(), root / "wheels", copy_function=os.link)
+        else:
+            (root / "wheels").mkdir()
+            subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:",
+                            "-d", str(root / "wheels"), f"torch=={TORCH}", "numpy"], check=True)
         (root / "certs").mkdir()
         shutil.copy(HOST_CA, root / "certs" / "host-ca.pem")
         ref_ctx = root / "ref-ctx"
         ref_ctx.mkdir()
-        shutil.copytree(root / "wheels", ref_ctx / "wheels")
+        if not cuda:
+            shutil.copytree(root / "wheels", ref_ctx / "wheels", copy_function=os.link)
         (ref_ctx / "certs").mkdir()
         shutil.copy(HOST_CA, ref_ctx / "certs" / "host-ca.crt")  # update-ca-certificates reads only *.crt
         # The code both images carry; the project copy leaves out the reference's context (.dockerignore).
         for d in (root, ref_ctx):
             (d / "train.py").write_text("print('epoch 1')\n")
-        (root / ".dockerignore").write_text("ref-ctx/\n")
+        (root / ".dockerignore").write_text("ref-ctx/\nwheels/\n")
         rows: list[tuple[str, float, float]] = []
 
-        def both(case: str, env_value: str, pip_now: list[str], no_cache: bool = False) -> None:
-            e = build(generate_envkit(root, env_value, pip_now), TAG_ENVKIT, no_cache)
-            r = build(write_reference(root, env_value, pip_now), TAG_REF, no_cache)
+        def both(case: str, env_value: str, pip_now: list[str], index_url: str | None, no_cache: bool = False,
+                 tags: tuple[str, str] = (TAG_ENVKIT, TAG_REF)) -> None:
+            e = build(generate_envkit(root, profile(env_value, pip_now, index_url, tags[0])), tags[0], no_cache)
+            r = build(write_reference(root, reference_dockerfile(env_value, pip_now, index_url)), tags[1], no_cache)
             rows.append((case, e, r))
             print(f"  {case}: envkit {e:.1f} s, reference {r:.1f} s", file=sys.stderr, flush=True)
 
-        both("cold build (--no-cache)", "a", pip, no_cache=True)
-        both("warm: image.env changed", "b", pip)
-        both("warm: pip_packages changed", "b", [*pip, "six"])
-        for d in (root, ref_ctx):
-            (d / "train.py").write_text("print('epoch 2')\n")
-        both("warm: only code changed", "b", [*pip, "six"])
+        with LocalIndex(root / "wheels", host=bridge_gateway()) as index:
+            both("cold build (--no-cache)", "a", pip, index.url, no_cache=True)
+            both("warm: image.env changed", "b", pip, index.url)
+            both("warm: pip_packages changed", "b", [*pip, "six"], index.url)
+            for d in (root, ref_ctx):
+                (d / "train.py").write_text("print('epoch 2')\n")
+            both("warm: only code changed", "b", [*pip, "six"], index.url)
+        if not cuda:
+            both("cold, torch from a wheelhouse", "b", [*pip, "six"], None, no_cache=True,
+                 tags=(TAG_ENVKIT_WHEELS, TAG_REF_WHEELS))
 
-        sizes = {TAG_ENVKIT: image_size(TAG_ENVKIT), TAG_REF: image_size(TAG_REF)}
+        tags = (TAG_ENVKIT, TAG_REF) + (() if cuda else (TAG_ENVKIT_WHEELS, TAG_REF_WHEELS))
+        sizes = {tag: image_size(tag) for tag in tags}
         base = image_size(BASE)
-        venv, apt = installed_bytes(TAG_ENVKIT)
-        ref_venv, ref_apt = installed_bytes(TAG_REF)
-        wheel_layers = {t: layers_with(t, "wheels") for t in sizes}
+        installed = {tag: installed_bytes(tag) for tag in tags}
+        wheel_layers = {t: layers_with(t, "wheels") for t in tags[2:]}
+        remove_images(tags)
 
     cold_e, cold_r = rows[0][1], rows[0][2]
-    print(f"NGC-style example (base {BASE}, torch {TORCH}+cpu from a wheelhouse), classic builder, one run")
+    flavour = "CUDA build (cu130) from PyPI" if cuda else "CPU wheel"
+    print(f"NGC-style example (base {BASE}, torch {TORCH}, its {flavour}, from a local index), classic builder, one run")
     print(f"{'case':<30} {'envkit s':>9} {'reference s':>12} {'envkit/ref':>11} {'envkit/cold':>12} {'ref/cold':>9}")
     for name, e, r in rows:
-        print(f"{name:<30} {e:>9.1f} {r:>12.1f} {e / r:>10.2f}x {e / cold_e:>11.2f}x {r / cold_r:>8.2f}x")
+        warm = name.startswith("warm")
+        print(f"{name:<30} {e:>9.1f} {r:>12.1f} {e / r:>10.2f}x "
+              + (f"{e / cold_e:>11.2f}x {r / cold_r:>8.2f}x" if warm else f"{'':>12} {'':>9}"))
     print()
     print(f"{'image':<30} {'size':>9} {'minus base':>12} {'installed':>11} {'ratio':>7}")
-    for label, tag, v, a in (("envkit", TAG_ENVKIT, venv, apt), ("reference", TAG_REF, ref_venv, ref_apt)):
+    labels = {TAG_ENVKIT: "envkit", TAG_REF: "reference", TAG_ENVKIT_WHEELS: "envkit, wheelhouse",
+              TAG_REF_WHEELS: "reference, wheelhouse"}
+    for tag in tags:
+        v, a = installed[tag]
         extra = sizes[tag] - base
-        print(f"{label:<30} {gb(sizes[tag]):>9} {gb(extra):>12} {gb(v + a):>11} {extra / (v + a):>6.2f}x")
-    print(f"(base {gb(base)}; installed = venv {gb(venv)} + apt packages beyond the base {gb(apt)} for envkit; "
-          f"venv {gb(ref_venv)} + apt {gb(ref_apt)} for the reference)")
-    print(f"envkit/reference image size: {sizes[TAG_ENVKIT] / sizes[TAG_REF]:.2f}x")
+        print(f"{labels[tag]:<30} {gb(sizes[tag]):>9} {gb(extra):>12} {gb(v + a):>11} {extra / (v + a):>6.2f}x")
+    print(f"(base {gb(base)}; installed = the venv + the apt packages beyond the base: "
+          + "; ".join(f"{labels[t]} {gb(installed[t][0])} + {gb(installed[t][1])}" for t in tags) + ")")
+    print(f"envkit/reference image size: {sizes[TAG_ENVKIT] / sizes[TAG_REF]:.2f}x (index)"
+          + ("" if cuda else f", {sizes[TAG_ENVKIT_WHEELS] / sizes[TAG_REF_WHEELS]:.2f}x (wheelhouse)"))
     for tag, found in wheel_layers.items():
         print(f"layers of {tag} that mention the wheelhouse: {len(found)}")
         for line in found:

@@ -77,5 +77,6 @@ def test_loader_check_fills_the_pipeline(run_cli, write_expect):
     ld = {c["name"]: c for c in json.loads(p.stdout)["checks"]}["loader"]
     assert ld["status"] == "pass", ld
     fill = ld["measured"]["pipeline_fill"]
-    # After the first batch the iterator has asked for 2 x 3 more; all were ready before it went on.
-    assert fill["method"] == "queue" and fill["outstanding"] == 6 and fill["ready"] >= 6, fill
+    # After the first batch the iterator has asked for 2 x 3 more (5 when worker 1's batch came in before worker 0's:
+    # torch refills one per batch it yields); all were ready before it went on.
+    assert fill["method"] == "queue" and fill["outstanding"] in (5, 6) and fill["ready"] >= fill["outstanding"], fill

@@ -1,4 +1,4 @@
-"""The rendered Dockerfile, per installer and base: stages, what ships, constraints, envkit-check.
+"""The rendered Dockerfile, per installer, base and layout: what ships, constraints, envkit-check.
 
 Real renders of real profiles (no fakes); the builds themselves are in tests/e2e.
 """
@@ -36,6 +36,9 @@ def render(tmp_path: Path, base: str = "debian:bookworm", image: str = "") -> di
         "_files": render_all(load_profile(p), tmp_path / "out", ("dockerfile",))}
 
 
+WHEELS = "find_links: [wheels]"  # a wheelhouse: the staged layout (without one, the direct layout)
+
+
 def stages(dockerfile: str) -> list[str]:
     """The Dockerfile cut at each FROM: [system, build, final]; "build" is every stage between (build, packages)."""
     cut = re.split(r"^(?=FROM )", dockerfile, flags=re.M)[1:]
@@ -46,7 +49,7 @@ def dockerfile(tmp_path, **kw) -> str:
     return render(tmp_path, **kw)["Dockerfile"].decode()
 
 
-def test_three_stages_and_only_the_venv_ships(tmp_path):
+def test_a_wheelhouse_gets_stages_and_only_the_venv_ships(tmp_path):
     text = dockerfile(tmp_path, image='  torch: {version: "2.5.1", variant: cpu, find_links: [wheels]}\n'
                                       '  pip_packages: [pillow]\n')
     system, build, final = stages(text)
@@ -54,17 +57,17 @@ def test_three_stages_and_only_the_venv_ships(tmp_path):
     assert build.startswith("FROM system AS build") and final.startswith("FROM system\n")
     # The wheelhouse and uv live in the build stages only; the final stage copies the venv and the packages' delta.
     assert "COPY .envkit/wheels/ /tmp/envkit-wheels/" in build and "wheels" not in final
-    assert "pip install uv==" in build and "uv" not in final.replace("VIRTUAL_ENV", "")
+    assert "pip install --quiet --target /opt/envkit-build/uv uv==" in build
+    assert "uv" not in final.replace("VIRTUAL_ENV", "")
     assert re.findall(r"^COPY --from=(\S+) (\S+) (\S+)$", final, re.M) == [("build", "/opt/venv", "/opt/venv"),
                                                                           ("packages", "/opt/envkit-delta/", "/opt/venv/")]
 
 
 @pytest.mark.parametrize("image, split", [
-    ('  torch: {version: "2.5.1", variant: cpu}\n  pip_packages: [pillow]\n', True),
-    ('  torch: {version: "2.5.1", variant: cpu}\n', False),   # nothing over torch
-    ('  pip_packages: [pillow]\n', False),                     # no torch: nothing big to keep apart
+    (f'  torch: {{version: "2.5.1", variant: cpu, {WHEELS}}}\n  pip_packages: [pillow]\n', True),
+    (f'  torch: {{version: "2.5.1", variant: cpu, {WHEELS}}}\n', False),   # nothing over torch
 ])
-def test_the_profiles_packages_get_a_stage_over_torchs(tmp_path, image, split):
+def test_with_a_wheelhouse_the_profiles_packages_get_a_stage_over_torchs(tmp_path, image, split):
     text = dockerfile(tmp_path, image=image)
     cut = re.split(r"^(?=FROM )", text, flags=re.M)[1:]
     assert [c.split("\n", 1)[0] for c in cut] == (["FROM debian:bookworm AS system", "FROM system AS build",
@@ -86,34 +89,104 @@ def test_the_profiles_packages_get_a_stage_over_torchs(tmp_path, image, split):
     assert "--mount" not in text and "<<" not in text and "# syntax=" not in text
 
 
+def runs(dockerfile: str) -> list[str]:
+    """The RUN commands as the shell gets them (continuations joined, as the Dockerfile parser does)."""
+    joined = re.sub(r"\\\n", "", dockerfile)
+    return [line[4:] for line in joined.splitlines() if line.startswith("RUN ")]
+
+
+@pytest.mark.parametrize("image, froms", [
+    ('  torch: {version: "2.5.1", variant: cu124}\n  pip_packages: [pillow]\n', ["FROM debian:bookworm"]),
+    ('  torch: {version: "2.5.1", variant: cpu}\n', ["FROM debian:bookworm"]),
+    ('  pip_packages: [pillow]\n', ["FROM debian:bookworm"]),   # no torch, no wheelhouse
+])
+def test_without_a_wheelhouse_one_chain_installs_the_venv_in_place(tmp_path, image, froms):
+    """No build stage, no copy of the environment: torch in one layer, the packages in the next, and uv
+    only inside the RUNs that use it (installed into /tmp, removed at the end), never in an ENV."""
+    text = dockerfile(tmp_path, image=image)
+    assert re.findall(r"^FROM .*$", text, re.M) == froms
+    assert "--from=" not in text and "envkit-build" not in text and "envkit-delta" not in text
+    assert not re.search(r"^\s+UV_\w+=", text, re.M), "uv's settings are the RUNs' own, not the image's"
+    uv_runs = [r for r in runs(text) if "uv pip install" in r]
+    assert uv_runs
+    for run in uv_runs:
+        assert "pip install --quiet --target /tmp/envkit-uv uv==0.13.9" in run
+        assert 'export PATH="/tmp/envkit-uv/bin:$PATH" UV_COMPILE_BYTECODE=1 UV_NO_CACHE=1' in run
+        assert run.index("uv pip install") < run.index("rm -rf /tmp/envkit-uv")
+    if "torch" in image:
+        torch_run = next(r for r in runs(text) if "torch==2.5.1" in r)
+        assert torch_run.startswith("python3 -m venv /opt/venv") and "pillow" not in torch_run
+    if "pillow" in image:
+        # The harness after the packages: envkit-check and the entrypoint carry the profile's hash, so any profile
+        # edit (an env value) changes them; before the packages it would reinstall them (measured: 4.0 s, not 1).
+        assert text.rindex("pillow") < text.index("COPY envkit_harness.pyz")
+    # Classic-builder syntax only.
+    assert "--mount" not in text and "<<" not in text and "# syntax=" not in text
+
+
 def test_uv_is_the_default_installer_and_pip_is_a_switch(tmp_path):
     torch = '  torch: {version: "2.5.1", variant: cu124}\n  pip_packages: [tqdm]\n'
-    uv = stages(dockerfile(tmp_path, image=torch))[1]
-    assert "RUN uv pip install --index-url https://download.pytorch.org/whl/cu124 torch==2.5.1 numpy" in uv
+    uv = dockerfile(tmp_path, image=torch)
+    assert " && uv pip install --index-url https://download.pytorch.org/whl/cu124 torch==2.5.1 \\" in uv
     assert "UV_COMPILE_BYTECODE=1" in uv  # pip compiles bytecode too; without it every import recompiles
-    pip = stages(dockerfile(tmp_path, image=torch + "  installer: pip\n"))[1]
-    assert "RUN pip install --index-url https://download.pytorch.org/whl/cu124 torch==2.5.1 numpy" in pip
+    pip = dockerfile(tmp_path, image=torch + "  installer: pip\n")
+    assert "/envkit_runtime.pth\" \\\n && pip install --index-url https://download.pytorch.org/whl/cu124 " \
+        "torch==2.5.1\n" in pip
     assert "uv" not in pip
+    staged = stages(dockerfile(tmp_path, image=torch.replace("cu124}", "cu124, " + WHEELS + "}")))[1]
+    assert "RUN uv pip install --find-links /tmp/envkit-wheels/00 torch==2.5.1+cu124 numpy" in staged
 
 
+@pytest.mark.parametrize("wheels", [False, True], ids=["direct", "staged"])
 @pytest.mark.parametrize("installer", ["uv", "pip"])
-def test_every_install_after_torch_is_constrained_to_it(tmp_path, installer):
-    text = dockerfile(tmp_path, image=f'  installer: {installer}\n  torch: {{version: "2.5.1", variant: cu124}}\n'
+def test_every_install_after_torch_is_constrained_to_it(tmp_path, installer, wheels):
+    source = f", {WHEELS}" if wheels else ""
+    text = dockerfile(tmp_path, image=f'  installer: {installer}\n  torch: {{version: "2.5.1", variant: cu124{source}}}\n'
                                       '  pip_packages: [torchvision, "numpy<2"]\n')
-    build = stages(text)[1]
-    runs = re.findall(r"^RUN (?:uv )?pip install .*$", build, re.M)
-    torch_run, later = runs[-2], runs[-1]
+    installs = [r for r in runs(text) if "torch" in r and "pip install" in r]
+    torch_run, later = installs[0], installs[-1]
     assert "torch==2.5.1" in torch_run and "numpy" not in torch_run  # the profile's own numpy pin decides
-    assert "print('torch==' + m.version('torch'))\" > /opt/envkit-build/constraints.txt" in build
-    assert later.startswith(f"RUN {'uv pip' if installer == 'uv' else 'pip'} install --constraint "
-                            "/opt/envkit-build/constraints.txt 'torchvision' 'numpy<2'") or \
-        "--constraint /opt/envkit-build/constraints.txt" in later and "torchvision" in later
-    assert "a package that needs another torch fails here instead of replacing it" in build
+    constraints = "/opt/envkit-build/constraints.txt" if wheels else "/tmp/envkit-constraints.txt"
+    assert f"print('torch==' + m.version('torch'))\" > {constraints}" in text
+    install = "uv pip install" if installer == "uv" else "pip install"
+    wheelhouse = " --find-links /tmp/envkit-wheels/00" if wheels else ""
+    assert f"{install} --constraint {constraints}{wheelhouse} torchvision 'numpy<2'" in later
+    assert "a package that needs another torch fails here instead of replacing it" in later
 
 
-def test_numpy_is_installed_with_torch(tmp_path):
-    build = stages(dockerfile(tmp_path, image='  torch: {version: "2.5.1", variant: cpu}\n'))[1]
-    assert re.search(r"^RUN uv pip install .*torch==2\.5\.1 numpy \\$", build, re.M)
+@pytest.mark.parametrize("wheels", [False, True], ids=["direct", "staged"])
+def test_numpy_is_installed_unless_the_profile_names_it(tmp_path, wheels):
+    """torch warns on every import without numpy. Direct: numpy goes in the packages' layer, so adding a numpy pin
+    to pip_packages leaves torch's layer cached. Both: a pin in pip_packages or a requirements file decides, and
+    no unpinned numpy is installed first (its files would stay in the layer below, dead)."""
+    source = f", {WHEELS}" if wheels else ""
+    image = f'  torch: {{version: "2.5.1", variant: cpu{source}}}\n'
+    text = dockerfile(tmp_path, image=image)
+    torch_run = next(r for r in runs(text) if "torch==2.5.1" in r)
+    numpy_run = next(r for r in runs(text) if re.search(r" numpy( |$)", r))
+    assert (numpy_run == torch_run) is wheels  # staged: with torch; direct: over it
+    pinned = dockerfile(tmp_path, image=image + '  pip_packages: [pillow, "numpy<2"]\n')
+    if not wheels:
+        assert next(r for r in runs(pinned) if "torch==2.5.1" in r) == torch_run, "a numpy pin rebuilt torch's layer"
+    assert not [r for r in runs(pinned) if re.search(r" numpy( |$)", r)]
+    (tmp_path / "req.txt").write_text("numpy==1.26.4\n")
+    in_file = dockerfile(tmp_path, image=image + "  requirements: [req.txt]\n")
+    assert not [r for r in runs(in_file) if re.search(r" numpy( |$)", r)]
+
+
+@pytest.mark.parametrize("image", [
+    '  torch: {version: "2.5.1", variant: cu124, index_url: "https://ci:s3cret@pypi.example.com/torch"}\n',
+    '  torch: {version: "2.5.1", variant: cu124}\n  requirements: [req.txt]\n',
+])
+def test_credentials_in_urls_keep_the_installs_in_a_build_stage(tmp_path, image):
+    """The direct layout puts its install commands in the image's history and the requirement files in the image;
+    a URL with credentials there would ship, so such a profile is built in stages."""
+    (tmp_path / "req.txt").write_text("--extra-index-url https://ci:s3cret@pypi.example.com/simple\nsix\n")
+    text = dockerfile(tmp_path, image=image)
+    final = stages(text)[2]
+    assert "FROM system AS build" in text and "s3cret" not in final
+    (tmp_path / "req.txt").write_text("--extra-index-url https://pypi.example.com/simple\nsix\n")
+    assert "AS build" not in dockerfile(tmp_path, image=image.replace("ci:s3cret@", ""))
 
 
 def test_python_bases_get_no_second_python(tmp_path):
@@ -131,8 +204,7 @@ def test_envkit_check_runs_the_harness_with_the_baked_expectation(tmp_path):
     assert check.mode == 0o755 and check.content.startswith(b"#!/bin/sh\n")
     assert (b'exec /opt/venv/bin/python /opt/envkit/envkit_harness.pyz --expect /opt/envkit/envkit_expect.json "$@"'
             in check.content)
-    final = stages(files["Dockerfile"].content.decode())[2]
-    assert "COPY envkit-check /usr/local/bin/envkit-check" in final
+    assert "COPY envkit-check /usr/local/bin/envkit-check" in files["Dockerfile"].content.decode()
     assert "!envkit-check" in files[".dockerignore"].content.decode().splitlines()
 
 
@@ -211,16 +283,10 @@ def test_hadolint_accepts_every_generated_dockerfile(profile, installer, tmp_pat
                     .replace("\nimage:\n", f"\nimage:\n  installer: {installer}\n"))
     files = render_all(load_profile(path), tmp_path / "out", ("dockerfile",))
     text = next(f.content for f in files if f.path == "Dockerfile").decode()
-    assert f"RUN {'uv pip' if installer == 'uv' else 'pip'} install " in text
+    assert f"{'uv pip' if installer == 'uv' else 'pip'} install " in text
     (tmp_path / "Dockerfile").write_text(text)
     res = subprocess.run([exe, str(tmp_path / "Dockerfile")], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
-
-
-def _run_lines(stage: str) -> list[str]:
-    """The RUN commands of a stage as the shell gets them (continuations joined, as the Dockerfile parser does)."""
-    joined = re.sub(r"\\\n", "", stage)
-    return [line[4:] for line in joined.splitlines() if line.startswith("RUN ")]
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="GNU find/tar/comm, as in the Debian/Ubuntu bases")
@@ -231,10 +297,10 @@ def test_the_packages_delta_ships_new_changed_and_recorded_files_and_lists_remov
     modification time (an installer keeping a wheel's times) still ships, because the package's RECORD names it.
     """
     (tmp_path / "gen").mkdir()
-    text = render(tmp_path / "gen", image='  torch: {version: "2.5.1", variant: cpu}\n  pip_packages: [pkg]\n')[
+    text = render(tmp_path / "gen", image=f'  torch: {{version: "2.5.1", variant: cpu, {WHEELS}}}\n  pip_packages: [pkg]\n')[
         "Dockerfile"].decode()
     packages = re.split(r"^(?=FROM )", text, flags=re.M)[3]
-    before, _install, delta = _run_lines(packages)
+    before, _install, delta = runs(packages)
     root = tmp_path / "fs"
 
     def sh(cmd: str) -> None:
@@ -268,3 +334,40 @@ def test_the_packages_delta_ships_new_changed_and_recorded_files_and_lists_remov
                               f"{sp}/pkg.py"]), shipped
     assert (out / sp / "pkg.py").read_text() == "version = 2\n"  # by the RECORD: size and time alone missed it
     assert (out / ".envkit-removed").read_text() == f"{root}/opt/venv/{sp}/old.py\n"  # /opt/venv/... in an image
+
+
+@pytest.mark.parametrize("fails", [False, True], ids=["installs", "conflict"])
+def test_the_direct_layouts_packages_run_pins_torch_and_leaves_no_installer(tmp_path, fails):
+    """The packages RUN of the direct layout, run by sh with stand-ins for pip, uv and python (paths moved
+    under tmp_path): uv gets the torch pin, and both uv and the pin are gone when the RUN ends; a failed
+    install stops the RUN with envkit's reason after the installer's."""
+    (tmp_path / "gen").mkdir()
+    text = dockerfile(tmp_path / "gen", image='  torch: {version: "2.5.1", variant: cu124}\n'
+                                              '  pip_packages: [pillow, "numpy<2"]\n')
+    run = next(r for r in runs(text) if "--constraint" in r)
+    bin_dir, log = tmp_path / "bin", tmp_path / "uv.log"
+    bin_dir.mkdir()
+    # pip installs "uv" where --target says; uv logs its arguments and the pin it was given; python prints the pin.
+    (bin_dir / "pip").write_text(f"""#!/bin/sh
+target=$4; mkdir -p "$target/bin"
+printf '#!/bin/sh\\necho "$*" >> {log}; cat "$4" >> {log}; exit {1 if fails else 0}\\n' > "$target/bin/uv"
+chmod +x "$target/bin/uv"
+""")
+    (bin_dir / "python").write_text("#!/bin/sh\necho torch==2.5.1+cu124\n")
+    for exe in ("pip", "python"):
+        (bin_dir / exe).chmod(0o755)
+    for path in ("/tmp/envkit-uv", "/tmp/envkit-constraints.txt"):
+        run = run.replace(path, str(tmp_path) + path)
+    res = subprocess.run(["sh", "-eu", "-c", run], capture_output=True, text=True,
+                         env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    logged = log.read_text()
+    assert f"pip install --constraint {tmp_path}/tmp/envkit-constraints.txt pillow numpy<2" in logged
+    assert "torch==2.5.1+cu124" in logged.splitlines()
+    if fails:
+        assert res.returncode == 1
+        assert "envkit: installing image.pip_packages failed" in res.stderr
+        assert "constrained to torch==2.5.1+cu124" in res.stderr
+    else:
+        assert res.returncode == 0, res.stderr
+        assert "envkit: every install here is constrained to torch==2.5.1+cu124" in res.stdout
+        assert not (tmp_path / "tmp").exists() or not any((tmp_path / "tmp").iterdir()), "uv and the pin are gone"

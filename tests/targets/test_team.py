@@ -24,15 +24,23 @@ def _gen(proj: Path, text: str, out: str = "out") -> tuple[str, list[str]]:
     return (root / "Dockerfile").read_text(), files
 
 
-def test_requirements_files_are_copied_and_installed_as_they_are(tmp_path):
+@pytest.mark.parametrize("wheels", [False, True], ids=["direct", "staged"])
+def test_requirements_files_are_copied_and_installed_as_they_are(tmp_path, wheels):
     (tmp_path / "requirements.txt").write_text("pillow>=11\n")
     (tmp_path / "locked.txt").write_text("six==1.17.0 \\\n    --hash=sha256:" + "0" * 64 + "\n")
-    dockerfile, files = _gen(tmp_path, HEAD + "  torch: {version: '2.13.0'}\n"
+    (tmp_path / "wheels").mkdir()
+    source = ", find_links: [wheels]" if wheels else ""
+    dockerfile, files = _gen(tmp_path, HEAD + f"  torch: {{version: '2.13.0'{source}}}\n"
                                               "  requirements: [requirements.txt, locked.txt]\n")
     assert {".envkit/requirements/00-requirements.txt", ".envkit/requirements/01-locked.txt"} <= set(files)
-    plain, hashed = [line for line in dockerfile.splitlines() if line.startswith("RUN ") and "requirements/0" in line]
-    assert "--constraint /opt/envkit-build/constraints.txt" in plain and "--require-hashes" not in plain
-    assert "--require-hashes" in hashed and hashed.endswith("-r /opt/envkit-build/requirements/01-locked.txt \\")
+    # Direct: one RUN for the profile's packages (uv installed once for it), each file its own install and reason;
+    # the files stay in /opt/envkit as the record. Staged: a RUN each, in the packages stage.
+    folder, pin = ("/opt/envkit-build", "/opt/envkit-build/constraints.txt") if wheels else \
+        ("/opt/envkit", "/tmp/envkit-constraints.txt")
+    plain, hashed = [line for line in dockerfile.splitlines() if f"-r {folder}/requirements/0" in line]
+    assert f"--constraint {pin}" in plain and "--require-hashes" not in plain
+    assert "--require-hashes" in hashed and hashed.endswith(f"-r {folder}/requirements/01-locked.txt \\")
+    assert f"COPY .envkit/requirements/ {folder}/requirements/" in dockerfile
     assert dockerfile.index("torch==2.13.0") < dockerfile.index("00-requirements.txt")
     ignore = (tmp_path / "out" / ".dockerignore").read_text()
     assert "!.envkit/requirements/" in ignore
@@ -49,9 +57,10 @@ def test_an_existing_lock_is_installed_exactly_instead_of_resolving(tmp_path):
                                               "six==1.17.0 \\\n    --hash=sha256:" + "0" * 64 + "\n")
     dockerfile, files = _gen(tmp_path, HEAD + "  torch: {version: '2.13.0', variant: cpu}\n  pip_packages: [six]\n")
     assert ".envkit/envkit.lock.txt" in files
-    assert ("RUN uv pip install --require-hashes --no-deps --extra-index-url "
-            "https://download.pytorch.org/whl/cpu -r /opt/envkit-build/envkit.lock.txt") in dockerfile
-    assert "constraints.txt" not in dockerfile and "RUN uv pip install --constraint" not in dockerfile
+    assert ("&& { uv pip install --require-hashes --no-deps --extra-index-url "
+            "https://download.pytorch.org/whl/cpu -r /opt/envkit/envkit.lock.txt") in dockerfile
+    assert "COPY .envkit/envkit.lock.txt /opt/envkit/envkit.lock.txt" in dockerfile
+    assert "constraints.txt" not in dockerfile and "--constraint" not in dockerfile
 
 
 def test_copy_project_takes_the_code_and_leaves_secrets_outputs_and_wheels(tmp_path):

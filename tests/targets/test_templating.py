@@ -27,18 +27,24 @@ def _jinja(env: Environment) -> jinja2.Environment:
     return j
 
 
-@pytest.mark.parametrize("profile", [None, *example_profiles()], ids=lambda p: p.stem if p else "default")
-def test_every_rendered_template_matches_jinja2(profile, tmp_path, monkeypatch):
-    """Every template generate renders, with the context it renders it with, gives Jinja2's text byte for byte."""
-    seen: list[tuple[str, dict, str]] = []
+@pytest.fixture
+def seen(monkeypatch) -> list[tuple[str, dict, str]]:
+    """(template name, context, output) of every template rendered while the test runs."""
+    rendered: list[tuple[str, dict, str]] = []
     original = templating.Template.render
 
     def record(self, **context):
         out = original(self, **context)
-        seen.append((self.name, context, out))
+        rendered.append((self.name, context, out))
         return out
 
     monkeypatch.setattr(templating.Template, "render", record)
+    return rendered
+
+
+@pytest.mark.parametrize("profile", [None, *example_profiles()], ids=lambda p: p.stem if p else "default")
+def test_every_rendered_template_matches_jinja2(profile, tmp_path, seen):
+    """Every template generate renders, with the context it renders it with, gives Jinja2's text byte for byte."""
     loaded = load_profile(profile)
     if profile is not None:
         shutil.copytree(profile.parent, tmp_path / "p", dirs_exist_ok=True)
@@ -48,6 +54,33 @@ def test_every_rendered_template_matches_jinja2(profile, tmp_path, monkeypatch):
     reference = _jinja(make_env())
     for name, context, out in seen:
         assert out == reference.get_template(name).render(**context), name
+
+
+# Dockerfile branches no example takes: lock, no torch, hashed requirements, pip, wheelhouse with a lock or files.
+BRANCHES = {
+    "direct lock": ('torch: {version: "2.5.1", variant: cpu}', True, ""),
+    "direct no torch": ("pip_packages: [six]", False, ""),
+    "direct requirements pip": ('torch: {version: "2.5.1"}\n  installer: pip\n  requirements: [r.txt]', False, ""),
+    "direct lock no torch uv": ("pip_packages: [six]", True, ""),
+    "staged lock": ('torch: {version: "2.5.1", find_links: [wheels]}', True, ""),
+    "staged requirements": ('torch: {version: "2.5.1", find_links: [wheels]}\n  requirements: [r.txt]', False, ""),
+    "credentials": ('torch: {version: "2.5.1"}\n  requirements: [r.txt]', False, "https://u:p@x/simple"),
+}
+
+
+@pytest.mark.parametrize("name", BRANCHES)
+def test_dockerfile_branches_match_jinja2(name, tmp_path, seen):
+    image, lock, index = BRANCHES[name]
+    (tmp_path / "wheels").mkdir()
+    (tmp_path / "r.txt").write_text((f"--extra-index-url {index}\n" if index else "")
+                                    + "six==1.17.0 --hash=sha256:" + "0" * 64 + "\n")
+    if lock:
+        (tmp_path / "envkit.lock.txt").write_text("six==1.17.0 \\\n    --hash=sha256:" + "0" * 64 + "\n")
+    (tmp_path / "envkit.yaml").write_text(f"envkit: 1\nname: b\nimage:\n  base: debian:bookworm\n  {image}\n")
+    render_all(load_profile(tmp_path / "envkit.yaml"), tmp_path / "out", ("dockerfile",))
+    reference = _jinja(make_env())
+    (context, out), = [(c, o) for n, c, o in seen if n == "Dockerfile.j2"]
+    assert out == reference.get_template("Dockerfile.j2").render(**context)
 
 
 CORNERS = {

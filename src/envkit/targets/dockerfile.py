@@ -1,14 +1,17 @@
 """Dockerfile (+ .dockerignore, envkit-check): the build-time half of the profile.
 
 Decisions made here, not in the template:
-- three stages, classic-builder syntax (docker-py builds with it; no RUN --mount, no heredocs):
-  ``system`` (base, CA, apt packages, user), ``build`` (FROM system: the venv, installed with uv
-  or pip) and the final stage (FROM system + the venv copied from build); a fourth, ``packages``,
-  when the profile's own packages sit over torch (:func:`packages_stage`). Wheelhouses, installer
-  caches and uv itself stay in the build stages, so they never ship (``docker history``);
-- layer order for caching: CA/proxy, system packages, user, then in the build stage uv and torch,
-  in a ``packages`` stage over it the requirements and pip packages (:func:`packages_stage`); in
-  the final stage torch's venv, the harness, what the packages added, env and the labels last;
+- classic-builder syntax (docker-py builds with it; no RUN --mount, no heredocs), and one of two
+  layouts (:func:`is_direct`): without a wheelhouse, one chain of layers where the venv is
+  installed in place (uv lives in /tmp for the RUN that uses it), so the environment is written
+  and committed once; with a wheelhouse (torch ``find_links``), whose ``COPY`` layer would ship
+  even if deleted later, stages: ``system`` (base, CA, apt packages, user), ``build`` (FROM
+  system: the venv), a ``packages`` stage when the profile's own packages sit over torch
+  (:func:`packages_stage`), and the final stage (FROM system + the venv copied from build).
+  Either way wheelhouses, installer caches and uv never ship (``docker history``);
+- layer order for caching: CA/proxy, system packages, user, torch, then the profile's packages in
+  a layer (direct) or stage (staged) of their own over torch's, the harness, env and the labels
+  last, the project's code after them;
 - torch first (from the variant's index or the wheelhouse), with numpy (torch warns on every
   import without it); every later install is constrained to the torch actually installed, so a
   package pinning another torch fails the build instead of replacing the variant;
@@ -26,6 +29,7 @@ Example:
 from __future__ import annotations
 
 import os
+import re
 
 from envkit import __version__
 from envkit.expect import expectation_json
@@ -51,11 +55,15 @@ REMOVED_LIST = ".envkit-removed"
 LOCK_FILE_NAME = "envkit.lock.txt"  # envkit.lockfile.LOCK_FILE (that module imports this one)
 ENTRYPOINT_FILE = "envkit-entrypoint"
 ENTRYPOINT_PATH = f"/usr/local/bin/{ENTRYPOINT_FILE}"
-# uv itself is installed with pip in the build stage (same proxy and CA settings), pinned so a
-# rebuild installs the same resolver.
+# uv is installed with pip (same proxy and CA settings) where it is used: in the build stage, or in /tmp
+# for the one RUN of the direct layout; pinned, so a rebuild installs the same resolver.
 UV_VERSION = "0.13.9"
 BUILD_DIR = "/opt/envkit-build"
 WHEELS_IN_IMAGE = "/tmp/envkit-wheels"
+# The direct layout's uv and torch pin live in /tmp for one RUN each; the requirement files and the
+# lock it installs stay beside the harness, a few KB that say what the image was built from.
+UV_IN_RUN = "/tmp/envkit-uv"
+CONSTRAINTS_IN_RUN = "/tmp/envkit-constraints.txt"
 
 
 def is_python_base(base: str) -> bool:
@@ -81,8 +89,6 @@ def names_numpy(requirements) -> bool:
     >>> names_numpy(["numpy<2", "pillow"]), names_numpy(["numpy-financial"])
     (True, False)
     """
-    import re
-
     return any(re.split(r"[\s\[<>=!~;@(]", r.strip(), maxsplit=1)[0].lower().replace("_", "-") == "numpy"
                for r in requirements)
 
@@ -115,7 +121,10 @@ def _torch_install(ctx: GenContext) -> dict | None:
         return None
     wheels = [f"{WHEELS_IN_IMAGE}/{os.path.basename(d)}" for _, d in wheel_dirs(ctx)]
     spec, index = torch_requirement(torch)
-    return {"spec": spec, "index_url": index, "find_links": wheels, "extra": torch_extras(ctx.profile.image)}
+    # numpy goes in with torch only when nothing the profile installs names it: else the profile's pin would
+    # replace it in a later layer and torch's layer would keep a dead copy.
+    extra = [] if names_numpy(requirement_lines(ctx)) else torch_extras(ctx.profile.image)
+    return {"spec": spec, "index_url": index, "find_links": wheels, "extra": extra}
 
 
 def torch_requirement(torch) -> tuple[str, str | None]:
@@ -158,6 +167,45 @@ def has_hashes(path) -> bool:
                if not line.lstrip().startswith("#"))
 
 
+def requirements_of(text: str) -> list[str]:
+    """The requirements a requirements file's text names (comments, options and blank lines left out).
+
+    >>> requirements_of("# pinned\\n--index-url https://x/simple\\nnumpy==1.26.4 \\\\\\n    --hash=sha256:00  # ok\\n")
+    ['numpy==1.26.4 \\\\']
+    """
+    lines = (line.split(" #", 1)[0].strip() for line in text.splitlines())
+    return [line for line in lines if line and not line.startswith(("#", "-"))]
+
+
+def requirement_lines(ctx: GenContext) -> list[str]:
+    """The requirements of all the profile's ``requirements`` files."""
+    return [line for rel, _ in requirement_names(ctx)
+            for line in requirements_of(ctx.loaded.resolve(rel).read_text(encoding="utf-8", errors="replace"))]
+
+
+# A URL with a user or password in it (https://user:token@host/...): a private index's credentials.
+_USERINFO = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s@]+@")
+
+
+def has_credentials(ctx: GenContext) -> bool:
+    """True when torch's index URL, a requirements file or the lock carries credentials in a URL (pip_packages
+    are names and versions only).
+
+    In the direct layout the install commands are in the image's history and the requirement files in the
+    image; a build stage keeps both out of the shipped image, so such a profile builds in stages.
+
+    >>> bool(_USERINFO.search("https://ci:s3cret@pypi.example.com/simple")), bool(_USERINFO.search("pkg @ https://x/p.whl"))
+    (True, False)
+    """
+    image = ctx.profile.image
+    texts = [image.torch.index_url or ""] if image.torch else []
+    texts += [ctx.loaded.resolve(rel).read_text(encoding="utf-8", errors="replace") for rel, _ in requirement_names(ctx)]
+    lock = lock_source(ctx)
+    if lock:
+        texts.append(lock.read_text(encoding="utf-8", errors="replace"))
+    return any(_USERINFO.search(text) for text in texts)
+
+
 def lock_source(ctx: GenContext):
     """The profile's envkit.lock.txt when it exists (then the image installs exactly it), else None."""
     # The name is LOCK_FILE_NAME here (envkit.lockfile imports this module, not the other way round).
@@ -176,6 +224,19 @@ def project_sources(ctx: GenContext) -> list[str]:
     return project_files(ctx.loaded.base_dir, exclude_dirs=wheelhouses + (ctx.out_dir,))
 
 
+def is_direct(ctx: GenContext) -> bool:
+    """Whether the image is one chain of layers with the venv installed in place (no build stage).
+
+    A stage copying the venv into the final image writes and commits it twice (about 15 s of a
+    ~50 s cold build for the CPU wheel here, far more for CUDA's several GB); only a wheelhouse in
+    the build context needs that, since its ``COPY`` layer ships even if a later step deletes it.
+    Without one, torch comes from an index and every installer file can be removed in the RUN that
+    made it, so nothing is stored dead either way (measured in benchmarks/bench_build.py). Credentials
+    in an index URL or a requirements file also take the stages (:func:`has_credentials`).
+    """
+    return not wheel_dirs(ctx) and not has_credentials(ctx)
+
+
 def packages_stage(ctx: GenContext) -> bool:
     """Whether the profile's own packages get a stage of their own over torch's (``FROM build AS packages``).
 
@@ -186,7 +247,8 @@ def packages_stage(ctx: GenContext) -> bool:
     everything in one step (it changes as a whole), and without torch there is nothing big to keep.
     """
     image = ctx.profile.image
-    return bool(image.torch) and not lock_source(ctx) and bool(image.pip_packages or requirement_names(ctx))
+    return (not is_direct(ctx) and bool(image.torch) and not lock_source(ctx)
+            and bool(image.pip_packages or requirement_names(ctx)))
 
 
 def context(ctx: GenContext) -> dict:
@@ -201,6 +263,7 @@ def context(ctx: GenContext) -> dict:
     if image.digest:
         labels["org.opencontainers.image.base.digest"] = image.digest
     certs = cert_names(ctx)
+    direct = is_direct(ctx)
     # pip ships its own CA list (certifi) and ignores the system store unless told;
     # requests and OpenSSL-based tools likewise. Set before the first pip download.
     ca_env = [(k, CA_BUNDLE) for k in ("CURL_CA_BUNDLE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")
@@ -214,9 +277,14 @@ def context(ctx: GenContext) -> dict:
         "certs": bool(certs),
         "apt_packages": apt_packages(image),
         "venv": VENV,
+        "direct": direct,
         "installer": image.installer,
+        "install": "uv pip install" if image.installer == "uv" else "pip install",
         "uv_version": UV_VERSION,
+        "uv_dir": UV_IN_RUN,
         "build_dir": BUILD_DIR,
+        "record_dir": HARNESS_DIR,
+        "constraints": CONSTRAINTS_IN_RUN,
         "wheels_dir": WHEELS_IN_IMAGE,
         "check_file": CHECK_FILE,
         "entrypoint": {"file": ENTRYPOINT_FILE, "path": ENTRYPOINT_PATH} if remaps_user(p) else None,
