@@ -180,7 +180,8 @@ def requirements_of(text: str) -> list[str]:
 def requirement_lines(ctx: GenContext) -> list[str]:
     """The requirements of all the profile's ``requirements`` files."""
     return [line for rel, _ in requirement_names(ctx)
-            for line in requirements_of(ctx.loaded.resolve(rel).read_text(encoding="utf-8", errors="replace"))]
+            # utf-8-sig: pip skips the byte-order mark Windows editors write; a BOM before "numpy" hid the name.
+            for line in requirements_of(ctx.loaded.resolve(rel).read_text(encoding="utf-8-sig", errors="replace"))]
 
 
 # A URL with a user or password in it (https://user:token@host/...): a private index's credentials.
@@ -188,8 +189,9 @@ _USERINFO = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s@]+@")
 
 
 def has_credentials(ctx: GenContext) -> bool:
-    """True when torch's index URL, a requirements file or the lock carries credentials in a URL (pip_packages
-    are names and versions only).
+    """True when torch's index URL, a requirements file or the lock has a user or password in a URL
+    (``https://user:token@host``; pip_packages are names and versions only). A token in a URL's path or query
+    (``https://pypi.fury.io/TOKEN/acct/``) is not recognised: keep such a file out of image.requirements.
 
     In the direct layout the install commands are in the image's history and the requirement files in the
     image; a build stage keeps both out of the shipped image, so such a profile builds in stages.
