@@ -12,8 +12,9 @@ Decisions made here, not in the template:
 - layer order for caching: CA/proxy, system packages, user, torch, then the profile's packages in
   a layer (direct) or stage (staged) of their own over torch's, the harness, env and the labels
   last, the project's code after them;
-- torch first (from the variant's index or the wheelhouse), with numpy (torch warns on every
-  import without it); every later install is constrained to the torch actually installed, so a
+- torch first (from the variant's index or the wheelhouse), then numpy (torch warns on every
+  import without it) unless the profile's packages or requirement files name it: with torch in the
+  staged layout, in the packages' layer in the direct one; every later install is constrained to the torch actually installed, so a
   package pinning another torch fails the build instead of replacing the variant;
 - no placebo lines: nothing about /dev/shm, sysctl or ulimits, which are run-time settings;
 - CA certificates land before the first download, and pip/uv/requests/OpenSSL are pointed at the
@@ -163,8 +164,13 @@ def has_hashes(path) -> bool:
     >>> has_hashes(f)
     True
     """
-    return any("--hash=" in line for line in path.read_text(encoding="utf-8", errors="replace").splitlines()
-               if not line.lstrip().startswith("#"))
+    return any("--hash=" in line for line in requirements_text(path).splitlines() if not line.lstrip().startswith("#"))
+
+
+def requirements_text(path) -> str:
+    """A requirements file's text, as pip reads it: UTF-8, past the byte-order mark Windows editors write
+    (a BOM before "numpy" hid the name)."""
+    return path.read_text(encoding="utf-8-sig", errors="replace")
 
 
 def requirements_of(text: str) -> list[str]:
@@ -180,8 +186,7 @@ def requirements_of(text: str) -> list[str]:
 def requirement_lines(ctx: GenContext) -> list[str]:
     """The requirements of all the profile's ``requirements`` files."""
     return [line for rel, _ in requirement_names(ctx)
-            # utf-8-sig: pip skips the byte-order mark Windows editors write; a BOM before "numpy" hid the name.
-            for line in requirements_of(ctx.loaded.resolve(rel).read_text(encoding="utf-8-sig", errors="replace"))]
+            for line in requirements_of(requirements_text(ctx.loaded.resolve(rel)))]
 
 
 # A URL with a user or password in it (https://user:token@host/...): a private index's credentials.
@@ -201,10 +206,10 @@ def has_credentials(ctx: GenContext) -> bool:
     """
     image = ctx.profile.image
     texts = [image.torch.index_url or ""] if image.torch else []
-    texts += [ctx.loaded.resolve(rel).read_text(encoding="utf-8", errors="replace") for rel, _ in requirement_names(ctx)]
+    texts += [requirements_text(ctx.loaded.resolve(rel)) for rel, _ in requirement_names(ctx)]
     lock = lock_source(ctx)
     if lock:
-        texts.append(lock.read_text(encoding="utf-8", errors="replace"))
+        texts.append(requirements_text(lock))
     return any(_USERINFO.search(text) for text in texts)
 
 
