@@ -123,3 +123,49 @@ def test_the_examples_cover_the_outputs():
     marked = {m.group(2) for page in PAGES for m in FILE_BLOCK.finditer(page.read_text())}
     assert {"default.yaml", "out/run.sh", "out/compose.yaml"} <= marked
     assert any(SESSION_BLOCK.search(page.read_text()) for page in PAGES)
+
+
+def _abridged_lines_match(shown: list[str], real: list[str]) -> list[str]:
+    """The lines of ``shown`` that are not, in order, lines of ``real``: ``...`` alone (or indented) skips real
+    lines; a line with ``...`` inside is a real line with its middle left out (its parts in order).
+
+    >>> _abridged_lines_match(["FROM x", "...", 'RUN a ... c'], ["FROM x", "ARG y", "RUN a b c"])
+    []
+    >>> _abridged_lines_match(["RUN b", "FROM x"], ["FROM x", "RUN b"])
+    ['FROM x']
+    """
+    def fits(line: str, candidate: str) -> bool:
+        if "..." not in line:
+            return line == candidate
+        at = 0
+        for part in line.split("..."):
+            at = candidate.find(part, at)
+            if at < 0:
+                return False
+            at += len(part)
+        return True
+
+    missing, i = [], 0
+    for line in shown:
+        if line.strip() == "...":
+            continue
+        j = next((k for k in range(i, len(real)) if fits(line, real[k])), None)
+        if j is None:
+            missing.append(line)
+        else:
+            i = j + 1
+    return missing
+
+
+def test_the_abridged_default_dockerfile_is_real_output(tmp_path, monkeypatch):
+    """docs/outputs.md shows the default profile's Dockerfile abridged: every line it shows is a line of the real
+    one, in the real order (a Dockerfile change that the page does not follow fails here)."""
+    from envkit.generation import render_all
+    from envkit.profile import load_profile
+
+    monkeypatch.chdir(tmp_path)
+    real = next(f.content.decode() for f in render_all(load_profile(None), tmp_path / "out", ("dockerfile",))
+                if f.path == "Dockerfile")
+    block = re.search(r"```dockerfile\n(.*?)```\n", (ROOT / "docs" / "outputs.md").read_text(), re.S)
+    assert block, "docs/outputs.md has no Dockerfile block"
+    assert _abridged_lines_match(block.group(1).splitlines(), real.splitlines()) == []

@@ -98,6 +98,18 @@ def test_torch_from_an_index_builds_in_place_and_ships_nothing_dead(tmp_path, e2
             assert len(venv_run) == 1 and "torch==" in venv_run[0] and "numpy" not in venv_run[0], venv_run
             assert "\n1\n" in out  # the .pth written with the venv finds the harness copied after it
 
+            # The venv holds what `python3 -m venv` puts in one (pip, and setuptools before Python 3.12), seeded
+            # by uv from the same wheels: the same pip, its bytecode compiled, working for the image's user.
+            seeded = ("python3 -m venv /tmp/ref && /tmp/ref/bin/python -m pip freeze --all && echo --- "
+                      "&& pip --version && python -c 'import pathlib, pip; d = pathlib.Path(pip.__file__).parent; "
+                      "print(\"uncompiled:\", [str(f) for f in d.rglob(\"*.py\") if not list((f.parent / \"__pycache__\")"
+                      ".glob(f.stem + \".*.pyc\"))])'")
+            ref, _, ours = engine.client.containers.run(TAG, ["sh", "-c", seeded], remove=True,
+                                                        entrypoint=[]).decode().partition("---\n")
+            standard = dict(line.split("==") for line in ref.split())
+            assert f"pip=={standard['pip']}" in out and ("setuptools" in standard) == ("\nsetuptools==" in out), out
+            assert ours.startswith(f"pip {standard['pip']} from /opt/venv/") and "uncompiled: []" in ours, ours
+
             # The image minus its base is the environment (venv + apt packages) and a few MB of envkit's files: no
             # second copy, no installer, no cache (apt's binary caches alone were 76 MB on this base).
             venv, apt = _installed(engine, TAG)

@@ -108,14 +108,17 @@ def test_without_a_wheelhouse_one_chain_installs_the_venv_in_place(tmp_path, ima
     assert "--from=" not in text and "envkit-build" not in text and "envkit-delta" not in text
     assert not re.search(r"^\s+UV_\w+=", text, re.M), "uv's settings are the RUNs' own, not the image's"
     uv_runs = [r for r in runs(text) if "uv pip install" in r]
-    assert uv_runs
+    assert len(uv_runs) == 2
     for run in uv_runs:
         assert "pip install --quiet --target /tmp/envkit-uv uv==0.13.9" in run
         assert 'export PATH="/tmp/envkit-uv/bin:$PATH" UV_COMPILE_BYTECODE=1 UV_NO_CACHE=1' in run
         assert run.index("uv pip install") < run.index("rm -rf /tmp/envkit-uv")
+    # The venv without ensurepip's own pip run: uv seeds it from the same wheels (its first RUN, with or without torch).
+    assert uv_runs[0].startswith("python3 -m venv --without-pip /opt/venv")
+    assert 'uv pip install --no-index --find-links "${pip_whl%/*}" -r /tmp/envkit-seed.txt' in uv_runs[0]
     if "torch" in image:
         torch_run = next(r for r in runs(text) if "torch==2.5.1" in r)
-        assert torch_run.startswith("python3 -m venv /opt/venv") and "pillow" not in torch_run
+        assert torch_run == uv_runs[0] and "pillow" not in torch_run
     if "pillow" in image:
         # The harness after the packages: envkit-check and the entrypoint carry the profile's hash, so any profile
         # edit (an env value) changes them; before the packages it would reinstall them (measured: 4.0 s, not 1).
@@ -205,7 +208,7 @@ def test_envkit_check_runs_the_harness_with_the_baked_expectation(tmp_path):
     assert check.mode == 0o755 and check.content.startswith(b"#!/bin/sh\n")
     assert (b'exec /opt/venv/bin/python /opt/envkit/envkit_harness.pyz --expect /opt/envkit/envkit_expect.json "$@"'
             in check.content)
-    assert "COPY envkit-check /usr/local/bin/envkit-check" in files["Dockerfile"].content.decode()
+    assert "COPY envkit-check envkit-entrypoint /usr/local/bin/\n" in files["Dockerfile"].content.decode()
     assert "!envkit-check" in files[".dockerignore"].content.decode().splitlines()
 
 
@@ -372,3 +375,75 @@ chmod +x "$target/bin/uv"
         assert res.returncode == 0, res.stderr
         assert "envkit: every install here is constrained to torch==2.5.1+cu124" in res.stdout
         assert not (tmp_path / "tmp").exists() or not any((tmp_path / "tmp").iterdir()), "uv and the pin are gone"
+
+
+def test_the_seed_wheels_are_the_ones_python_m_venv_installs(tmp_path):
+    """SEED_WHEEL_PY, run by this host's Python, finds the wheels `python -m venv` installs here: a venv made
+    the standard way holds exactly the packages it pins (pip, and setuptools before Python 3.12), at those
+    versions, and the pip wheel it names is one of them. (Not ensurepip.version(): Debian's says 23.2.1 and
+    installs its own 23.0.1 wheel.)"""
+    import json
+
+    from envkit.targets.dockerfile import SEED_WHEEL_PY
+
+    def seed(mode: str) -> str:
+        return subprocess.run([sys.executable, "-c", SEED_WHEEL_PY, mode], capture_output=True, text=True,
+                              check=True).stdout
+
+    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "ref")], check=True, timeout=120)
+    listed = subprocess.run([str(tmp_path / "ref" / "bin" / "python"), "-m", "pip", "list", "--format=json"],
+                            capture_output=True, text=True, check=True).stdout
+    standard = {p["name"].lower(): p["version"] for p in json.loads(listed)}
+    pins = dict(line.split("==") for line in seed("requirements").splitlines())
+    assert pins == standard, (pins, standard)
+    assert ("setuptools" in pins) == (sys.version_info < (3, 12))
+    pip_whl = Path(seed("pip").strip())
+    assert pip_whl.is_file() and pip_whl.name.startswith(f"pip-{pins['pip']}-"), pip_whl
+    assert all(list(pip_whl.parent.glob(f"{name}-{version}-*.whl")) for name, version in pins.items())
+
+
+@pytest.mark.parametrize("bundled", [True, False], ids=["bundled-wheel", "ensurepip"])
+def test_the_venv_run_seeds_pip_from_its_wheel_or_runs_ensurepip(tmp_path, bundled):
+    """The direct layout's first RUN, run by sh with stand-ins for python3, pip and uv (paths moved under
+    tmp_path): with a bundled pip wheel, that wheel's pip installs uv and uv seeds the venv from the wheels'
+    folder, pinned; without one, ensurepip seeds it and the venv's pip installs uv. Either way uv and the
+    seed list are gone when the RUN ends."""
+    (tmp_path / "gen").mkdir()
+    run = runs(dockerfile(tmp_path / "gen", image='  torch: {version: "2.5.1", variant: cpu}\n'))[-2]
+    assert run.startswith("python3 -m venv --without-pip /opt/venv")
+    bin_dir, log, wheels = tmp_path / "bin", tmp_path / "calls.log", tmp_path / "wheels"
+    whl = wheels / "pip-24.0-py3-none-any.whl"
+    bin_dir.mkdir()
+    # uv is "installed" by whichever pip runs with --target: a script that logs its arguments and the list it reads.
+    install_uv = (f'mkdir -p "$5/bin"; printf \'#!/bin/sh\\necho "uv $*" >> {log}\\n'
+                  f'[ "$6" = -r ] && cat "$7" >> {log}; exit 0\\n\' > "$5/bin/uv"; chmod +x "$5/bin/uv"')
+    (bin_dir / "python3").write_text(f"""#!/bin/sh
+echo "python3 $*" >> {log}
+case "$1" in
+  -m) [ "$2" = venv ] && mkdir -p "$4/bin" && printf '#!/bin/sh\\necho {tmp_path}/site\\n' > "$4/bin/python" \\
+        && chmod +x "$4/bin/python" && mkdir -p {tmp_path}/site; exit 0 ;;
+  -c) {"" if bundled else "exit 0;"} case "$3" in pip) echo {whl} ;; requirements) printf 'pip==24.0\\n' ;; esac; exit 0 ;;
+  */pip) shift; set -- pip "$@"; {install_uv} ;;
+esac
+""")
+    (bin_dir / "pip").write_text(f'#!/bin/sh\necho "venv-pip $*" >> {log}\nset -- pip "$@"; {install_uv}\n')
+    for exe in ("python3", "pip"):
+        (bin_dir / exe).chmod(0o755)
+    for path in ("/opt/venv", "/tmp/envkit-uv", "/tmp/envkit-seed.txt"):
+        run = run.replace(path, str(tmp_path) + path)
+    (tmp_path / "tmp").mkdir()
+    res = subprocess.run(["sh", "-eu", "-c", run], capture_output=True, text=True,
+                         env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    assert res.returncode == 0, res.stderr
+    calls = log.read_text().splitlines()
+    assert (tmp_path / "site" / "envkit_runtime.pth").read_text() == "/opt/envkit/envkit_harness.pyz\n"
+    uv_target = f"install --quiet --target {tmp_path}/tmp/envkit-uv uv==0.13.9"
+    if bundled:
+        assert f"python3 {whl}/pip {uv_target}" in calls and "python3 -m ensurepip --default-pip" not in calls
+        seeded = calls.index(f"uv pip install --no-index --find-links {wheels} -r {tmp_path}/tmp/envkit-seed.txt")
+        assert calls[seeded + 1] == "pip==24.0"  # by version from the folder: recorded as from an index, not a file
+    else:
+        assert "python3 -m ensurepip --default-pip" in calls and f"venv-pip {uv_target}" in calls
+        assert not any("--no-index" in c for c in calls)
+    assert calls[-1] == "uv pip install --index-url https://download.pytorch.org/whl/cpu torch==2.5.1"
+    assert not any((tmp_path / "tmp").iterdir()), "uv and the seed list are removed in the RUN that used them"

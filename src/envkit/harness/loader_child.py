@@ -84,11 +84,16 @@ def hold_until_full(it, max_s: float = FILL_MAX_S, poll_s: float = 0.01) -> dict
     ``qsize`` fall back to a wait of ``max_s / 10``). An error a worker reported
     counts as ready: the next ``next()`` raises it. Returns what it saw::
 
-        {"outstanding": 4, "ready": 4, "waited_s": 0.21, "method": "queue"}
+        {"outstanding": 4, "ready": 4, "reordered": 0, "waited_s": 0.21, "method": "queue"}
 
-    >>> class It: _tasks_outstanding = 0
-    >>> hold_until_full(It())["method"]
-    'queue'
+    ``reordered``: batches already received out of order (a later worker's came in
+    first), which torch keeps for their turn and does not count as outstanding; it
+    refills one task per batch it yields, so ``outstanding + reordered`` is the
+    pipeline, workers x prefetch_factor, whichever worker was first.
+
+    >>> class It: _tasks_outstanding = 0; _task_info = {3: (1, "batch"), 4: (0,)}
+    >>> {k: v for k, v in hold_until_full(It()).items() if k != "waited_s"}
+    {'outstanding': 0, 'ready': 0, 'reordered': 1, 'method': 'queue'}
     """
     t0 = time.perf_counter()
     outstanding = getattr(it, "_tasks_outstanding", None)
@@ -108,8 +113,12 @@ def hold_until_full(it, max_s: float = FILL_MAX_S, poll_s: float = 0.01) -> dict
     if outstanding is None:
         method = "time"
         time.sleep(max_s / 10)
-    return {"outstanding": outstanding, "ready": ready, "waited_s": round(time.perf_counter() - t0, 3),
-            "method": method}
+    # torch's index -> (worker,) while a task is out, (worker, data) once received ahead of its turn.
+    info = getattr(it, "_task_info", None)
+    reordered = (sum(1 for v in info.values() if isinstance(v, tuple) and len(v) == 2)
+                 if isinstance(info, dict) else None)
+    return {"outstanding": outstanding, "ready": ready, "reordered": reordered,
+            "waited_s": round(time.perf_counter() - t0, 3), "method": method}
 
 
 def run_one(index: int, run: dict, emit) -> dict:

@@ -55,7 +55,7 @@ DELTA_DIR = "/opt/envkit-delta"
 REMOVED_LIST = ".envkit-removed"
 LOCK_FILE_NAME = "envkit.lock.txt"  # envkit.lockfile.LOCK_FILE (that module imports this one)
 ENTRYPOINT_FILE = "envkit-entrypoint"
-ENTRYPOINT_PATH = f"/usr/local/bin/{ENTRYPOINT_FILE}"
+ENTRYPOINT_PATH = f"{os.path.dirname(CHECK_PATH)}/{ENTRYPOINT_FILE}"  # beside envkit-check: one COPY
 # uv is installed with pip (same proxy and CA settings) where it is used: in the build stage, or in /tmp
 # for the one RUN of the direct layout; pinned, so a rebuild installs the same resolver.
 UV_VERSION = "0.13.9"
@@ -65,6 +65,29 @@ WHEELS_IN_IMAGE = "/tmp/envkit-wheels"
 # lock it installs stay beside the harness, a few KB that say what the image was built from.
 UV_IN_RUN = "/tmp/envkit-uv"
 CONSTRAINTS_IN_RUN = "/tmp/envkit-constraints.txt"
+# With uv, the venv is created --without-pip and seeded by uv from the wheels `python -m venv` would
+# install: the same files, compiled by uv's workers instead of by ensurepip's own pip run (2.7 s
+# here), and that pip, run from its wheel, installs uv. With argv[1] "pip" this prints that pip
+# wheel's path; with "requirements", the packages pinned to those wheels' versions, one per line
+# (uv installs them from the wheels' folder with --find-links, so they are recorded as from an index:
+# installed from the files' paths, `pip freeze` would print `pip @ file:///usr/share/...`); or
+# nothing, and then the Dockerfile runs ensurepip itself. It chooses as ensurepip does (CPython
+# 3.10-3.13 ensurepip/__init__.py): the packages are pip, and setuptools before Python 3.12
+# (gh-95299); they come from the distribution's folder, sysconfig's WHEEL_PKG_DIR (configure
+# --with-wheel-pkg-dir: Debian, Ubuntu and Fedora use /usr/share/python-wheels), if every one is
+# there, else from the wheels bundled in ensurepip/_bundled (python.org builds, python:* images);
+# of several files for one package, the last in sorted order.
+SEED_WHEEL_PY = (
+    'import importlib.util, os, sys, sysconfig; n = ["pip"] + (["setuptools"] if sys.version_info < (3, 12) else []); '
+    'f = lambda d: {x: os.path.join(d, w) for w in (sorted(os.listdir(d)) if d and os.path.isdir(d) else []) '
+    'for x in n if w.startswith(x + "-") and w.endswith(".whl")}; e = importlib.util.find_spec("ensurepip"); '
+    'p = f(sysconfig.get_config_var("WHEEL_PKG_DIR")); '
+    'p = p if len(p) == len(n) else f(e and e.origin and os.path.join(os.path.dirname(e.origin), "_bundled")); '
+    'p = p if len(p) == len(n) else {}; '
+    'print(p.get("pip", "") if sys.argv[1] == "pip" else "\\n".join('
+    'x + "==" + os.path.basename(w)[len(x) + 1:].partition("-")[0] for x, w in p.items()))'
+)
+SEED_IN_RUN = "/tmp/envkit-seed.txt"
 
 
 def is_python_base(base: str) -> bool:
@@ -289,12 +312,16 @@ def context(ctx: GenContext) -> dict:
         "install": "uv pip install" if image.installer == "uv" else "pip install",
         "uv_version": UV_VERSION,
         "uv_dir": UV_IN_RUN,
+        "seed_wheel_py": SEED_WHEEL_PY,
+        "seed_file": SEED_IN_RUN,
         "build_dir": BUILD_DIR,
         "record_dir": HARNESS_DIR,
         "constraints": CONSTRAINTS_IN_RUN,
         "wheels_dir": WHEELS_IN_IMAGE,
         "check_file": CHECK_FILE,
-        "entrypoint": {"file": ENTRYPOINT_FILE, "path": ENTRYPOINT_PATH} if remaps_user(p) else None,
+        # One COPY for both scripts (one step fewer to rebuild after every profile edit): one folder.
+        "entrypoint": ({"file": ENTRYPOINT_FILE, "path": ENTRYPOINT_PATH, "dir": os.path.dirname(CHECK_PATH)}
+                       if remaps_user(p) else None),
         "check_path": CHECK_PATH,
         "torch": _torch_install(ctx),
         "packages_stage": packages_stage(ctx),
