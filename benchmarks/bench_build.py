@@ -32,6 +32,7 @@ warm rows are taken against the median cold build.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -130,7 +131,11 @@ def build(context: Path, tag: str, no_cache: bool = False) -> float:
     took = time.perf_counter() - start
     if res.returncode != 0:
         sys.exit(f"build of {tag} failed:\n{res.stdout[-2000:]}\n{res.stderr[-3000:]}")
+    BUILT.add(res.stdout.strip().splitlines()[-1])  # -q prints the image's id
     return took
+
+
+BUILT: set[str] = set()  # every image built, so a --no-cache rebuild's predecessor is removed too
 
 
 def generate_envkit(root: Path, text: str) -> Path:
@@ -180,8 +185,9 @@ def layers_with(tag: str, needle: str) -> list[str]:
 
 
 def remove_images(tags) -> None:
-    """The benchmark's images and the layers under them (with --cuda, several GB each)."""
-    subprocess.run(["docker", "rmi", "-f", *tags], capture_output=True)
+    """The benchmark's images and the layers under them (with --cuda, several GB each), the ones a later
+    build of the same tag left untagged included."""
+    subprocess.run(["docker", "rmi", "-f", *tags, *sorted(BUILT)], capture_output=True)
 
 
 def gb(n: float) -> str:
@@ -200,24 +206,16 @@ def cuda_wheels() -> Path:
     return folder
 
 
-def cold_runs(argv: list[str]) -> int:
-    """How many cold builds of each (``--runs N``, default 1).
-
-    >>> cold_runs(["--cuda"]), cold_runs(["--runs", "3"])
-    (1, 3)
-    """
-    if "--runs" not in argv:
-        return 1
-    value = argv[argv.index("--runs") + 1] if argv.index("--runs") + 1 < len(argv) else ""
-    if not value.isdigit() or int(value) < 1:
-        sys.exit("bench_build.py: --runs takes a whole number of cold builds, at least 1")
-    return int(value)
-
-
 def main() -> None:
     global VARIANT
-    cuda = "--cuda" in sys.argv[1:]
-    n_cold = cold_runs(sys.argv[1:])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cuda", action="store_true", help="PyPI's CUDA build of torch instead of the CPU wheel")
+    parser.add_argument("--runs", type=int, default=1, metavar="N",
+                        help="cold builds of each, alternating which goes first (the median is the reference)")
+    args = parser.parse_args()
+    if args.runs < 1:
+        parser.error("--runs takes at least 1")
+    cuda, n_cold = args.cuda, args.runs
     _, pip, _, _ = example_image()
     with tempfile.TemporaryDirectory(prefix="envkit-image-bench-") as tmp:
         root = Path(tmp)

@@ -133,13 +133,19 @@ def _abridged_lines_match(shown: list[str], real: list[str]) -> list[str]:
     []
     >>> _abridged_lines_match(["RUN b", "FROM x"], ["FROM x", "RUN b"])
     ['FROM x']
+    >>> _abridged_lines_match(["RUN a ... c"], ["# RUN a b c", "RUN a b c d"])  # the ends are the line's ends
+    ['RUN a ... c']
     """
     def fits(line: str, candidate: str) -> bool:
-        if "..." not in line:
+        parts = line.split("...")
+        if len(parts) == 1:
             return line == candidate
-        at = 0
-        for part in line.split("..."):
-            at = candidate.find(part, at)
+        if not (candidate.startswith(parts[0]) and candidate.endswith(parts[-1])
+                and len(candidate) >= len(parts[0]) + len(parts[-1])):
+            return False
+        at = len(parts[0])  # the middle parts in order between the two ends
+        for part in parts[1:-1]:
+            at = candidate.find(part, at, len(candidate) - len(parts[-1]))
             if at < 0:
                 return False
             at += len(part)

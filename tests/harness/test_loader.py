@@ -95,8 +95,9 @@ def test_holding_the_first_batch_until_the_pipeline_is_full_is_not_a_hang():
     c = check_loader(settings("harness_datasets:slow", batch_size=1, num_workers=2), timeout=1, quick=True)
     assert c["status"] == "pass", (c["message"], c["measured"])
     fill = c["measured"]["pipeline_fill"]
-    # 2 workers x prefetch 2 = 4 in flight: outstanding, or received ahead of their turn when worker 1's batches
-    # came in before worker 0's (torch refills one per batch it yields; this failed 1 run in 6 while it asked for 4).
-    assert fill["ready"] == fill["outstanding"] and fill["outstanding"] + fill["reordered"] == 4, fill
+    # 2 workers x prefetch 2 = 4 asked for, every one in hand before it went on: ready in the queue, or received
+    # ahead of its turn when worker 1's batches came in before worker 0's (reordered; torch refills one per batch it
+    # yields: this failed 1 run in 6 while it asked for 4 outstanding).
+    assert fill["ready"] == fill["outstanding"] and fill["ready"] + fill["reordered"] == 4, fill
     assert fill["waited_s"] > 1.0, fill
     assert_no_leftovers(c)

@@ -108,17 +108,24 @@ def test_without_a_wheelhouse_one_chain_installs_the_venv_in_place(tmp_path, ima
     assert "--from=" not in text and "envkit-build" not in text and "envkit-delta" not in text
     assert not re.search(r"^\s+UV_\w+=", text, re.M), "uv's settings are the RUNs' own, not the image's"
     uv_runs = [r for r in runs(text) if "uv pip install" in r]
-    assert len(uv_runs) == 2
+    assert len(uv_runs) == (2 if "torch" in image else 1)
     for run in uv_runs:
-        assert "pip install --quiet --target /tmp/envkit-uv uv==0.13.9" in run
         assert 'export PATH="/tmp/envkit-uv/bin:$PATH" UV_COMPILE_BYTECODE=1 UV_NO_CACHE=1' in run
         assert run.index("uv pip install") < run.index("rm -rf /tmp/envkit-uv")
-    # The venv without ensurepip's own pip run: uv seeds it from the same wheels (its first RUN, with or without torch).
-    assert uv_runs[0].startswith("python3 -m venv --without-pip /opt/venv")
-    assert 'uv pip install --no-index --find-links "${pip_whl%/*}" -r /tmp/envkit-seed.txt' in uv_runs[0]
+    # The packages' RUN: the venv's pip installs uv.
+    assert uv_runs[-1].startswith("pip install --quiet --target /tmp/envkit-uv uv==0.13.9 ")
     if "torch" in image:
+        # torch's RUN: the venv without ensurepip's own pip run; the pip wheel python -m venv would install runs
+        # from the wheel to install uv, and uv seeds the venv from the same wheels.
         torch_run = next(r for r in runs(text) if "torch==2.5.1" in r)
         assert torch_run == uv_runs[0] and "pillow" not in torch_run
+        assert torch_run.startswith("python3 -m venv --without-pip /opt/venv")
+        assert '/opt/venv/bin/python "$pip_whl/pip" install --quiet --target /tmp/envkit-uv uv==0.13.9;' in torch_run
+        assert 'uv pip install --no-index --find-links "${pip_whl%/*}" -r /tmp/envkit-seed.txt' in torch_run
+    else:
+        # Nothing for uv to install with the venv: python -m venv as usual, no uv fetched for it.
+        venv_run = next(r for r in runs(text) if "-m venv" in r)
+        assert venv_run.startswith("python3 -m venv /opt/venv  && echo ") and "uv" not in venv_run
     if "pillow" in image:
         # The harness after the packages: envkit-check and the entrypoint carry the profile's hash, so any profile
         # edit (an env value) changes them; before the packages it would reinstall them (measured: 4.0 s, not 1).
@@ -377,26 +384,41 @@ chmod +x "$target/bin/uv"
         assert not (tmp_path / "tmp").exists() or not any((tmp_path / "tmp").iterdir()), "uv and the pin are gone"
 
 
-def test_the_seed_wheels_are_the_ones_python_m_venv_installs(tmp_path):
-    """SEED_WHEEL_PY, run by this host's Python, finds the wheels `python -m venv` installs here: a venv made
-    the standard way holds exactly the packages it pins (pip, and setuptools before Python 3.12), at those
-    versions, and the pip wheel it names is one of them. (Not ensurepip.version(): Debian's says 23.2.1 and
-    installs its own 23.0.1 wheel.)"""
+def _distribution_python() -> str:
+    """The distribution's python3 when it keeps its wheels in WHEEL_PKG_DIR (Debian's, on this machine)."""
+    exe = "/usr/bin/python3"
+    found = os.path.exists(exe) and subprocess.run(
+        [exe, "-c", "import sysconfig; print(sysconfig.get_config_var('WHEEL_PKG_DIR') or '')"],
+        capture_output=True, text=True).stdout.strip()
+    return exe if found else ""
+
+
+@pytest.mark.parametrize("python", [sys.executable, _distribution_python()], ids=["this-python", "distribution"])
+def test_the_seed_wheels_are_the_ones_python_m_venv_installs(tmp_path, python):
+    """SEED_WHEEL_PY finds the wheels `python -m venv` installs, for a Python with bundled wheels (ensurepip/_bundled:
+    this test's pyenv build, python:* images) and for a distribution's (WHEEL_PKG_DIR: Debian's python3 here, every
+    apt base): a venv made the standard way holds exactly the packages it pins (pip, and setuptools before Python
+    3.12), at those versions, and the pip wheel it names is one of them."""
     import json
 
     from envkit.targets.dockerfile import SEED_WHEEL_PY
 
+    if not python:
+        pytest.skip("no distribution python3 with WHEEL_PKG_DIR on this machine")
+    version = tuple(int(x) for x in subprocess.run(
+        [python, "-c", "import sys; print(*sys.version_info[:2])"], capture_output=True, text=True).stdout.split())
+
     def seed(mode: str) -> str:
-        return subprocess.run([sys.executable, "-c", SEED_WHEEL_PY, mode], capture_output=True, text=True,
+        return subprocess.run([python, "-c", SEED_WHEEL_PY, mode], capture_output=True, text=True,
                               check=True).stdout
 
-    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "ref")], check=True, timeout=120)
+    subprocess.run([python, "-m", "venv", str(tmp_path / "ref")], check=True, timeout=120)
     listed = subprocess.run([str(tmp_path / "ref" / "bin" / "python"), "-m", "pip", "list", "--format=json"],
                             capture_output=True, text=True, check=True).stdout
     standard = {p["name"].lower(): p["version"] for p in json.loads(listed)}
     pins = dict(line.split("==") for line in seed("requirements").splitlines())
     assert pins == standard, (pins, standard)
-    assert ("setuptools" in pins) == (sys.version_info < (3, 12))
+    assert ("setuptools" in pins) == (version < (3, 12))
     pip_whl = Path(seed("pip").strip())
     assert pip_whl.is_file() and pip_whl.name.startswith(f"pip-{pins['pip']}-"), pip_whl
     assert all(list(pip_whl.parent.glob(f"{name}-{version}-*.whl")) for name, version in pins.items())
@@ -417,12 +439,15 @@ def test_the_venv_run_seeds_pip_from_its_wheel_or_runs_ensurepip(tmp_path, bundl
     # uv is "installed" by whichever pip runs with --target: a script that logs its arguments and the list it reads.
     install_uv = (f'mkdir -p "$5/bin"; printf \'#!/bin/sh\\necho "uv $*" >> {log}\\n'
                   f'[ "$6" = -r ] && cat "$7" >> {log}; exit 0\\n\' > "$5/bin/uv"; chmod +x "$5/bin/uv"')
+    # python3 -m venv makes the venv's python (this same stand-in, logging as "venv-python") and pip.
     (bin_dir / "python3").write_text(f"""#!/bin/sh
-echo "python3 $*" >> {log}
+me=python3; case "$0" in */opt/venv/bin/python) me=venv-python ;; esac
+echo "$me $*" >> {log}
 case "$1" in
-  -m) [ "$2" = venv ] && mkdir -p "$4/bin" && printf '#!/bin/sh\\necho {tmp_path}/site\\n' > "$4/bin/python" \\
-        && chmod +x "$4/bin/python" && mkdir -p {tmp_path}/site; exit 0 ;;
-  -c) {"" if bundled else "exit 0;"} case "$3" in pip) echo {whl} ;; requirements) printf 'pip==24.0\\n' ;; esac; exit 0 ;;
+  -m) if [ "$2" = venv ]; then mkdir -p "$4/bin" {tmp_path}/site && cp "$0" "$4/bin/python" && cp {bin_dir}/pip "$4/bin/pip"; fi
+      exit 0 ;;
+  -c) case "$3" in pip) {"echo " + str(whl) if bundled else "echo"} ;; requirements) printf 'pip==24.0\\n' ;;
+      *) echo {tmp_path}/site ;; esac; exit 0 ;;
   */pip) shift; set -- pip "$@"; {install_uv} ;;
 esac
 """)
@@ -438,12 +463,14 @@ esac
     calls = log.read_text().splitlines()
     assert (tmp_path / "site" / "envkit_runtime.pth").read_text() == "/opt/envkit/envkit_harness.pyz\n"
     uv_target = f"install --quiet --target {tmp_path}/tmp/envkit-uv uv==0.13.9"
-    if bundled:
-        assert f"python3 {whl}/pip {uv_target}" in calls and "python3 -m ensurepip --default-pip" not in calls
+    assert calls[0] == f"python3 -m venv --without-pip {tmp_path}/opt/venv"
+    if bundled:  # every later python is the venv's, the fallback's ensurepip included (Debian's refuses the system's)
+        assert f"venv-python {whl}/pip {uv_target}" in calls and "venv-python -m ensurepip --default-pip" not in calls
         seeded = calls.index(f"uv pip install --no-index --find-links {wheels} -r {tmp_path}/tmp/envkit-seed.txt")
         assert calls[seeded + 1] == "pip==24.0"  # by version from the folder: recorded as from an index, not a file
     else:
-        assert "python3 -m ensurepip --default-pip" in calls and f"venv-pip {uv_target}" in calls
+        assert "venv-python -m ensurepip --default-pip" in calls and f"venv-pip {uv_target}" in calls
         assert not any("--no-index" in c for c in calls)
+    assert not any(c.startswith("python3 ") for c in calls[1:])
     assert calls[-1] == "uv pip install --index-url https://download.pytorch.org/whl/cpu torch==2.5.1"
     assert not any((tmp_path / "tmp").iterdir()), "uv and the seed list are removed in the RUN that used them"

@@ -87,13 +87,16 @@ def hold_until_full(it, max_s: float = FILL_MAX_S, poll_s: float = 0.01) -> dict
         {"outstanding": 4, "ready": 4, "reordered": 0, "waited_s": 0.21, "method": "queue"}
 
     ``reordered``: batches already received out of order (a later worker's came in
-    first), which torch keeps for their turn and does not count as outstanding; it
-    refills one task per batch it yields, so ``outstanding + reordered`` is the
-    pipeline, workers x prefetch_factor, whichever worker was first.
+    first), which torch keeps for their turn and does not count as outstanding. The
+    pipeline is full when ``ready + reordered`` is every batch asked for, workers x
+    prefetch_factor while the epoch has that many left (torch refills one task per
+    batch it yields).
 
-    >>> class It: _tasks_outstanding = 0; _task_info = {3: (1, "batch"), 4: (0,)}
+    >>> class Queue:
+    ...     def qsize(self): return 1
+    >>> class It: _tasks_outstanding = 1; _data_queue = Queue(); _task_info = {3: (0,), 4: (1, "batch")}
     >>> {k: v for k, v in hold_until_full(It()).items() if k != "waited_s"}
-    {'outstanding': 0, 'ready': 0, 'reordered': 1, 'method': 'queue'}
+    {'outstanding': 1, 'ready': 1, 'reordered': 1, 'method': 'queue'}
     """
     t0 = time.perf_counter()
     outstanding = getattr(it, "_tasks_outstanding", None)
