@@ -126,16 +126,25 @@ WORKDIR /workspace
 def build(context: Path, tag: str, no_cache: bool = False) -> float:
     """Seconds for a classic-builder build (DOCKER_BUILDKIT=0: the builder docker-py uses)."""
     args = ["docker", "build", "-q", "-t", tag, *(["--no-cache"] if no_cache else []), str(context)]
+    dangling = dangling_images()
     start = time.perf_counter()
     res = subprocess.run(args, capture_output=True, text=True, env={**os.environ, "DOCKER_BUILDKIT": "0"})
     took = time.perf_counter() - start
     if res.returncode != 0:
         sys.exit(f"build of {tag} failed:\n{res.stdout[-2000:]}\n{res.stderr[-3000:]}")
     BUILT.add(res.stdout.strip().splitlines()[-1])  # -q prints the image's id
+    # and what the build left untagged: a multi-stage build's stage images, the image a rebuild replaced.
+    BUILT.update(dangling_images() - dangling)
     return took
 
 
-BUILT: set[str] = set()  # every image built, so a --no-cache rebuild's predecessor is removed too
+BUILT: set[str] = set()  # every image the benchmark made, removed at the end
+
+
+def dangling_images() -> set[str]:
+    out = subprocess.run(["docker", "images", "-q", "--no-trunc", "-f", "dangling=true"], capture_output=True,
+                         text=True, check=True).stdout
+    return set(out.split())
 
 
 def generate_envkit(root: Path, text: str) -> Path:
