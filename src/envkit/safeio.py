@@ -49,6 +49,9 @@ PROFILE_MAX = 1 * MIB
 WSLCONFIG_MAX = 1 * MIB
 CERT_MAX = 1 * MIB
 SCRIPT_MAX = 8 * MIB
+# A requirements file or envkit.lock.txt, read to decide the layout and copied into the build context:
+# one with every wheel's hash for torch's CUDA environment is tens of KB, so this is far above any real one.
+REQUIREMENTS_MAX = 4 * MIB
 
 # Symlink targets nobody means when they name a config file.
 _SYSTEM_TREES = ("/dev", "/proc", "/sys")

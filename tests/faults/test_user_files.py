@@ -176,3 +176,39 @@ def test_oversized_certificate_is_refused_at_load(tmp_path):
     res = run_envkit("generate", str(p), "-o", str(tmp_path / "out"))
     assert res.returncode == 2 and "p.yaml:5:" in res.stderr and "at most 1 MiB" in res.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_oversized_requirements_file_is_refused_at_load(tmp_path):
+    """A requirements file is read (to choose the Dockerfile's layout) and copied into the build context:
+    bounded like every input, refused at its key's position before anything is written."""
+    req = tmp_path / "requirements.txt"
+    with open(req, "wb") as f:
+        f.write(b"numpy==1.26.4\n")
+        f.truncate(5 * 1024 * 1024)  # sparse: 5 MiB of size, no disk
+    p = tmp_path / "p.yaml"
+    p.write_text("envkit: 1\nname: r\nimage:\n  base: debian:bookworm\n  requirements: [requirements.txt]\n")
+    res = run_envkit("generate", str(p), "-o", str(tmp_path / "out"), timeout=60)
+    assert res.returncode == 2 and "p.yaml:5:" in res.stderr, res.stderr
+    assert "image.requirements[0]" in res.stderr and "at most 4 MiB" in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr and not (tmp_path / "out").exists()
+
+
+def test_a_requirements_file_or_lock_that_grows_after_loading_is_still_bounded(tmp_path):
+    """The Dockerfile target reads the files again (after the loader's check): a file that grew in between is
+    refused as bad input, not read whole; the lock, which the loader does not check, likewise."""
+    from envkit.errors import ProfileError
+    from envkit.generation import render_all
+    from envkit.profile import load_profile
+    from envkit.targets.dockerfile import LOCK_FILE_NAME
+
+    req = tmp_path / "requirements.txt"
+    req.write_text("numpy==1.26.4\n")
+    p = tmp_path / "p.yaml"
+    p.write_text("envkit: 1\nname: r\nimage:\n  base: debian:bookworm\n  requirements: [requirements.txt]\n")
+    loaded = load_profile(p)
+    for grown in (req, tmp_path / LOCK_FILE_NAME):
+        with open(grown, "ab") as f:
+            f.truncate(5 * 1024 * 1024)
+        with pytest.raises(ProfileError, match="at most 4 MiB"):
+            render_all(loaded, tmp_path / "out", ("dockerfile",))
+        req.write_text("numpy==1.26.4\n")

@@ -25,7 +25,7 @@ from envkit.profile.model import Profile
 from envkit.profile.typed import BaseModel, ValidationError
 from envkit.profile.yamlsrc import _dotted, read_yaml
 from envkit.record import record
-from envkit.safeio import CERT_MAX, PROFILE_MAX, read_bounded
+from envkit.safeio import CERT_MAX, PROFILE_MAX, REQUIREMENTS_MAX, read_bounded
 from envkit.units import did_you_mean
 
 SUPPORTED_VERSIONS = (1,)
@@ -137,6 +137,12 @@ def _check_files(profile: Profile, pos: dict, source: str, base_dir: Path) -> No
                                 f"(paths are relative to the profile's folder, {base_dir})")
             elif key == ("image", "ca_certificates"):
                 _check_pem(p, rel, key + (i,), pos, source, problems)
+            elif key == ("image", "requirements"):
+                try:  # read to choose the Dockerfile's layout and copied into the build context: bounded
+                    read_bounded(p, REQUIREMENTS_MAX, "a requirements file")
+                except ProfileError as e:
+                    line, col = pos.get(key + (i,), (0, 0))
+                    problems.append(f"{source}:{line}:{col}: {_dotted(key + (i,))}: {e}")
     if profile.image.install_project and not any((base_dir / f).is_file() for f in ("pyproject.toml", "setup.py")):
         line, col = pos.get(("image", "install_project"), (0, 0))
         problems.append(f"{source}:{line}:{col}: image.install_project: no pyproject.toml or setup.py in the "

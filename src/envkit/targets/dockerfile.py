@@ -190,10 +190,18 @@ def has_hashes(path) -> bool:
     return any("--hash=" in line for line in requirements_text(path).splitlines() if not line.lstrip().startswith("#"))
 
 
+def requirements_bytes(path) -> bytes:
+    """A requirements file's (or the lock's) bytes, at most ``safeio.REQUIREMENTS_MAX`` of them: read to
+    choose the layout and copied into the build context; anything else is bad input (ProfileError, exit 2)."""
+    from envkit.safeio import REQUIREMENTS_MAX, read_bounded
+
+    return read_bounded(path, REQUIREMENTS_MAX, "a requirements file")
+
+
 def requirements_text(path) -> str:
     """A requirements file's text, as pip reads it: UTF-8, past the byte-order mark Windows editors write
     (a BOM before "numpy" hid the name)."""
-    return path.read_text(encoding="utf-8-sig", errors="replace")
+    return requirements_bytes(path).decode("utf-8-sig", errors="replace")
 
 
 def requirements_of(text: str) -> list[str]:
@@ -387,6 +395,8 @@ def harness_bytes() -> bytes:
 def render(ctx: GenContext) -> list[OutputFile]:
     """The Dockerfile and everything it COPYs: the harness, its expectations, envkit-check,
     certificates, wheels."""
+    from envkit.safeio import CERT_MAX, read_bounded  # what the profile's loader checked, bounded again here
+
     c = context(ctx)
     files = [
         OutputFile("Dockerfile", ctx.render("Dockerfile.j2", **c)),
@@ -398,16 +408,16 @@ def render(ctx: GenContext) -> list[OutputFile]:
     if c["entrypoint"]:
         files.append(OutputFile(ENTRYPOINT_FILE, ctx.render("entrypoint.sh.j2", **c), mode=0o755))
     for rel, name in cert_names(ctx):
-        files.append(OutputFile(name, ctx.loaded.resolve(rel).read_bytes()))
+        files.append(OutputFile(name, read_bounded(ctx.loaded.resolve(rel), CERT_MAX, "a PEM certificate file")))
     for rel, folder in wheel_dirs(ctx):
         root = ctx.loaded.resolve(rel)
         for wheel in sorted(root.glob("*.whl")):
             files.append(OutputFile(f"{folder}/{wheel.name}", b"", source=wheel))
     for rel, name in requirement_names(ctx):
-        files.append(OutputFile(name, ctx.loaded.resolve(rel).read_bytes()))
+        files.append(OutputFile(name, requirements_bytes(ctx.loaded.resolve(rel))))
     lock = lock_source(ctx)
     if lock:
-        files.append(OutputFile(f"{CONTEXT_DIR}/{LOCK_FILE_NAME}", lock.read_bytes()))
+        files.append(OutputFile(f"{CONTEXT_DIR}/{LOCK_FILE_NAME}", requirements_bytes(lock)))
     for rel in project_sources(ctx):
         src = ctx.loaded.base_dir / rel
         files.append(OutputFile(f"{CONTEXT_DIR}/project/{rel}", b"", mode=src.stat().st_mode & 0o777, source=src))
