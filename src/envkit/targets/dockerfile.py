@@ -321,6 +321,8 @@ def context(ctx: GenContext) -> dict:
         "uv_version": UV_VERSION,
         "uv_dir": UV_IN_RUN,
         "seed_wheel_py": SEED_WHEEL_PY,
+        # The direct layout's venv is seeded by uv where uv installs in that RUN anyway (torch or the lock).
+        "seed_venv": direct and image.installer == "uv" and bool(image.torch or lock_source(ctx)),
         "seed_file": SEED_IN_RUN,
         "build_dir": BUILD_DIR,
         "record_dir": HARNESS_DIR,
