@@ -134,3 +134,39 @@ def e2e_image(e2e_dir) -> str:
     assert res.stdout.strip() == E2E_TAG
     assert "[step 1/" in res.stderr and "FROM " + base_image() in res.stderr  # progress is streamed
     return E2E_TAG
+
+
+# The run's plan for a bare Profile (tests that build one with Profile.model_validate): what
+# envkit.plan.envplan.build_plan decides for a profile loaded from a file in the current folder.
+def plan_of(profile, out_dir: Path = Path("out")):
+    from envkit.plan.envplan import build_plan
+    from envkit.profile import LoadedProfile
+
+    return build_plan(LoadedProfile(profile, "profile.yaml", Path.cwd(), "0" * 64), out_dir)
+
+
+def loader_plan_of(profile, **host):
+    from envkit.plan.loader import loader_plan
+    from envkit.runsettings import RunSettings
+
+    return loader_plan(profile, RunSettings.from_profile(profile), **host)
+
+
+def profile_warnings_of(profile) -> list[str]:
+    from envkit.advice.profile import profile_warnings
+    from envkit.runsettings import RunSettings
+
+    return profile_warnings(profile, RunSettings.from_profile(profile), loader_plan_of(profile))
+
+
+def wsl_warnings_of(profile) -> list[str]:
+    from envkit.advice.wsl import wsl_warnings
+
+    return wsl_warnings(profile, loader_plan_of(profile))
+
+
+def expectation_of(profile) -> dict:
+    from envkit.expect import expectation
+    from envkit.runsettings import RunSettings
+
+    return expectation(profile, RunSettings.from_profile(profile))

@@ -6,7 +6,8 @@ harness checks exactly what run.sh / compose / the SDK call asked for.
 
 Example:
     >>> from envkit.profile import load_profile
-    >>> e = expectation(load_profile(None).profile)
+    >>> p = load_profile(None).profile
+    >>> e = expectation(p, RunSettings.from_profile(p))
     >>> e["envkit_expect"], e["run"]["shm_size_bytes"]
     (1, 2147483648)
 """
@@ -21,9 +22,9 @@ from envkit.profile.model import Profile
 from envkit.runsettings import RunSettings
 
 
-def expectation(profile: Profile) -> dict:
-    """The profile's promises as the harness reads them (:func:`envkit.harness.expect.validate_expect`)."""
-    rs = RunSettings.from_profile(profile)
+def expectation(profile: Profile, rs: RunSettings) -> dict:
+    """The profile's promises as the harness reads them (:func:`envkit.harness.expect.validate_expect`);
+    ``rs``: the run's settings."""
     loader = profile.loader
     gpus = rs.gpus if rs.gpus is not None else "none"
     doc: dict[str, Any] = {
@@ -56,5 +57,5 @@ def expectation(profile: Profile) -> dict:
     return doc
 
 
-def expectation_json(profile: Profile) -> bytes:
-    return (json.dumps(expectation(profile), indent=2, sort_keys=True) + "\n").encode()
+def expectation_json(profile: Profile, rs: RunSettings) -> bytes:
+    return (json.dumps(expectation(profile, rs), indent=2, sort_keys=True) + "\n").encode()

@@ -1,17 +1,18 @@
-"""Profile -> rendered files and generate-time warnings, for every command that needs them.
+"""The run's plan -> rendered files and generate-time warnings, for every command that needs them.
 
-``envkit generate`` writes what :func:`render_all` returns; ``flags``, ``build`` and
+``envkit generate`` writes what :func:`render_owned` returns; ``flags``, ``build`` and
 ``validate`` borrow the same rendering and warnings from here (commands never import
-each other).
+each other). Each takes the one :class:`~envkit.plan.envplan.EnvPlan` the command built.
 
 Example:
     >>> import io
     >>> from pathlib import Path
+    >>> from envkit.plan.envplan import build_plan
     >>> from envkit.profile import load_profile
-    >>> files = render_all(load_profile(None), Path("out"))
-    >>> "run.sh" in [f.path for f in files]
+    >>> plan = build_plan(load_profile(None), Path("out"))
+    >>> "run.sh" in [f.path for f in render_plan(plan)]
     True
-    >>> report_warnings(load_profile(None), False, io.StringIO())
+    >>> report_warnings(plan, False, io.StringIO())
 """
 
 from __future__ import annotations
@@ -19,42 +20,43 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TextIO
 
-from envkit.advice.profile import file_warnings, profile_warnings
-from envkit.advice.team import team_warnings
 from envkit.errors import ProfileError
+from envkit.plan.envplan import EnvPlan, build_plan
 from envkit.profile import LoadedProfile
 from envkit.render import make_env
-from envkit.runsettings import RunSettings
 from envkit.targets import TARGET_NAMES, GenContext, OutputFile, render_targets, target_warnings
 from envkit.targets import dockerfile
 
 
-def context(loaded: LoadedProfile, out_dir: Path) -> GenContext:
+def context(plan: EnvPlan) -> GenContext:
     """The frozen context every target renders from."""
-    return GenContext(loaded=loaded, settings=RunSettings.from_profile(loaded.profile), out_dir=out_dir,
-                      env=make_env())
+    return GenContext(plan=plan, env=make_env())
+
+
+def render_plan(plan: EnvPlan, targets: tuple[str, ...] = TARGET_NAMES) -> list[OutputFile]:
+    """Render ``targets`` of ``plan`` in memory (nothing is written)."""
+    return render_targets(context(plan), targets)
 
 
 def render_all(loaded: LoadedProfile, out_dir: Path, targets: tuple[str, ...] = TARGET_NAMES) -> list[OutputFile]:
-    """Render ``targets`` in memory (nothing is written)."""
-    return render_targets(context(loaded, out_dir), targets)
+    """Plan ``loaded`` for ``out_dir`` and render ``targets`` in memory (nothing is written)."""
+    return render_plan(build_plan(loaded, out_dir), targets)
 
 
-def render_owned(loaded: LoadedProfile, out_dir: Path,
-                 targets: tuple[str, ...] = TARGET_NAMES) -> tuple[list[OutputFile], dict[str, str]]:
+def render_owned(plan: EnvPlan, targets: tuple[str, ...] = TARGET_NAMES) -> tuple[list[OutputFile], dict[str, str]]:
     """Render ``targets`` one at a time: the files (sorted by path) and which target owns each path.
 
     The owners go into the manifest, so a later run can remove the files of a target the
     profile no longer has (and only those). A path two targets render belongs to the first.
 
     >>> from envkit.profile import load_profile
-    >>> files, owners = render_owned(load_profile(None), Path("out"), ("run", "compose"))
+    >>> files, owners = render_owned(build_plan(load_profile(None), Path("out")), ("run", "compose"))
     >>> sorted(set(owners.values()))
     ['compose', 'run']
     """
     owners: dict[str, str] = {}
     files: dict[str, OutputFile] = {}
-    ctx = context(loaded, out_dir)  # one context (and one template environment) for every target
+    ctx = context(plan)  # one context (and one template environment) for every target
     for name in targets:
         for f in render_targets(ctx, (name,)):
             owners.setdefault(f.path, name)
@@ -62,19 +64,20 @@ def render_owned(loaded: LoadedProfile, out_dir: Path,
     return sorted(files.values(), key=lambda f: f.path), owners
 
 
-def render_build_context(loaded: LoadedProfile, out_dir: Path) -> list[OutputFile]:
+def render_build_context(plan: EnvPlan) -> list[OutputFile]:
     """What ``docker build`` needs: the Dockerfile target's files only."""
-    return sorted(dockerfile.render(context(loaded, out_dir)), key=lambda f: f.path)
+    return sorted(dockerfile.render(context(plan)), key=lambda f: f.path)
 
 
-def report_warnings(loaded: LoadedProfile, strict: bool, err: TextIO, targets: tuple[str, ...] = ()) -> None:
-    """Print warnings to ``err``; under ``strict`` they are errors (exit 2, nothing written).
+def report_warnings(plan: EnvPlan, strict: bool, err: TextIO, targets: tuple[str, ...] = ()) -> None:
+    """Print the plan's warnings to ``err``; under ``strict`` they are errors (exit 2, nothing written).
 
     ``targets``: the targets being rendered; each adds what it cannot express (targets sharing
     a translation, such as the two Kubernetes ones, share their warnings: each is said once).
     """
-    warnings = profile_warnings(loaded.profile) + file_warnings(loaded.profile, loaded.base_dir) + team_warnings(loaded)
-    warnings += [w for w in dict.fromkeys(w for t in targets for w in target_warnings(t, loaded.profile))
+    loaded = plan.loaded
+    warnings = list(plan.warnings)
+    warnings += [w for w in dict.fromkeys(w for t in targets for w in target_warnings(t, plan))
                  if w not in warnings]
     if strict and warnings:
         raise ProfileError("\n".join(f"{loaded.source}: {w}" for w in warnings),

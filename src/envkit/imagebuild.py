@@ -18,9 +18,10 @@ from typing import TextIO
 
 from envkit.engine import LABEL, BuildEvent, BuildFailed, Engine
 from envkit.errors import EngineError
-from envkit.generation import render_build_context
+from envkit.generation import render_build_context, report_warnings
 from envkit.leftovers import make_build_dir, sweep
 from envkit.output import write_outputs
+from envkit.plan.envplan import EnvPlan, build_plan
 from envkit.profile import LoadedProfile
 from envkit.runsettings import proxy_build_args
 from envkit.termtext import neutralise
@@ -36,8 +37,10 @@ def connect(engine: Engine | None) -> Engine:
     return DockerEngine.connect()
 
 
-def build_image(loaded: LoadedProfile, engine: Engine, *, tag: str | None, no_cache: bool, err: TextIO) -> str:
-    """Build the profile's image; return the tag. Raises EngineError with the failing step and log tail."""
+def build_image(loaded: LoadedProfile, engine: Engine, *, tag: str | None, no_cache: bool,
+                err: TextIO) -> tuple[str, EnvPlan]:
+    """Build the profile's image; return the tag and the run's plan (made for the build context, its warnings
+    printed to ``err``). Raises EngineError with the failing step and log tail."""
     tag = tag or loaded.profile.image_tag
     labels = {LABEL: "1", "io.envkit.profile": loaded.profile.name, "io.envkit.profile.sha256": loaded.sha256}
 
@@ -50,11 +53,13 @@ def build_image(loaded: LoadedProfile, engine: Engine, *, tag: str | None, no_ca
     sweep(engine, err)  # containers and build folders of killed envkit runs
     context = make_build_dir()  # records its owner, so a killed build's folder is swept later
     try:
-        write_outputs(context, render_build_context(loaded, context))
+        plan = build_plan(loaded, context)
+        report_warnings(plan, False, err)
+        write_outputs(context, render_build_context(plan))
         print(f"envkit: building {tag} from {loaded.source}", file=err, flush=True)
         try:
             engine.build(context, tag, labels=labels, nocache=no_cache, on_event=progress,
-                         buildargs=dict(proxy_build_args(loaded.profile)))
+                         buildargs=dict(proxy_build_args(plan.profile)))
         except BuildFailed as e:
             tail = "\n".join(f"    {neutralise(line)}" for line in e.log[-LOG_TAIL:])
             raise EngineError(f"{neutralise(str(e))}\nfailing step: {neutralise(e.step or 'unknown')}\n"
@@ -62,4 +67,4 @@ def build_image(loaded: LoadedProfile, engine: Engine, *, tag: str | None, no_ca
     finally:
         shutil.rmtree(context, ignore_errors=True)
     print(f"envkit: built {tag}", file=err, flush=True)
-    return tag
+    return tag, plan

@@ -16,8 +16,9 @@ import re
 from pathlib import Path
 
 from envkit.digest import sha256
+from envkit.plan.image import ImagePlan
+from envkit.plan.paths import LOCK_FILE_NAME
 from envkit.pythons import image_python
-from envkit.targets.dockerfile import LOCK_FILE_NAME, torch_extras, torch_requirement
 
 LOCK_FILE = LOCK_FILE_NAME
 # manylinux_2_28: glibc 2.28 or newer (Debian 10+, Ubuntu 20.04+, every base envkit targets); torch's
@@ -26,31 +27,31 @@ PLATFORM = "x86_64-manylinux_2_28"
 _HASH_LINE = re.compile(r"^# envkit lock of profile \S+ \(inputs sha256 ([0-9a-f]{64})\)", re.M)
 
 
-def requirements_in(loaded) -> list[str]:
+def requirements_in(loaded, plan: ImagePlan) -> list[str]:
     """What the image installs, as requirement lines: torch (+ numpy), the profile's packages, its files."""
     image = loaded.profile.image
     lines: list[str] = []
-    if image.torch:
-        lines.append(torch_requirement(image.torch)[0])
-        lines.extend(torch_extras(image))
+    if plan.torch_requirement:
+        lines.append(plan.torch_requirement)
+        lines.extend(plan.lock_extras)
     lines.extend(image.pip_packages)
-    for rel in getattr(image, "requirements", ()):
-        lines.append(f"-r {loaded.resolve(rel)}")
+    for f in plan.requirements:
+        lines.append(f"-r {loaded.resolve(f.source)}")
     return lines
 
 
-def inputs_digest(loaded) -> str:
+def inputs_digest(loaded, plan: ImagePlan) -> str:
     """sha256 of what a lock depends on: requirement lines, requirement files' bytes, Python, platform, indexes."""
     image = loaded.profile.image
     h = sha256()
-    parts = requirements_in(loaded) + [str(image_python(image)[0]), PLATFORM]
+    data = {f"-r {loaded.resolve(f.source)}": f.data for f in plan.requirements}
+    parts = requirements_in(loaded, plan) + [str(image_python(image)[0]), PLATFORM]
     if image.torch:
-        parts += [str(torch_requirement(image.torch)[1]), *image.torch.find_links]
+        parts += [str(plan.torch_index_url), *image.torch.find_links]
     for part in parts:
         h.update(part.encode() + b"\0")
         if part.startswith("-r "):
-            path = Path(part[3:])
-            h.update(path.read_bytes() if path.is_file() else b"<missing>")
+            h.update(data.get(part, b"<missing>"))
     return h.hexdigest()
 
 
@@ -70,13 +71,12 @@ def lock_path(base_dir: Path) -> Path:
     return base_dir / LOCK_FILE
 
 
-def stale_warning(loaded) -> str | None:
+def stale_warning(loaded, plan: ImagePlan) -> str | None:
     """A warning when the lock beside the profile was made from other packages than the profile's now."""
-    path = lock_path(loaded.base_dir)
-    if not path.is_file():
+    if plan.lock is None:
         return None
-    made_from = recorded_hash(path.read_text(encoding="utf-8", errors="replace"))
-    now = inputs_digest(loaded)
+    made_from = recorded_hash(plan.lock.text)
+    now = inputs_digest(loaded, plan)
     if made_from == now:
         return None
     if made_from is None:

@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from envkit.advice.plan import plan
-from envkit.advice.profile import profile_warnings
+from tests.conftest import loader_plan_of
+from tests.conftest import profile_warnings_of
 from envkit.doctor import diagnose
 from envkit.doctor.host import Host
-from envkit.expect import expectation
+from tests.conftest import expectation_of
 from envkit.harness.env import read_cgroup_cpu_quota
 from envkit.harness.expect import resolve_loader
 from envkit.harness.report import human_bytes
@@ -121,7 +121,7 @@ def host_grants_the_plan(host: Host, host_quota: float | None, profile) -> bool:
     limit = cpu_limit(affinity=host.usable_cpus(), quota=host_quota)
     if profile.wsl is not None and profile.wsl.processors:
         return limit == profile.wsl.processors  # the host is the VM the wsl: section describes
-    gen_cpus = plan(profile).cpus
+    gen_cpus = loader_plan_of(profile).cpus
     if gen_cpus is None:
         return limit is None or limit > AUTO_WORKERS_CAP
     return limit is None or limit >= gen_cpus
@@ -139,18 +139,18 @@ def test_generate_doctor_and_harness_plan_alike(tmp_path, host_name, profile_nam
     assert doc["shm"]["expected"]["workers"] == doctor[0]
 
     affinity, cgroup = container_view(tmp_path, host, profile)
-    settings = resolve_loader(expectation(profile), usable=affinity, quota=cgroup["quota_cpus"])
+    settings = resolve_loader(expectation_of(profile), usable=affinity, quota=cgroup["quota_cpus"])
     harness = (settings["num_workers"], settings["shm_need_bytes"], settings["memory_need_bytes"])
     assert doctor == harness, f"doctor {doctor} != harness {harness}"
 
-    gen = plan(profile)
+    gen = loader_plan_of(profile)
     if not host_grants_the_plan(host, host_quota, profile):
         # Generate planned for a machine the profile describes; this host differs (fewer CPUs, a
         # tighter quota, not the VM of the wsl: section). Only the doctor and the harness see it.
         return
     assert (gen.workers, gen.shm_bytes, gen.memory_bytes) == doctor
     # ... and generate's warnings speak of exactly these numbers.
-    text = "\n".join(profile_warnings(profile))
+    text = "\n".join(profile_warnings_of(profile))
     if profile.run.ipc != "host":
         assert f"below the {human_bytes(gen.shm_bytes)} that {gen.workers} DataLoader workers need" in text
     if profile.run.memory is not None:
@@ -177,10 +177,10 @@ def test_fixed_disagreements_stay_fixed():
         p = load_profile_bytes((BASE + "loader: {num_workers: auto}\n" + extra).encode(), "m.yaml", Path.cwd()).profile
         # Before: the shm warning planned 4 workers, the WSL memory warning 8 processes' worth,
         # and the harness ran 8 workers on a 16-CPU host.
-        assert plan(p).workers == 8
-        assert resolve_loader(expectation(p), usable=16)["num_workers"] == 8
+        assert loader_plan_of(p).workers == 8
+        assert resolve_loader(expectation_of(p), usable=16)["num_workers"] == 8
     capped = load_profile_bytes((BASE + "run: {cpus: 2}\nloader: {num_workers: auto}\n").encode(), "m.yaml",
                                 Path.cwd()).profile
     # Before: generate planned 1 worker, the harness (ignoring the quota) up to 8.
-    assert plan(capped).workers == 1
-    assert resolve_loader(expectation(capped), usable=16, quota=2.0)["num_workers"] == 1
+    assert loader_plan_of(capped).workers == 1
+    assert resolve_loader(expectation_of(capped), usable=16, quota=2.0)["num_workers"] == 1

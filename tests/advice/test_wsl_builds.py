@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from envkit.advice.wsl import wsl_warnings
+from tests.conftest import wsl_warnings_of
 from envkit.generation import render_all
 from envkit.profile import load_profile
 
@@ -47,10 +47,10 @@ def test_gradual_reclaim_carries_the_wsl_version_caveat(tmp_path):
     wslconfig = files[".wslconfig"].decode()
     comment = wslconfig.split("autoMemoryReclaim=gradual")[0].rstrip().splitlines()[-1]
     assert comment.startswith("# autoMemoryReclaim:") and "WSL 2.0.0" in comment and "10497" in comment
-    assert any("autoMemoryReclaim" in w and "10497" in w for w in wsl_warnings(loaded.profile))
+    assert any("autoMemoryReclaim" in w and "10497" in w for w in wsl_warnings_of(loaded.profile))
 
 
 def test_drop_cache_has_no_caveat(tmp_path):
     loaded, files = _files(tmp_path, "dropCache")
     assert "10497" not in files[".wslconfig"].decode()
-    assert not any("autoMemoryReclaim" in w for w in wsl_warnings(loaded.profile))
+    assert not any("autoMemoryReclaim" in w for w in wsl_warnings_of(loaded.profile))

@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from envkit.cli import main
-from envkit.advice.cluster import kube_warnings
+from envkit.targets.kube import kube_warnings as _kube_warnings
+from tests.conftest import plan_of
 from envkit.profile import load_profile, load_profile_bytes
 from envkit.render import make_env
 from tests.conftest import copy_example, run_envkit
@@ -63,7 +64,7 @@ def test_cluster_typo_is_located_with_did_you_mean(snippet, where, hint, tmp_pat
 def _warnings(run: str = "", cluster: str = CLUSTER, image_tag: str | None = "reg.example.com/demo:1") -> list[str]:
     text = BASE if image_tag else BASE.replace("  tag: reg.example.com/demo:1\n", "")
     profile = load_profile_bytes((text + run + cluster).encode(), "p.yaml", "/").profile
-    return kube_warnings(profile)
+    return _kube_warnings(plan_of(profile))
 
 
 GUARANTEED = "run:\n  cpus: 4\n  memory: 8g\n"
@@ -93,7 +94,7 @@ def test_code_neither_in_the_image_nor_on_a_volume_is_warned():
     assert _warnings(GUARANTEED, bare) == []
     text = BASE.replace("  tag: reg.example.com/demo:1\n", "  tag: reg.example.com/demo:1\n  copy_project: false\n")
     profile = load_profile_bytes((text + GUARANTEED + bare).encode(), "p.yaml", "/").profile
-    warnings = kube_warnings(profile)
+    warnings = _kube_warnings(plan_of(profile))
     assert len(warnings) == 1 and warnings[0].startswith("cluster.entrypoint: "), warnings
     assert "image.copy_project: true" in warnings[0]
 

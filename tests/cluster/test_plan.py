@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from envkit.advice.clusterplan import ClusterPlan
-from envkit.advice.plan import plan
+from envkit.plan.cluster import cluster_plan
+from tests.conftest import loader_plan_of
 from envkit.profile.model import Profile
 from envkit.targets import TARGET_NAMES, required_section
 
@@ -18,13 +18,13 @@ def _profile(run: dict, **extra) -> Profile:
 def test_cpus_are_the_loader_plans_cpuset_capped_by_quota():
     for run, cpus in (({"cpuset": "0-7", "cpus": 2.5}, 3), ({"cpuset": "0-3"}, 4), ({"cpus": 7.5}, 8), ({}, None)):
         p = _profile(run)
-        assert ClusterPlan.from_profile(p).cpus == plan(p).cpus == cpus, run
+        assert cluster_plan(p).cpus == loader_plan_of(p).cpus == cpus, run
 
 
 def test_a_wsl_vms_processors_do_not_bound_a_cluster_node():
     p = _profile({"cpus": 16}, wsl={"processors": 4})
-    assert plan(p).cpus == 4  # the workstation container inside the WSL VM
-    assert ClusterPlan.from_profile(p).cpus == 16  # a node is no WSL VM
+    assert loader_plan_of(p).cpus == 4  # the workstation container inside the WSL VM
+    assert cluster_plan(p).cpus == 16  # a node is no WSL VM
 
 
 def test_the_registry_says_which_targets_need_the_cluster_section():

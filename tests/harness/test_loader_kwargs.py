@@ -113,14 +113,14 @@ def test_host_and_image_import_names_are_the_same_code(tmp_path):
 def test_the_quota_is_rounded_up_as_generate_plans_it():
     # --cpus=4.5 runs 5 processes at once: generate's plan, the harness and the companion agree on 5 CPUs
     # (the companion once floored the quota and lowered an explicit 5 workers to 4).
-    from envkit.advice.plan import plan
+    from tests.conftest import loader_plan_of
     from envkit.profile import load_profile_bytes
 
     text = b"envkit: 1\nname: p\nimage: {base: \"debian:12\"}\nrun:\n  cpuset: '0-15'\n  cpus: 4.5\n"
     profile = load_profile_bytes(text, "<test>", Path(".")).profile
     common = dict(batch_size=2, sample_bytes=8, expect=False, cuda=False, affinity=16, quota_cpus=4.5, shm_free=None)
     auto = loader_kwargs(**common)
-    assert auto.budget["effective_cpus"] == plan(profile).cpus == 5
-    assert auto["num_workers"] == plan(profile).workers == 4
+    assert auto.budget["effective_cpus"] == loader_plan_of(profile).cpus == 5
+    assert auto["num_workers"] == loader_plan_of(profile).workers == 4
     assert loader_kwargs(num_workers=5, **common)["num_workers"] == 5
     assert loader_kwargs(num_workers=6, **common)["num_workers"] == 5

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from envkit.advice.profile import profile_warnings
+from tests.conftest import profile_warnings_of
 from envkit.doctor.checks import check_numa as doctor_numa
 from envkit.doctor.host import Host
 from envkit.harness.numa import check_numa, read_topology
@@ -111,10 +111,10 @@ def test_flags_and_targets_that_cannot_say_it():
     assert flags[flags.index("--cpuset-cpus=16-23") + 1] == "--cpuset-mems=1"
     assert sdk_kwargs(rs)["cpuset_mems"] == "1"
     assert "cpuset_mems" not in json.dumps(compose_service(rs))
-    assert any(w.startswith("run.numa: compose.yaml cannot express --cpuset-mems=1") for w in profile_warnings(p))
+    assert any(w.startswith("run.numa: compose.yaml cannot express --cpuset-mems=1") for w in profile_warnings_of(p))
     auto = profile("  numa: auto\n")
     assert not any("cpuset-mems" in f for f in docker_flags(RunSettings.from_profile(auto)))
-    assert any(w.startswith("run.numa: auto is resolved where the host is visible") for w in profile_warnings(auto))
+    assert any(w.startswith("run.numa: auto is resolved where the host is visible") for w in profile_warnings_of(auto))
 
 
 def test_flags_output_is_documented(tmp_path):

@@ -23,7 +23,8 @@ from envkit.errors import UsageError
 from envkit.profile import load_profile
 from envkit.profile.model import Profile
 from envkit.runsettings import RunSettings
-from envkit.advice.slurm import slurm_warnings
+from envkit.targets.slurm import warnings as _slurm_warnings
+from tests.conftest import plan_of
 from envkit.targets.slurm import preflight_command
 from tests.conftest import ROOT, copy_example, example_profiles, in_ci, run_envkit
 
@@ -185,13 +186,13 @@ def test_warnings_name_each_key():
         "envkit": 1, "name": "w", "image": {"base": "debian:bookworm"},
         "run": {"cpuset": "0-3", "gpus": [0, 3], "ulimits": {"memlock": -1}},
         "cluster": {"entrypoint": ["t.py"]}})
-    warnings = slurm_warnings(p)
+    warnings = _slurm_warnings(plan_of(p))
     keys = [w.split(":")[0] for w in warnings]
     assert keys == ["run.cpuset", "run.shm_size", "run.gpus", "cluster.image", "run.ulimits.memlock"]
     assert "asking for 2 per node" in warnings[2]
     oci = p.model_copy(update={"cluster": p.cluster.model_copy(update={
         "slurm": p.cluster.slurm.model_copy(update={"runtime": "oci"}), "gpus_per_node": 4})})
-    assert [w.split(":")[0] for w in slurm_warnings(oci)] == ["run.cpuset", "run.ulimits.memlock"]
+    assert [w.split(":")[0] for w in _slurm_warnings(plan_of(oci))] == ["run.cpuset", "run.ulimits.memlock"]
 
 
 def test_generate_prints_the_slurm_warnings_and_needs_a_cluster(tmp_path):

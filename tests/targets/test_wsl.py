@@ -13,7 +13,7 @@ import pytest
 
 from envkit.profile import load_profile, load_profile_bytes
 from envkit.render import make_env
-from envkit.runsettings import RunSettings
+from envkit.plan.envplan import build_plan
 from envkit.targets import GenContext
 from envkit.targets import wsl as target
 from envkit.wslmerge import parse_value
@@ -25,7 +25,7 @@ BASE = "envkit: 1\nname: w\nimage: {base: 'debian:bookworm'}\n"
 
 def _render(text: str, tmp_path: Path) -> dict[str, bytes]:
     lp = load_profile_bytes(text.encode(), "w.yaml", tmp_path)
-    ctx = GenContext(lp, RunSettings.from_profile(lp.profile), tmp_path / "out", make_env())
+    ctx = GenContext(build_plan(lp, tmp_path / "out"), make_env())
     return {f.path: f.content for f in target.render(ctx)}
 
 
@@ -113,7 +113,7 @@ GOLDEN_PROFILES = {
 def test_golden(name, tmp_path):
     src = GOLDEN_PROFILES[name]
     lp = load_profile(src)
-    ctx = GenContext(lp, RunSettings.from_profile(lp.profile), tmp_path / "out", make_env())
+    ctx = GenContext(build_plan(lp, tmp_path / "out"), make_env())
     rendered = {f.path: f.content for f in target.render(ctx)}
     folder = GOLDEN / name
     if os.environ.get("ENVKIT_UPDATE_GOLDEN") == "1":

@@ -4,7 +4,7 @@
 per key path, what is too small or contradictory and what value to use. It reads
 the decided :class:`~envkit.runsettings.RunSettings` (what Docker will get), and
 every number comes from the harness's rules (:mod:`envkit.harness.sizing`) through
-:func:`plan`, which ``envkit doctor`` also uses with the host's facts, so
+the run's loader plan (:func:`envkit.plan.loader.loader_plan`), which ``envkit doctor`` also uses with the host's facts, so
 generate's warnings, the doctor and the in-container checks agree.
 
 Memory rule (docs/profile.md): a container's memory cgroup is charged for the
@@ -13,32 +13,35 @@ process with torch imported, so ``memory >= shm_need + (workers + 1) * PROCESS_R
 
 Example:
     >>> from envkit.profile import load_profile
-    >>> profile_warnings(load_profile(None).profile)
+    >>> from envkit.plan.loader import loader_plan
+    >>> p = load_profile(None).profile
+    >>> rs = RunSettings.from_profile(p)
+    >>> profile_warnings(p, rs, loader_plan(p, rs))
     []
 """
 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 from envkit.harness.report import human_bytes
 from envkit.advice.image import image_warnings
-from envkit.advice.plan import plan
 from envkit.advice.wsl import wsl_warnings
 from envkit.harness.sizing import DOCKER_DEFAULT_SHM, GIB, PROCESS_RSS, batch_bytes, cpu_limit, recommended_shm_bytes
+from envkit.plan.image import ImagePlan
+from envkit.plan.loader import LoaderPlan
 from envkit.profile.model import Profile
 from envkit.runsettings import RunSettings
 from envkit.units import format_size
 
 
-def file_warnings(profile: Profile, base_dir: Path) -> list[str]:
-    """Warnings about the files a profile points at (relative to its folder)."""
+def file_warnings(profile: Profile, image: ImagePlan) -> list[str]:
+    """Warnings about the files a profile points at (the image plan lists them)."""
     out: list[str] = []
     torch = profile.image.torch
     if torch and torch.find_links:
         wanted = (f"torch-{torch.version}+{torch.variant}-", f"torch-{torch.version}-")
-        wheels = [w.name for rel in torch.find_links for w in (base_dir / rel).glob("torch-*.whl")]
+        wheels = [w.source.name for w in image.wheels if w.source.name.startswith("torch-")]
         if not any(name.startswith(wanted) for name in wheels):
             out.append(f"image.torch.find_links: no torch {torch.version}+{torch.variant} wheel in "
                        f"{', '.join(torch.find_links)} (found: {', '.join(sorted(wheels)) or 'none'}); the build "
@@ -46,12 +49,11 @@ def file_warnings(profile: Profile, base_dir: Path) -> list[str]:
     return out
 
 
-def profile_warnings(profile: Profile) -> list[str]:
-    """Human-readable warnings, each starting with the key path it concerns."""
+def profile_warnings(profile: Profile, rs: RunSettings, p: LoaderPlan) -> list[str]:
+    """Human-readable warnings, each starting with the key path it concerns; ``rs`` and ``p``: the run's
+    settings and loader plan."""
     run, ld = profile.run, profile.loader
-    rs = RunSettings.from_profile(profile)
     out: list[str] = []
-    p = plan(profile)
     workers, need = p.workers, p.shm_bytes
     if rs.ipc == "host":
         if run.shm_size is not None:
@@ -103,5 +105,5 @@ def profile_warnings(profile: Profile) -> list[str]:
         out.append(f"loader.persistent_workers: with start_method {ld.start_method!r} every epoch re-imports your "
                    "script in each worker; set persistent_workers: true")
     out.extend(image_warnings(profile))
-    out.extend(wsl_warnings(profile))
+    out.extend(wsl_warnings(profile, p))
     return out

@@ -2,30 +2,31 @@
 file made from other packages than the profile's now.
 
 Errors (a torch release without a wheel for the profile's Python) are raised at load
-(:mod:`envkit.profile.load`); what is only doubtful is said here, one line each naming its key.
+(:mod:`envkit.profile.load`), which keeps what is only doubtful as ``LoadedProfile.python_note``;
+both are said here, one line each naming its key.
 
 Example:
+    >>> from pathlib import Path
+    >>> from envkit.plan.image import image_plan
     >>> from envkit.profile import load_profile
-    >>> team_warnings(load_profile(None))
+    >>> loaded = load_profile(None)
+    >>> team_warnings(loaded, image_plan(loaded, Path("out")))
     []
 """
 
 from __future__ import annotations
 
 from envkit.lockfile import stale_warning
+from envkit.plan.image import ImagePlan
 from envkit.profile import LoadedProfile
-from envkit.pythons import check_profile
 
 
-def team_warnings(loaded: LoadedProfile) -> list[str]:
+def team_warnings(loaded: LoadedProfile, image: ImagePlan) -> list[str]:
     """The Python note (a pairing envkit cannot confirm) and the stale-lock warning, when they apply."""
-    image = loaded.profile.image
-    torch = image.torch
     out: list[str] = []
-    _, note = check_profile(image, [loaded.base_dir / d for d in (torch.find_links if torch else ())])
-    if note:
-        out.append(f"image.torch.version: {note}")
-    stale = stale_warning(loaded)
+    if loaded.python_note:
+        out.append(f"image.torch.version: {loaded.python_note}")
+    stale = stale_warning(loaded, image)
     if stale:
         out.append(stale)
     return out

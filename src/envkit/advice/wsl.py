@@ -9,7 +9,9 @@ Example:
     >>> from envkit.profile.model import Profile
     >>> p = Profile.model_validate({"envkit": 1, "name": "d", "image": {"base": "debian:bookworm"},
     ...                             "run": {"memory": "32g"}, "wsl": {"memory": "16GB"}})
-    >>> print(wsl_warnings(p)[0])
+    >>> from envkit.plan.loader import loader_plan
+    >>> from envkit.runsettings import RunSettings
+    >>> print(wsl_warnings(p, loader_plan(p, RunSettings.from_profile(p)))[0])
     wsl.memory is 16GB but the container asks for 32GB (run.memory); the WSL2 VM must hold the container: set wsl.memory to at least 34GB
 """
 
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from envkit.advice.plan import Plan, plan
+from envkit.plan.loader import LoaderPlan
 from envkit.harness.sizing import GIB, PROCESS_RSS
 from envkit.profile.model import Profile
 from envkit.profile.wsl import GRADUAL_RECLAIM_NOTE
@@ -38,24 +40,25 @@ def _round_up_gib(n: int) -> int:
     return int(math.ceil(n / GIB)) * GIB
 
 
-def container_memory_need(profile: Profile, the_plan: Plan | None = None) -> tuple[int, str]:
+def container_memory_need(profile: Profile, the_plan: LoaderPlan) -> tuple[int, str]:
     """Bytes the container needs in the VM and how that was worked out.
 
     ``run.memory`` when set (the container may grow to it); otherwise the plan's memory
-    need (:func:`envkit.advice.plan.plan`): the loader's /dev/shm need plus
+    need (:func:`envkit.plan.loader.loader_plan`): the loader's /dev/shm need plus
     :data:`~envkit.harness.sizing.PROCESS_RSS` for the training process and each worker.
-    ``the_plan`` defaults to the plan from the profile alone (``envkit doctor`` passes the host's).
+    ``the_plan``: the run's loader plan (``envkit doctor`` passes the host's).
     """
     if profile.run.memory:
         return profile.run.memory, "run.memory"
-    p = the_plan if the_plan is not None else plan(profile)
+    p = the_plan
     shm = p.memory_bytes - (p.workers + 1) * PROCESS_RSS
     return p.memory_bytes, (f"the loader's shm {_gb(shm)} + ~{_gb(PROCESS_RSS)} for each of "
                             f"{p.workers + 1} processes (training + workers)")
 
 
-def wsl_warnings(profile: Profile) -> list[str]:
-    """Every warning for ``profile.wsl`` (empty when there is no ``wsl`` section or nothing to say)."""
+def wsl_warnings(profile: Profile, the_plan: LoaderPlan) -> list[str]:
+    """Every warning for ``profile.wsl`` (empty when there is no ``wsl`` section or nothing to say);
+    ``the_plan``: the run's loader plan."""
     wsl = profile.wsl
     if wsl is None:
         return []
@@ -64,7 +67,7 @@ def wsl_warnings(profile: Profile) -> list[str]:
         if wsl.memory > TYPICAL_MAX_MEMORY:
             out.append(f"wsl.memory is {_gb(wsl.memory)}, which exceeds what most hosts have "
                        f"(> {_gb(TYPICAL_MAX_MEMORY)}); WSL cannot give the VM more than the machine's RAM")
-        need, how = container_memory_need(profile)
+        need, how = container_memory_need(profile, the_plan)
         if wsl.memory < need:
             out.append(f"wsl.memory is {_gb(wsl.memory)} but the container asks for {_gb(need)} ({how}); "
                        f"the WSL2 VM must hold the container: set wsl.memory to at least "

@@ -12,7 +12,6 @@ from typing import TextIO
 
 from envkit.engine import LABEL, Engine
 from envkit.errors import CheckFailed
-from envkit.generation import report_warnings
 from envkit.imagebuild import build_image, connect
 from envkit.profile import LoadedProfile, load_profile
 from envkit.pythons import python_problem, real_version
@@ -35,9 +34,8 @@ def check_python(loaded: LoadedProfile, engine: Engine, tag: str, err: TextIO) -
 def run(profile_path: Path | None, *, tag: str | None, no_cache: bool, out: TextIO, err: TextIO,
         engine: Engine | None = None) -> int:
     loaded = load_profile(profile_path)
-    report_warnings(loaded, False, err)
     engine = connect(engine)
-    built = build_image(loaded, engine, tag=tag, no_cache=no_cache, err=err)
+    built, _ = build_image(loaded, engine, tag=tag, no_cache=no_cache, err=err)
     check_python(loaded, engine, built, err)
     print(built, file=out)
     return 0

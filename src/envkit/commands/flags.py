@@ -14,15 +14,16 @@ from pathlib import Path
 from typing import TextIO
 
 from envkit.generation import report_warnings
+from envkit.plan.envplan import build_plan
 from envkit.profile import load_profile
-from envkit.runsettings import RunSettings
 from envkit.targets.run import docker_flags
 
 
 def run(profile_path: Path | None, *, out: TextIO, err: TextIO) -> int:
     loaded = load_profile(profile_path)
-    report_warnings(loaded, False, err)  # stderr: `$(envkit flags)` still captures only the flags
-    rs = RunSettings.from_profile(loaded.profile)
+    plan = build_plan(loaded)
+    report_warnings(plan, False, err)  # stderr: `$(envkit flags)` still captures only the flags
+    rs = plan.settings
 
     def source(v):
         return str(loaded.resolve(v.source)) if v.is_relative else v.source

@@ -12,7 +12,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from envkit.expect import expectation_json
+from envkit.plan.envplan import build_plan
 from envkit.profile import load_profile
 
 
@@ -24,5 +24,5 @@ def run(profile_path: Path | None, harness_argv: list[str]) -> int:
     loaded = load_profile(profile_path)
     with tempfile.TemporaryDirectory(prefix="envkit-expect-") as tmp:
         expect = Path(tmp) / "envkit_expect.json"
-        expect.write_bytes(expectation_json(loaded.profile))
+        expect.write_bytes(build_plan(loaded).expectation)
         return harness_main(["--expect", str(expect), *harness_argv])

@@ -21,8 +21,8 @@ from envkit.output import write_backup
 from envkit.safeio import replace_file
 from envkit.lockfile import LOCK_FILE, PLATFORM, header, inputs_digest, lock_path, recorded_hash, requirements_in
 from envkit.profile import LoadedProfile, load_profile
+from envkit.plan.image import ImagePlan, image_plan
 from envkit.pythons import image_python
-from envkit.targets.dockerfile import torch_requirement
 
 UV_TIMEOUT = 900
 
@@ -36,12 +36,12 @@ def uv_command() -> list[str]:
     return [find_uv_bin()]
 
 
-def compile_args(loaded: LoadedProfile, python: str, src: Path, dest: Path) -> list[str]:
+def compile_args(loaded: LoadedProfile, plan: ImagePlan, python: str, src: Path, dest: Path) -> list[str]:
     image = loaded.profile.image
     args = ["pip", "compile", str(src), "-o", str(dest), "--generate-hashes", "--no-header", "--quiet",
             "--python-version", python, "--python-platform", PLATFORM]
     if image.torch:
-        index = torch_requirement(image.torch)[1]
+        index = plan.torch_index_url
         for d in image.torch.find_links:
             args += ["--find-links", str(loaded.resolve(d))]
         if index:
@@ -58,11 +58,13 @@ def run(profile_path: Path | None, *, force: bool, out: TextIO, err: TextIO) -> 
                            f"{loaded.profile.image.base!r} does not name its Python",
                            hint="add image.python: '3.Y' (the base's python3 -V)")
     dest = lock_path(loaded.base_dir)
-    foreign = dest.exists() and recorded_hash(dest.read_text(errors="replace")) is None
+    # The lock was read (bounded) with the profile; anything else at that path is not envkit's.
+    foreign = dest.exists() and (loaded.lock is None or recorded_hash(loaded.lock.decode("utf-8", "replace")) is None)
     if foreign and not force:
         raise ProfileError(f"{dest}: exists and was not written by `envkit lock`",
                            hint="move it away, or pass --force to replace it (a backup is kept)")
-    lines = requirements_in(loaded)
+    plan = image_plan(loaded, loaded.base_dir)
+    lines = requirements_in(loaded, plan)
     if not lines:
         raise ProfileError(f"{loaded.source}: nothing to lock (no image.torch, pip_packages or requirements)")
     print(f"envkit: locking {len(lines)} requirement(s) for Python {python} ({where}) on {PLATFORM}",
@@ -71,7 +73,7 @@ def run(profile_path: Path | None, *, force: bool, out: TextIO, err: TextIO) -> 
         src, result = Path(tmp) / "requirements.in", Path(tmp) / LOCK_FILE
         src.write_text("\n".join(lines) + "\n")
         env = {**os.environ, "UV_NO_CACHE": "1"}  # a cache would hide an index that no longer serves a file
-        proc = subprocess.run(uv_command() + compile_args(loaded, python, src, result), capture_output=True,
+        proc = subprocess.run(uv_command() + compile_args(loaded, plan, python, src, result), capture_output=True,
                               text=True, timeout=UV_TIMEOUT, env=env)
         if proc.returncode != 0:
             tail = "\n".join("    " + line for line in proc.stderr.strip().splitlines()[-25:])
@@ -83,7 +85,7 @@ def run(profile_path: Path | None, *, force: bool, out: TextIO, err: TextIO) -> 
         body = body.replace(f"-r {src}", "-r profile")
         if foreign:
             print(f"backed up your file to {write_backup(dest)}", file=err)
-        replace_file(dest, (header(loaded.profile.name, inputs_digest(loaded), python) + body).encode())
+        replace_file(dest, (header(loaded.profile.name, inputs_digest(loaded, plan), python) + body).encode())
     pins = sum(1 for line in body.splitlines() if line and not line[0].isspace() and not line.startswith("#"))
     print(f"wrote {dest} ({pins} packages, with hashes)", file=out)
     return 0

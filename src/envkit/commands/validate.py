@@ -26,6 +26,7 @@ from envkit.engine.docker import sdk_kwargs
 from envkit.errors import EngineError
 from envkit.expect import expectation_json
 from envkit.generation import report_warnings
+from envkit.plan.envplan import build_plan
 from envkit.harness.report import human_bytes
 from envkit.imagebuild import build_image, connect
 from envkit.leftovers import sweep
@@ -33,7 +34,7 @@ from envkit.profile import LoadedProfile, load_profile
 from envkit.pythons import python_problem
 from envkit.runsettings import RunSettings
 from envkit.termtext import neutralise
-from envkit.targets.dockerfile import EXPECT_FILE, HARNESS_DIR, HARNESS_FILE
+from envkit.plan.paths import EXPECT_FILE, HARNESS_DIR, HARNESS_FILE
 
 
 EXPECT_ENV = "ENVKIT_EXPECT_JSON"
@@ -63,7 +64,7 @@ def with_profile_expectation(loaded: LoadedProfile, settings: dict) -> dict:
     """
     env = settings.get("environment") or {}
     env = dict(env) if isinstance(env, dict) else dict(e.split("=", 1) for e in env)
-    env[EXPECT_ENV] = expectation_json(loaded.profile).decode()
+    env[EXPECT_ENV] = expectation_json(loaded.profile, RunSettings.from_profile(loaded.profile)).decode()
     return {**settings, "environment": env}
 
 
@@ -181,12 +182,12 @@ def render_comparison(profile: str, image: str, generated: dict, default: dict |
 def run(profile_path: Path | None, *, image: str | None, compare_default: bool, as_json: bool, timeout: float,
         quick: bool, out: TextIO, err: TextIO, engine: Engine | None = None) -> int:
     loaded = load_profile(profile_path)
-    report_warnings(loaded, False, err)
     engine = connect(engine)
     if image is not None:
+        report_warnings(build_plan(loaded), False, err)
         sweep(engine, err)  # (build_image sweeps when it builds)
     if image is None:
-        image = build_image(loaded, engine, tag=None, no_cache=False, err=err)
+        image, _ = build_image(loaded, engine, tag=None, no_cache=False, err=err)
         settings, notes = container_settings(loaded, default=False)
     else:
         settings, notes = container_settings(loaded, default=False)

@@ -28,7 +28,7 @@ from envkit.errors import ProfileError, UsageError
 from envkit.output import atomic_write, write_backup
 from envkit.profile import load_profile
 from envkit.safeio import WSLCONFIG_MAX, read_bounded, write_target
-from envkit.targets.wsl import wslconfig_sections
+from envkit.plan.wsl import wslconfig_sections
 from envkit.wslmerge import Decoded, decode_config, encode_config, merge_ini
 
 

@@ -18,7 +18,8 @@ import stat
 import time
 from pathlib import Path
 
-from envkit.advice.plan import Plan, plan
+from envkit.plan.loader import LoaderPlan, loader_plan
+from envkit.runsettings import RunSettings
 from envkit.advice.wsl import VM_HEADROOM, container_memory_need
 from envkit.doctor.host import Host
 from envkit.harness.env import WSL_ENV_VARS, WSL_INTEROP_FILE, read_cgroup_cpu_quota, wsl_version
@@ -70,9 +71,10 @@ def meminfo_total(host: Host) -> int | None:
     return int(m.group(1)) * 1024 if m else None
 
 
-def host_plan(host: Host, profile: Profile) -> Plan:
+def host_plan(host: Host, profile: Profile) -> LoaderPlan:
     """The loader's plan on this host: the profile's limits and the host's CPUs and cgroup quota."""
-    return plan(profile, host_cpus=host.usable_cpus(), host_quota=cpu_quota(host))
+    return loader_plan(profile, RunSettings.from_profile(profile), host_cpus=host.usable_cpus(),
+                       host_quota=cpu_quota(host))
 
 
 def check_memory(host: Host, profile: Profile, wsl: dict) -> dict:

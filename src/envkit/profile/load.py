@@ -21,6 +21,7 @@ from pathlib import Path
 from envkit import __version__
 from envkit.digest import sha256_hex
 from envkit.errors import ProfileError
+from envkit.plan.paths import LOCK_FILE_NAME
 from envkit.profile.model import Profile
 from envkit.profile.typed import BaseModel, ValidationError
 from envkit.profile.yamlsrc import _dotted, read_yaml
@@ -69,9 +70,19 @@ class LoadedProfile:
     source: str
     base_dir: Path
     sha256: str
+    # The bytes of every requirements file and certificate, as the profile names them, read (bounded) once.
+    inputs: tuple[tuple[str, bytes], ...] = ()
+    # envkit.lock.txt beside the profile, when there is one (then the image installs exactly it).
+    lock: bytes | None = None
+    # A torch/Python pairing envkit cannot confirm (said as a warning; a known-bad one is an error at load).
+    python_note: str | None = None
 
     def resolve(self, rel: str) -> Path:
         return (self.base_dir / rel).resolve()
+
+    def input_bytes(self, rel: str) -> bytes:
+        """The bytes of a requirements file or certificate the profile names (read at load)."""
+        return dict(self.inputs)[rel]
 
 
 def default_profile_text() -> str:
@@ -100,13 +111,22 @@ def load_profile_bytes(raw: bytes, source: str, base_dir: Path) -> LoadedProfile
     except ValidationError as e:
         lines = raw.decode("utf-8", "replace").splitlines()
         raise ProfileError(_format_errors(e, data, pos, source, lines)) from None
-    _check_files(profile, pos, source, base_dir)
+    inputs = _check_files(profile, pos, source, base_dir)
     _check_mount_sources(profile, pos, source, base_dir)
-    _check_python(profile, pos, source, base_dir)
+    note = _check_python(profile, pos, source, base_dir)
+    lock = _read_lock(base_dir)
     # Defaults left out: a profile's hash stays the same when a later envkit adds an optional key.
     canonical = json.dumps(profile.model_dump(mode="json", exclude_defaults=True), sort_keys=True,
                            separators=(",", ":"))
-    return LoadedProfile(profile, source, base_dir, sha256_hex(canonical.encode()))
+    return LoadedProfile(profile, source, base_dir, sha256_hex(canonical.encode()), inputs, lock, note)
+
+
+def _read_lock(base_dir: Path) -> bytes | None:
+    """envkit.lock.txt beside the profile (bounded: it is copied into the build context), None without one."""
+    path = Path(base_dir) / LOCK_FILE_NAME
+    if not path.is_file():
+        return None
+    return read_bounded(path, REQUIREMENTS_MAX, "a lock file (envkit.lock.txt)")
 
 
 def _check_version(data: dict, pos: dict, source: str) -> None:
@@ -121,8 +141,10 @@ def _check_version(data: dict, pos: dict, source: str) -> None:
         )
 
 
-def _check_files(profile: Profile, pos: dict, source: str, base_dir: Path) -> None:
-    problems = []
+def _check_files(profile: Profile, pos: dict, source: str, base_dir: Path) -> tuple[tuple[str, bytes], ...]:
+    """Check the files the profile names; return the bytes of its requirement files and certificates."""
+    problems: list[str] = []
+    inputs: dict[str, bytes] = {}
     checks: list[tuple[tuple[str, ...], tuple[str, ...], str, str]] = [
         (("image", "ca_certificates"), profile.image.ca_certificates, "is_file", "a PEM certificate file")]
     if profile.image.torch:
@@ -136,10 +158,12 @@ def _check_files(profile: Profile, pos: dict, source: str, base_dir: Path) -> No
                 problems.append(f"{source}:{line}:{col}: {_dotted(key + (i,))}: {rel!r} is not {what} "
                                 f"(paths are relative to the profile's folder, {base_dir})")
             elif key == ("image", "ca_certificates"):
-                _check_pem(p, rel, key + (i,), pos, source, problems)
+                data = _check_pem(p, rel, key + (i,), pos, source, problems)
+                if data is not None:
+                    inputs[rel] = data
             elif key == ("image", "requirements"):
                 try:  # read to choose the Dockerfile's layout and copied into the build context: bounded
-                    read_bounded(p, REQUIREMENTS_MAX, "a requirements file")
+                    inputs[rel] = read_bounded(p, REQUIREMENTS_MAX, "a requirements file")
                 except ProfileError as e:
                     line, col = pos.get(key + (i,), (0, 0))
                     problems.append(f"{source}:{line}:{col}: {_dotted(key + (i,))}: {e}")
@@ -149,19 +173,21 @@ def _check_files(profile: Profile, pos: dict, source: str, base_dir: Path) -> No
                         f"profile's folder ({base_dir}) to install")
     if problems:
         raise ProfileError("\n".join(problems))
+    return tuple(inputs.items())
 
 
-def _check_python(profile: Profile, pos: dict, source: str, base_dir: Path) -> None:
+def _check_python(profile: Profile, pos: dict, source: str, base_dir: Path) -> str | None:
     """Refuse a torch release paired with a Python it has no wheel for, naming the nearest pairing that has one."""
     from envkit.pythons import check_profile
 
     torch = profile.image.torch
-    error, _ = check_profile(profile.image, [base_dir / d for d in (torch.find_links if torch else ())])
+    error, note = check_profile(profile.image, [base_dir / d for d in (torch.find_links if torch else ())])
     if error:
         key = ("image", "python") if profile.image.python else ("image", "torch", "version")
         line, col = pos.get(key, pos.get(("image", "torch"), (0, 0)))
         first, _, rest = error.partition("\n")
         raise ProfileError(f"{source}:{line}:{col}: {_dotted(key)}: {first}", hint=rest.replace("\n", " "))
+    return note
 
 
 def _check_mount_sources(profile: Profile, pos: dict, source: str, base_dir: Path) -> None:
@@ -187,17 +213,19 @@ def _check_mount_sources(profile: Profile, pos: dict, source: str, base_dir: Pat
         raise ProfileError("\n".join(problems))
 
 
-def _check_pem(p: Path, rel: str, key: tuple, pos: dict, source: str, problems: list[str]) -> None:
+def _check_pem(p: Path, rel: str, key: tuple, pos: dict, source: str, problems: list[str]) -> bytes | None:
     """A certificate file: regular, at most CERT_MAX bytes (it is copied into the image), holding a PEM block."""
     line, col = pos.get(key, (0, 0))
     try:
         data = read_bounded(p, CERT_MAX, "a PEM certificate file")
     except ProfileError as e:
         problems.append(f"{source}:{line}:{col}: {_dotted(key)}: {e}")
-        return
+        return None
     if b"-----BEGIN CERTIFICATE-----" not in data:
         problems.append(f"{source}:{line}:{col}: {_dotted(key)}: {rel!r} holds no PEM certificate "
                         "(expected '-----BEGIN CERTIFICATE-----')")
+        return None
+    return data
 
 
 def _format_errors(exc: ValidationError, data: dict, pos: dict, source: str, lines: list[str]) -> str:

@@ -1,7 +1,9 @@
-"""Targets: each module turns the typed profile into a template context and rendered files.
+"""Targets: each module turns the run's plan into a template context and rendered files.
 
 A target is a module in this package exposing ``render(ctx: GenContext) ->
-list[OutputFile]``. Targets never write files and never see raw profile dicts;
+list[OutputFile]``: a pure function of the run's :class:`~envkit.plan.envplan.EnvPlan`
+(``ctx.plan``). Targets read no file and import nothing from ``envkit.profile`` or
+``envkit.advice`` (tests/test_layout.py checks); they never write files either:
 ``envkit.output`` writes what they return, atomically and all-or-nothing.
 
 :data:`TARGETS` is the one name -> module map: the CLI's ``--target`` choices,
@@ -10,7 +12,7 @@ one module, its template(s), one line here, a golden folder and a parser in
 ``tests/targets/test_agreement.py`` (docs/contributing.md). The registry line also names the
 profile section a target renders from, if any (the cluster targets' ``"cluster"``:
 :func:`required_section`); without that section the target renders nothing and its module is not
-even imported. A target module may define ``warnings(profile)`` (what it cannot express:
+even imported. A target module may define ``warnings(plan)`` (what it cannot express:
 :func:`target_warnings`); no list of names elsewhere spells either.
 
 Example:
@@ -31,9 +33,9 @@ from typing import TYPE_CHECKING
 from envkit.record import record
 
 if TYPE_CHECKING:  # annotations only: the CLI reads TARGETS without loading the templates or the profile
-    from envkit.profile import LoadedProfile
+    from envkit.plan.envplan import EnvPlan
     from envkit.templating import Environment
-    from envkit.runsettings import RunSettings, Volume
+    from envkit.runsettings import Volume
 
 
 @record(frozen=True)
@@ -50,16 +52,26 @@ class OutputFile:
 
 @record(frozen=True)
 class GenContext:
-    """Everything a target may read."""
+    """Everything a target may read: the run's plan, and the template environment to render with."""
 
-    loaded: LoadedProfile
-    settings: RunSettings
-    out_dir: Path
+    plan: EnvPlan
     env: Environment
 
     @property
     def profile(self):
-        return self.loaded.profile
+        return self.plan.loaded.profile
+
+    @property
+    def loaded(self):
+        return self.plan.loaded
+
+    @property
+    def settings(self):
+        return self.plan.settings
+
+    @property
+    def out_dir(self) -> Path:
+        return self.plan.out_dir
 
     def header(self, prefix: str) -> str:
         """One comment line naming the generator and the profile (stable: no paths, no times)."""
@@ -137,12 +149,12 @@ def _applies(name: str, profile) -> bool:
     return section is None or getattr(profile, section) is not None
 
 
-def target_warnings(name: str, profile) -> list[str]:
-    """What target ``name`` cannot express for ``profile`` (its module's optional ``warnings``)."""
-    if not _applies(name, profile):
+def target_warnings(name: str, plan: EnvPlan) -> list[str]:
+    """What target ``name`` cannot express for the run's ``plan`` (its module's optional ``warnings``)."""
+    if not _applies(name, plan.profile):
         return []
     warn = getattr(target_module(name), "warnings", None)
-    return list(warn(profile)) if warn is not None else []
+    return list(warn(plan)) if warn is not None else []
 
 
 def render_targets(ctx: GenContext, names: tuple[str, ...] = TARGET_NAMES) -> list[OutputFile]:

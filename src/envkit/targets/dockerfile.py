@@ -1,14 +1,12 @@
 """Dockerfile (+ .dockerignore, envkit-check): the build-time half of the profile.
 
 Decisions made here, not in the template:
-- classic-builder syntax (docker-py builds with it; no RUN --mount, no heredocs), and one of two
-  layouts (:func:`is_direct`): without a wheelhouse, one chain of layers where the venv is
-  installed in place (uv lives in /tmp for the RUN that uses it), so the environment is written
-  and committed once; with a wheelhouse (torch ``find_links``), whose ``COPY`` layer would ship
-  even if deleted later, stages: ``system`` (base, CA, apt packages, user), ``build`` (FROM
-  system: the venv), a ``packages`` stage when the profile's own packages sit over torch
-  (:func:`packages_stage`), and the final stage (FROM system + the venv copied from build).
-  Either way wheelhouses, installer caches and uv never ship (``docker history``);
+- classic-builder syntax (docker-py builds with it; no RUN --mount, no heredocs), in the layout
+  the image plan chose (:class:`envkit.plan.image.Layout`): ``direct``, one chain of layers where
+  the venv is installed in place (uv lives in /tmp for the RUN that uses it); or stages: ``system``
+  (base, CA, apt packages, user), ``build`` (FROM system: the venv), a ``packages`` stage when the
+  profile's own packages sit over torch, and the final stage (FROM system + the venv copied from
+  build). Either way wheelhouses, installer caches and uv never ship (``docker history``);
 - layer order for caching: CA/proxy, system packages, user, torch, then the profile's packages in
   a layer (direct) or stage (staged) of their own over torch's, the harness, env and the labels
   last, the project's code after them;
@@ -30,41 +28,20 @@ Example:
 from __future__ import annotations
 
 import os
-import re
 
 from envkit import __version__
-from envkit.expect import expectation_json
+from envkit.plan.paths import (
+    BUILD_DIR, CA_BUNDLE, CHECK_FILE, CHECK_PATH, CONSTRAINTS_IN_RUN, CONTEXT_DIR, DELTA_DIR, ENTRYPOINT_FILE,
+    ENTRYPOINT_PATH, EXPECT_FILE, HARNESS_DIR, HARNESS_FILE, LOCK_FILE_NAME, REMOVED_LIST, SEED_IN_RUN, UV_IN_RUN,
+    VENV, WHEELS_IN_IMAGE,
+)
 from envkit.runsettings import proxy_build_args, remaps_user
 from envkit.targets import GenContext, OutputFile
 
 BASE_APT = ("ca-certificates", "python3", "python3-venv")
-VENV = "/opt/venv"
-HARNESS_DIR = "/opt/envkit"
-HARNESS_FILE = "envkit_harness.pyz"
-EXPECT_FILE = "envkit_expect.json"
-CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
-# Copies of the profile's certificates and wheelhouses go under a folder of envkit's own, so
-# generating into the profile's folder never writes into the user's certs/ or wheels/.
-CONTEXT_DIR = ".envkit"
-TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
-CHECK_FILE = "envkit-check"
-CHECK_PATH = f"/usr/local/bin/{CHECK_FILE}"
-# The packages stage's delta (see ``packages_stage``): what the profile's packages added over torch's
-# environment, as a tree to copy onto the venv, and the paths they removed, deleted in the final stage.
-DELTA_DIR = "/opt/envkit-delta"
-REMOVED_LIST = ".envkit-removed"
-LOCK_FILE_NAME = "envkit.lock.txt"  # envkit.lockfile.LOCK_FILE (that module imports this one)
-ENTRYPOINT_FILE = "envkit-entrypoint"
-ENTRYPOINT_PATH = f"{os.path.dirname(CHECK_PATH)}/{ENTRYPOINT_FILE}"  # beside envkit-check: one COPY
 # uv is installed with pip (same proxy and CA settings) where it is used: in the build stage, or in /tmp
 # for the one RUN of the direct layout; pinned, so a rebuild installs the same resolver.
 UV_VERSION = "0.13.9"
-BUILD_DIR = "/opt/envkit-build"
-WHEELS_IN_IMAGE = "/tmp/envkit-wheels"
-# The direct layout's uv and torch pin live in /tmp for one RUN each; the requirement files and the
-# lock it installs stay beside the harness, a few KB that say what the image was built from.
-UV_IN_RUN = "/tmp/envkit-uv"
-CONSTRAINTS_IN_RUN = "/tmp/envkit-constraints.txt"
 # With uv, the venv is created --without-pip and seeded by uv from the wheels `python -m venv` would
 # install: the same files, compiled by uv's workers instead of by ensurepip's own pip run (2.7 s
 # here), and that pip, run from its wheel, installs uv. With argv[1] "pip" this prints that pip
@@ -87,7 +64,6 @@ SEED_WHEEL_PY = (
     'print(p.get("pip", "") if sys.argv[1] == "pip" else "\\n".join('
     'x + "==" + os.path.basename(w)[len(x) + 1:].partition("-")[0] for x, w in p.items()))'
 )
-SEED_IN_RUN = "/tmp/envkit-seed.txt"
 
 
 def is_python_base(base: str) -> bool:
@@ -107,31 +83,6 @@ def apt_packages(image) -> list[str]:
     return sorted(set(base) | set(image.system_packages))
 
 
-def names_numpy(requirements) -> bool:
-    """True when a pip requirement installs numpy (then the profile's own numpy pin decides).
-
-    >>> names_numpy(["numpy<2", "pillow"]), names_numpy(["numpy-financial"])
-    (True, False)
-    """
-    return any(re.split(r"[\s\[<>=!~;@(]", r.strip(), maxsplit=1)[0].lower().replace("_", "-") == "numpy"
-               for r in requirements)
-
-
-def cert_names(ctx: GenContext) -> list[tuple[str, str]]:
-    """(source path, name in the build context) for each CA file; update-ca-certificates wants *.crt."""
-    out = []
-    for i, rel in enumerate(ctx.profile.image.ca_certificates):
-        stem = os.path.splitext(os.path.basename(rel))[0]
-        out.append((rel, f"{CONTEXT_DIR}/certs/{i:02d}-{stem}.crt"))
-    return out
-
-
-def wheel_dirs(ctx: GenContext) -> list[tuple[str, str]]:
-    """(source dir, folder in the build context) for each torch find_links wheelhouse."""
-    torch = ctx.profile.image.torch
-    return [(rel, f"{CONTEXT_DIR}/wheels/{i:02d}") for i, rel in enumerate(torch.find_links if torch else ())]
-
-
 def build_args(ctx: GenContext) -> list[tuple[str, str]]:
     """Proxy build arguments. Docker predefines these ARGs and keeps them out of ``docker history``
     when they come as --build-arg, so the Dockerfile does not declare them (a declared default
@@ -140,153 +91,12 @@ def build_args(ctx: GenContext) -> list[tuple[str, str]]:
 
 
 def _torch_install(ctx: GenContext) -> dict | None:
-    torch = ctx.profile.image.torch
-    if torch is None:
+    ip = ctx.plan.image
+    if ip.torch_requirement is None:
         return None
-    wheels = [f"{WHEELS_IN_IMAGE}/{os.path.basename(d)}" for _, d in wheel_dirs(ctx)]
-    spec, index = torch_requirement(torch)
-    # numpy goes in with torch only when nothing the profile installs names it: else the profile's pin would
-    # replace it in a later layer and torch's layer would keep a dead copy.
-    extra = [] if names_numpy(requirement_lines(ctx)) else torch_extras(ctx.profile.image)
-    return {"spec": spec, "index_url": index, "find_links": wheels, "extra": extra}
-
-
-def torch_requirement(torch) -> tuple[str, str | None]:
-    """(requirement, index URL) for the profile's torch: the Dockerfile and ``envkit lock`` both use it.
-
-    >>> from envkit.profile.model import Torch
-    >>> torch_requirement(Torch(version="2.5.1", variant="cu124"))
-    ('torch==2.5.1', 'https://download.pytorch.org/whl/cu124')
-    >>> torch_requirement(Torch(version="2.5.1", find_links=("wheels",)))
-    ('torch==2.5.1+cpu', None)
-    """
-    if torch.find_links:
-        # A wheelhouse holds local-version wheels (2.5.1+cu124); pin the label so pip cannot
-        # prefer an index build, and let the default (or given) index serve the dependencies.
-        return f"torch=={torch.version}+{torch.variant}", torch.index_url
-    return f"torch=={torch.version}", torch.index_url or TORCH_INDEX.format(variant=torch.variant)
-
-
-def torch_extras(image) -> list[str]:
-    """Packages installed with torch: numpy (torch warns on every import without it), unless the
-    profile's pip_packages name numpy, whose own pin then decides in the next step."""
-    return [] if names_numpy(image.pip_packages) else ["numpy"]
-
-
-def requirement_names(ctx: GenContext) -> list[tuple[str, str]]:
-    """(source path, name in the build context) for each image.requirements file."""
-    return [(rel, f"{CONTEXT_DIR}/requirements/{i:02d}-{os.path.basename(rel)}")
-            for i, rel in enumerate(ctx.profile.image.requirements)]
-
-
-def has_hashes(path) -> bool:
-    """True when a requirements file pins with hashes (then pip/uv must check every one: --require-hashes).
-
-    >>> import tempfile, pathlib
-    >>> f = pathlib.Path(tempfile.mkdtemp()) / "r.txt"; _ = f.write_text("a==1 --hash=sha256:00")
-    >>> has_hashes(f)
-    True
-    """
-    return any("--hash=" in line for line in requirements_text(path).splitlines() if not line.lstrip().startswith("#"))
-
-
-def requirements_bytes(path) -> bytes:
-    """A requirements file's (or the lock's) bytes, at most ``safeio.REQUIREMENTS_MAX`` of them: read to
-    choose the layout and copied into the build context; anything else is bad input (ProfileError, exit 2)."""
-    from envkit.safeio import REQUIREMENTS_MAX, read_bounded
-
-    return read_bounded(path, REQUIREMENTS_MAX, "a requirements file")
-
-
-def requirements_text(path) -> str:
-    """A requirements file's text, as pip reads it: UTF-8, past the byte-order mark Windows editors write
-    (a BOM before "numpy" hid the name)."""
-    return requirements_bytes(path).decode("utf-8-sig", errors="replace")
-
-
-def requirements_of(text: str) -> list[str]:
-    """The requirements a requirements file's text names (comments, options and blank lines left out).
-
-    >>> requirements_of("# pinned\\n--index-url https://x/simple\\nnumpy==1.26.4 \\\\\\n    --hash=sha256:00  # ok\\n")
-    ['numpy==1.26.4 \\\\']
-    """
-    lines = (line.split(" #", 1)[0].strip() for line in text.splitlines())
-    return [line for line in lines if line and not line.startswith(("#", "-"))]
-
-
-def requirement_lines(ctx: GenContext) -> list[str]:
-    """The requirements of all the profile's ``requirements`` files."""
-    return [line for rel, _ in requirement_names(ctx)
-            for line in requirements_of(requirements_text(ctx.loaded.resolve(rel)))]
-
-
-# A URL with a user or password in it (https://user:token@host/...): a private index's credentials.
-_USERINFO = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s@]+@")
-
-
-def has_credentials(ctx: GenContext) -> bool:
-    """True when torch's index URL, a requirements file or the lock has a user or password in a URL
-    (``https://user:token@host``; pip_packages are names and versions only). A token in a URL's path or query
-    (``https://pypi.fury.io/TOKEN/acct/``) is not recognised: keep such a file out of image.requirements.
-
-    In the direct layout the install commands are in the image's history and the requirement files in the
-    image; a build stage keeps both out of the shipped image, so such a profile builds in stages.
-
-    >>> bool(_USERINFO.search("https://ci:s3cret@pypi.example.com/simple")), bool(_USERINFO.search("pkg @ https://x/p.whl"))
-    (True, False)
-    """
-    image = ctx.profile.image
-    texts = [image.torch.index_url or ""] if image.torch else []
-    texts += [requirements_text(ctx.loaded.resolve(rel)) for rel, _ in requirement_names(ctx)]
-    lock = lock_source(ctx)
-    if lock:
-        texts.append(requirements_text(lock))
-    return any(_USERINFO.search(text) for text in texts)
-
-
-def lock_source(ctx: GenContext):
-    """The profile's envkit.lock.txt when it exists (then the image installs exactly it), else None."""
-    # The name is LOCK_FILE_NAME here (envkit.lockfile imports this module, not the other way round).
-    path = ctx.loaded.base_dir / LOCK_FILE_NAME
-    return path if path.is_file() else None
-
-
-def project_sources(ctx: GenContext) -> list[str]:
-    """The profile folder's files copied into the image (image.copy_project), relative to it."""
-    if not ctx.profile.copies_project:
-        return []
-    from envkit.project import project_files
-
-    torch = ctx.profile.image.torch
-    wheelhouses = tuple(ctx.loaded.resolve(d) for d in (torch.find_links if torch else ()))
-    return project_files(ctx.loaded.base_dir, exclude_dirs=wheelhouses + (ctx.out_dir,))
-
-
-def is_direct(ctx: GenContext) -> bool:
-    """Whether the image is one chain of layers with the venv installed in place (no build stage).
-
-    A stage copying the venv into the final image writes and commits it twice (about 15 s of a
-    ~50 s cold build for the CPU wheel here, far more for CUDA's several GB); only a wheelhouse in
-    the build context needs that, since its ``COPY`` layer ships even if a later step deletes it.
-    Without one, torch comes from an index and every installer file can be removed in the RUN that
-    made it, so nothing is stored dead either way (measured in benchmarks/bench_build.py). Credentials
-    in an index URL or a requirements file also take the stages (:func:`has_credentials`).
-    """
-    return not wheel_dirs(ctx) and not has_credentials(ctx)
-
-
-def packages_stage(ctx: GenContext) -> bool:
-    """Whether the profile's own packages get a stage of their own over torch's (``FROM build AS packages``).
-
-    Without it a change to ``pip_packages`` or a requirements file makes the final stage copy the
-    whole environment again, torch's ~1 GB (several GB for CUDA) included; with it the final stage
-    copies torch's environment from the untouched ``build`` stage (a cache hit) and then only the
-    files the packages' installs added or changed, and deletes what they removed. A lock installs
-    everything in one step (it changes as a whole), and without torch there is nothing big to keep.
-    """
-    image = ctx.profile.image
-    return (not is_direct(ctx) and bool(image.torch) and not lock_source(ctx)
-            and bool(image.pip_packages or requirement_names(ctx)))
+    wheels = [f"{WHEELS_IN_IMAGE}/{os.path.basename(d)}" for _, d in ip.wheel_dirs]
+    return {"spec": ip.torch_requirement, "index_url": ip.torch_index_url, "find_links": wheels,
+            "extra": list(ip.torch_extras)}
 
 
 def context(ctx: GenContext) -> dict:
@@ -300,8 +110,9 @@ def context(ctx: GenContext) -> dict:
     }
     if image.digest:
         labels["org.opencontainers.image.base.digest"] = image.digest
-    certs = cert_names(ctx)
-    direct = is_direct(ctx)
+    ip = ctx.plan.image
+    certs = ip.certs
+    direct = ip.direct
     # pip ships its own CA list (certifi) and ignores the system store unless told;
     # requests and OpenSSL-based tools likewise. Set before the first pip download.
     ca_env = [(k, CA_BUNDLE) for k in ("CURL_CA_BUNDLE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")
@@ -322,7 +133,7 @@ def context(ctx: GenContext) -> dict:
         "uv_dir": UV_IN_RUN,
         "seed_wheel_py": SEED_WHEEL_PY,
         # The direct layout's venv is seeded by uv where uv installs in that RUN anyway (torch or the lock).
-        "seed_venv": direct and image.installer == "uv" and bool(image.torch or lock_source(ctx)),
+        "seed_venv": direct and image.installer == "uv" and bool(image.torch or ip.lock),
         "seed_file": SEED_IN_RUN,
         "build_dir": BUILD_DIR,
         "record_dir": HARNESS_DIR,
@@ -334,14 +145,12 @@ def context(ctx: GenContext) -> dict:
                        if remaps_user(p) else None),
         "check_path": CHECK_PATH,
         "torch": _torch_install(ctx),
-        "packages_stage": packages_stage(ctx),
+        "packages_stage": ip.packages_stage,
         "delta_dir": DELTA_DIR,
         "removed_list": REMOVED_LIST,
-        "requirements": [{"name": os.path.basename(name), "hashes": has_hashes(ctx.loaded.resolve(rel))}
-                         for rel, name in requirement_names(ctx)],
-        "lock": ({"file": LOCK_FILE_NAME, "index_url": torch_requirement(image.torch)[1] if image.torch else None}
-                 if lock_source(ctx) else None),
-        "project": ({"install": image.install_project} if project_sources(ctx) else None),
+        "requirements": [{"name": f.name, "hashes": f.hashes} for f in ip.requirements],
+        "lock": {"file": LOCK_FILE_NAME, "index_url": ip.torch_index_url} if ip.lock else None,
+        "project": {"install": image.install_project} if ip.project else None,
         "pip_packages": list(image.pip_packages),
         "ca_env": ca_env,
         "env": sorted(image.env.items()),
@@ -353,74 +162,22 @@ def context(ctx: GenContext) -> dict:
     }
 
 
-def harness_bytes() -> bytes:
-    """The harness zipapp, byte-identical for a given harness source tree.
-
-    Built once and then read from envkit's cache, keyed by every harness file's name and bytes
-    (hashing them is far cheaper than zipping and compressing them, which was about a tenth of a
-    generate run); the entry carries its own hash too.
-    """
-    import contextlib
-    import os
-    from pathlib import Path
-
-    from envkit.digest import sha256_hex
-    from envkit.render import cache_dir
-
-    here = Path(__file__).resolve().parent.parent / "harness"
-    with os.scandir(here) as entries:
-        names = sorted(e.name for e in entries if e.name.endswith(".py"))
-    sources = b"".join(name.encode() + b"\0" + (here / name).read_bytes() + b"\0" for name in names)
-    folder = cache_dir("harness")
-    path = folder / f"{sha256_hex(sources)[:32]}.pyz" if folder else None
-    if path is not None:
-        try:
-            stored = path.read_bytes()
-        except OSError:
-            stored = b""
-        # The entry carries its own sha256: a damaged or edited cache file is rebuilt, never shipped.
-        if sha256_hex(stored[64:]).encode() == stored[:64]:
-            return stored[64:]
-    from envkit.harness.zipapp import zip_bytes
-
-    data = zip_bytes()
-    if path is not None:
-        from envkit.errors import EnvkitError
-        from envkit.safeio import replace_file
-
-        # Atomic: a concurrent run reads the whole file or none; a cache that cannot be written is no cache.
-        with contextlib.suppress(OSError, EnvkitError):
-            replace_file(path, sha256_hex(data).encode() + data)
-    return data
-
-
 def render(ctx: GenContext) -> list[OutputFile]:
     """The Dockerfile and everything it COPYs: the harness, its expectations, envkit-check,
-    certificates, wheels."""
-    from envkit.safeio import CERT_MAX, read_bounded  # what the profile's loader checked, bounded again here
-
+    certificates, wheels, requirement files, the lock and the project's code, all from the image plan."""
+    ip = ctx.plan.image
     c = context(ctx)
     files = [
         OutputFile("Dockerfile", ctx.render("Dockerfile.j2", **c)),
         OutputFile(".dockerignore", ctx.render("dockerignore.j2", **c)),
-        OutputFile(HARNESS_FILE, harness_bytes()),
-        OutputFile(EXPECT_FILE, expectation_json(ctx.profile)),
+        OutputFile(HARNESS_FILE, ctx.plan.harness_zipapp),
+        OutputFile(EXPECT_FILE, ctx.plan.expectation),
         OutputFile(CHECK_FILE, ctx.render("envkit-check.j2", **c), mode=0o755),
     ]
     if c["entrypoint"]:
         files.append(OutputFile(ENTRYPOINT_FILE, ctx.render("entrypoint.sh.j2", **c), mode=0o755))
-    for rel, name in cert_names(ctx):
-        files.append(OutputFile(name, read_bounded(ctx.loaded.resolve(rel), CERT_MAX, "a PEM certificate file")))
-    for rel, folder in wheel_dirs(ctx):
-        root = ctx.loaded.resolve(rel)
-        for wheel in sorted(root.glob("*.whl")):
-            files.append(OutputFile(f"{folder}/{wheel.name}", b"", source=wheel))
-    for rel, name in requirement_names(ctx):
-        files.append(OutputFile(name, requirements_bytes(ctx.loaded.resolve(rel))))
-    lock = lock_source(ctx)
-    if lock:
-        files.append(OutputFile(f"{CONTEXT_DIR}/{LOCK_FILE_NAME}", requirements_bytes(lock)))
-    for rel in project_sources(ctx):
-        src = ctx.loaded.base_dir / rel
-        files.append(OutputFile(f"{CONTEXT_DIR}/project/{rel}", b"", mode=src.stat().st_mode & 0o777, source=src))
+    files += [OutputFile(f.context_path, f.data) for f in ip.certs + ip.requirements]
+    if ip.lock is not None:
+        files.append(OutputFile(ip.lock.context_path, ip.lock.data))
+    files += [OutputFile(f.context_path, b"", mode=f.mode, source=f.source) for f in ip.wheels + ip.project]
     return files

@@ -11,10 +11,9 @@ Example:
 
 from __future__ import annotations
 
-from envkit.advice.cluster import kube_warnings
-from envkit.profile.model import Profile
+from envkit.plan.envplan import EnvPlan
 from envkit.targets import GenContext, OutputFile
-from envkit.targets.kube import MASTER_PORT, Pod, kube_escape, pod, tidy
+from envkit.targets.kube import kube_warnings, MASTER_PORT, Pod, kube_escape, pod, tidy
 
 # Rendered only for a profile with a cluster: section (its registry line says so); asked for by name
 # without one, generate exits 2.
@@ -28,9 +27,9 @@ def command(p: Pod) -> tuple[str, ...]:
             f"--master-port={MASTER_PORT}") + tuple(kube_escape(w) for w in plan.entrypoint)
 
 
-def warnings(profile: Profile) -> list[str]:
+def warnings(plan: EnvPlan) -> list[str]:
     """What the Kubernetes targets cannot express (one line each, naming the profile key)."""
-    return kube_warnings(profile)
+    return kube_warnings(plan)
 
 
 def render(ctx: GenContext) -> list[OutputFile]:

@@ -34,10 +34,11 @@ from __future__ import annotations
 
 import re
 
-from envkit.advice.clusterplan import ClusterPlan
+from envkit.plan.cluster import ClusterPlan, registry_host
+from envkit.plan.envplan import EnvPlan
+from envkit.plan.paths import CHECK_FILE
 from envkit.record import record
 from envkit.targets import GenContext
-from envkit.targets.dockerfile import CHECK_FILE
 
 MASTER_PORT = 29500
 SHM_VOLUME = "dshm"
@@ -137,7 +138,7 @@ def volumes(ctx: GenContext) -> tuple[Volume, ...]:
 
 def pod(ctx: GenContext) -> Pod:
     p = ctx.profile
-    plan = ClusterPlan.from_profile(p, ctx.loaded.source)
+    plan = ctx.plan.require_cluster()
     k = p.cluster.kubernetes
     name = object_name(p.name)
     return Pod(
@@ -163,3 +164,74 @@ def pod(ctx: GenContext) -> Pod:
 def tidy(text: bytes) -> bytes:
     """Drop the blank lines that empty template blocks leave (every scalar is one quoted line, never blank)."""
     return b"".join(line for line in text.splitlines(keepends=True) if line.strip())
+
+
+KUBE = "Kubernetes (k8s, trainjob)"
+
+
+def kube_warnings(plan: EnvPlan) -> list[str]:
+    """What the Kubernetes targets (k8s, trainjob) cannot express, one line each naming the profile key.
+
+    >>> from pathlib import Path
+    >>> from envkit.plan.envplan import build_plan
+    >>> from envkit.profile import load_profile_bytes
+    >>> lp = load_profile_bytes(b"envkit: 1\\nname: t\\nimage: {base: debian, tag: reg.io/t:1}\\n"
+    ...     b"run: {cpuset: '0-3', memory: 8g}\\ncluster: {entrypoint: [t.py], kubernetes: "
+    ...     b"{volumes: [{claim: code, mount: /workspace}]}}\\n", "t.yaml", Path("."))
+    >>> [w.split(":")[0] for w in kube_warnings(build_plan(lp))]
+    ['run.cpuset']
+    """
+    p = plan.profile
+    c = p.cluster
+    if c is None:
+        return []
+    run, k = p.run, c.kubernetes
+    out: list[str] = []
+    if run.cpuset:
+        out.append(f"run.cpuset: {KUBE} cannot pin specific cores ({run.cpuset}); each pod asks for "
+                   "whole CPUs with requests == limits, which gets exclusive cores only where the node's "
+                   "kubelet runs the static CPU manager policy")
+    if isinstance(run.numa, int):
+        out.append(f"run.numa: {KUBE} cannot name a pod's memory node (--cpuset-mems={run.numa}); the kubelet's "
+                   "Topology Manager (policy single-numa-node) keeps a Guaranteed pod's CPUs, memory and GPUs "
+                   "on one node")
+    missing = [key for key, given in (("run.cpus", run.cpus is not None or run.cpuset is not None),
+                                      ("run.memory", run.memory is not None)) if not given]
+    if missing:
+        out.append(f"{missing[0]}: {' and '.join(missing)} not set, so pods get Burstable QoS (no exclusive "
+                   "cores, /dev/shm bounded by no memory limit); set run.cpus and run.memory for Guaranteed QoS")
+    for name in (u for u in sorted(run.ulimits) if u != "memlock"):
+        out.append(f"run.ulimits.{name}: {KUBE} cannot set ulimits per pod (kubernetes#3595); pods get the "
+                   "node's container-runtime default, which the preflight checks")
+    if run.ipc == "host":
+        out.append(f"run.ipc: 'host' is not used on {KUBE}: hostIPC would share the node's IPC namespace; "
+                   "pods get an unsized Memory emptyDir at /dev/shm, bounded by the pod's memory limit; prefer "
+                   "ipc: private with a sized shm_size")
+    if isinstance(run.gpus, tuple) and c.gpus_per_node is None:
+        out.append(f"run.gpus: {KUBE} schedules GPU counts, not device ids; asking for {len(run.gpus)} per "
+                   "node (set cluster.gpus_per_node to say so)")
+    image = c.image or p.image_tag
+    key = "cluster.image" if c.image else "image.tag"
+    if registry_host(image) is None:
+        out.append(f"{key}: {image!r} names no registry host, so nodes will look for it on Docker Hub; "
+                   "push it where they pull from (envkit build --tag REG/IMG:TAG && docker push REG/IMG:TAG) "
+                   "and name it in cluster.image")
+    if run.volumes and not k.host_path_volumes:
+        out.append(f"run.volumes: {len(run.volumes)} host path(s) are not mounted on {KUBE}; use "
+                   "cluster.kubernetes.volumes (PVCs), or host_path_volumes: true for paths every node has")
+    elif k.host_path_volumes:
+        for spec in run.volumes:
+            if not spec.startswith("/"):
+                out.append(f"run.volumes: {spec.split(':')[0]!r} is relative to the profile's folder, which "
+                           "nodes do not have; it is not mounted on the cluster")
+    # The image carries the code (image.copy_project; on by default with a cluster section) or a claim mounts it.
+    carries_code = p.copies_project
+    workdir = p.image.workdir.rstrip("/") or "/"
+    mounted = any(workdir == v.mount.rstrip("/") or workdir.startswith(v.mount.rstrip("/") + "/")
+                  for v in k.volumes)
+    if not carries_code and not mounted:
+        what = " ".join(c.entrypoint[:2] if c.entrypoint[0].startswith("-") else c.entrypoint[:1])
+        out.append(f"cluster.entrypoint: nodes run {what!r} from {workdir}, but the image carries "
+                   f"no project code and no cluster.kubernetes.volumes entry mounts {workdir}; set "
+                   "image.copy_project: true (the code goes into the image you push) or mount a claim holding it there")
+    return out

@@ -1,7 +1,7 @@
 """slurm.sbatch: the profile's environment on ``cluster.nodes`` Slurm nodes, with a preflight on each.
 
 The per-node counts (nodes, GPUs, processes, whole CPUs) and the image come from
-``envkit.advice.clusterplan.ClusterPlan``, as for the Kubernetes targets; memory, ulimits,
+``envkit.plan.cluster.ClusterPlan``, as for the Kubernetes targets; memory, ulimits,
 volumes and env from the same ``RunSettings`` as run.sh. This module only decides how Slurm
 spells them. The script:
 
@@ -28,11 +28,10 @@ from __future__ import annotations
 
 import math
 
-from envkit.advice.clusterplan import ClusterPlan
-from envkit.advice.slurm import slurm_warnings
-from envkit.profile.model import Profile
+from envkit.plan.cluster import ClusterPlan, registry_host
+from envkit.plan.envplan import EnvPlan
+from envkit.plan.paths import CHECK_FILE as CHECK_COMMAND
 from envkit.targets import GenContext, OutputFile
-from envkit.targets.dockerfile import CHECK_FILE as CHECK_COMMAND
 
 FILE = "slurm.sbatch"
 # Rendered only for a profile with a cluster: section (its registry line says so); asked for by name
@@ -68,9 +67,50 @@ def ulimit_args(name: str, value: int) -> tuple[str, str, str]:
     return letter, str(math.ceil(value / unit)), " KiB" if unit == 1024 else ""
 
 
-def warnings(profile: Profile) -> list[str]:
-    """What the slurm target cannot express (one line each, naming the profile key)."""
-    return slurm_warnings(profile)
+def warnings(plan: EnvPlan) -> list[str]:
+    """What the slurm target cannot express, one warning per profile key, each naming the key ([] without a
+    ``cluster`` section).
+
+    Slurm schedules counts (CPUs, GPUs, memory per node), not devices or cores, and under pyxis
+    and Apptainer a job gets the node's own /dev/shm. The warnings say what the generated script
+    does instead, so nobody believes a setting reached the job when it did not.
+
+    >>> from pathlib import Path
+    >>> from envkit.plan.envplan import build_plan
+    >>> from envkit.profile import load_profile_bytes
+    >>> lp = load_profile_bytes(b"envkit: 1\\nname: demo\\nimage: {base: 'debian:bookworm'}\\nrun: {cpuset: '0-3'}\\n"
+    ...     b"cluster: {entrypoint: [train.py], image: 'reg.example.com/demo:1'}\\n", "d.yaml", Path("."))
+    >>> [w.split(":")[0] for w in warnings(build_plan(lp))]
+    ['run.cpuset', 'run.shm_size']
+    """
+    profile = plan.profile
+    c = profile.cluster
+    if c is None:
+        return []
+    run, runtime = profile.run, c.slurm.runtime
+    out: list[str] = []
+    if run.cpuset:
+        out.append(f"run.cpuset: Slurm cannot request specific cores ({run.cpuset!r}); the job asks for "
+                   f"--cpus-per-task={len(run.cpuset_cpus)} and the node chooses which")
+    if runtime in ("pyxis", "apptainer"):
+        out.append(f"run.shm_size: under {runtime} the job uses the node's own /dev/shm, which no job can size; "
+                   "the preflight checks it on every node before training (use runtime: oci to size it)")
+    if isinstance(run.gpus, tuple) and c.gpus_per_node is None:
+        out.append(f"run.gpus: Slurm schedules a count, not device ids; asking for {len(run.gpus)} per node "
+                   "(set cluster.gpus_per_node to say so)")
+    if runtime != "oci":
+        if c.image is None:
+            out.append(f"cluster.image: not set, so nodes are told to run {profile.image_tag}, a tag that exists "
+                       "only where it was built; push it to a registry the nodes reach and name it here "
+                       "(pyxis: or `enroot import dockerd://IMAGE` to a .sqsh and submit with ENVKIT_IMAGE=FILE.sqsh)")
+        elif registry_host(c.image) is None:
+            out.append(f"cluster.image: {c.image} names no registry host, so nodes look for it on Docker Hub; "
+                       "use the reference of the registry you pushed it to")
+    for name in sorted(run.ulimits):
+        where = "ulimit -S in the batch script" + (" and set in the bundle's rlimits" if runtime == "oci" else "")
+        out.append(f"run.ulimits.{name}: Slurm cannot set ulimits; raised with {where}, which fails "
+                   "(naming the limit) if above the node's hard limit")
+    return out
 
 
 def memory_mib(memory: int | None) -> int | None:
@@ -116,7 +156,7 @@ def mounts(ctx: GenContext) -> list[dict]:
 
 def context(ctx: GenContext) -> dict:
     p, c = ctx.profile, ctx.profile.cluster
-    plan = ClusterPlan.from_profile(p, ctx.loaded.source)
+    plan = ctx.plan.require_cluster()
     items = mounts(ctx) if c.slurm.runtime != "oci" else []
     return {
         "header": ctx.header("#"),

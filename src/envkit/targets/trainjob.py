@@ -21,10 +21,9 @@ Example:
 
 from __future__ import annotations
 
-from envkit.advice.cluster import kube_warnings
-from envkit.profile.model import Profile
+from envkit.plan.envplan import EnvPlan
 from envkit.targets import GenContext, OutputFile
-from envkit.targets.kube import Pod, kube_escape, pod, tidy
+from envkit.targets.kube import kube_warnings, Pod, kube_escape, pod, tidy
 
 RUNTIME = "torch-distributed"
 REPLICATED_JOB = CONTAINER = "node"  # the stock runtime's replicated job and trainer container
@@ -39,9 +38,9 @@ def command(p: Pod) -> tuple[str, ...]:
     return ("/bin/sh", "-c", kube_escape(script), "envkit-preflight") + tuple(kube_escape(w) for w in p.plan.entrypoint)
 
 
-def warnings(profile: Profile) -> list[str]:
+def warnings(plan: EnvPlan) -> list[str]:
     """What the Kubernetes targets cannot express (one line each, naming the profile key)."""
-    return kube_warnings(profile)
+    return kube_warnings(plan)
 
 
 def render(ctx: GenContext) -> list[OutputFile]:

@@ -1,0 +1,85 @@
+"""The whole plan of one run: :class:`EnvPlan`, built once by :func:`build_plan`.
+
+Every command that renders, builds, validates or locks builds one plan and hands it on; targets
+(:mod:`envkit.targets`) are pure functions of it. The warnings are the profile's own (workload,
+files, team); what a target cannot express is that target's (``warnings(plan)`` in its module).
+
+Example:
+    >>> from envkit.profile import load_profile
+    >>> plan = build_plan(load_profile(None))
+    >>> plan.settings.shm_size, plan.loader.workers, plan.cluster, plan.warnings
+    (2147483648, 6, None, ())
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from envkit.errors import ProfileError
+from envkit.plan.cluster import ClusterPlan, cluster_plan
+from envkit.plan.image import ImagePlan, image_plan
+from envkit.plan.loader import LoaderPlan, loader_plan
+from envkit.plan.wsl import WslPlan, wsl_plan
+from envkit.profile import LoadedProfile
+from envkit.profile.model import Profile
+from envkit.runsettings import RunSettings
+
+
+@dataclass(frozen=True)
+class EnvPlan:
+    loaded: LoadedProfile
+    out_dir: Path
+    settings: RunSettings
+    loader: LoaderPlan
+    image: ImagePlan
+    expectation: bytes  # envkit_expect.json, as baked into the image
+    warnings: tuple[str, ...]
+    cluster: ClusterPlan | None  # None without a cluster: section, or when it cannot be planned
+    wsl: WslPlan | None = None  # None without a wsl: section
+    cluster_error: ProfileError | None = None  # why a cluster: section cannot be planned (require_cluster raises it)
+
+    @property
+    def profile(self) -> Profile:
+        return self.loaded.profile
+
+    @cached_property
+    def harness_zipapp(self) -> bytes:
+        """envkit_harness.pyz, built from envkit's own harness sources (never from a cache)."""
+        from envkit.harness.zipapp import zip_bytes
+
+        return zip_bytes()
+
+    def require_cluster(self) -> ClusterPlan:
+        """The cluster plan, for the targets that cannot render without one (ProfileError otherwise)."""
+        if self.cluster is None:
+            if self.cluster_error is not None:
+                raise self.cluster_error
+            cluster_plan(self.profile, self.loaded.source)  # raises: no cluster: section
+        assert self.cluster is not None
+        return self.cluster
+
+
+def build_plan(loaded: LoadedProfile, out_dir: Path = Path("."), *, host_cpus: int | None = None,
+               host_quota: float | None = None) -> EnvPlan:
+    """Decide everything about ``loaded`` once. ``out_dir``: where the files go (relative volume sources
+    and the project copy depend on it); ``host_cpus``/``host_quota``: the host's facts, when known."""
+    from envkit.advice.profile import file_warnings, profile_warnings
+    from envkit.advice.team import team_warnings
+    from envkit.expect import expectation_json
+
+    p = loaded.profile
+    settings = RunSettings.from_profile(p)
+    loader = loader_plan(p, settings, host_cpus=host_cpus, host_quota=host_quota)
+    image = image_plan(loaded, out_dir)
+    cluster, error = None, None
+    if p.cluster is not None:
+        try:
+            cluster = cluster_plan(p, loaded.source)
+        except ProfileError as e:
+            error = e
+    warnings = profile_warnings(p, settings, loader) + file_warnings(p, image) + team_warnings(loaded, image)
+    return EnvPlan(loaded=loaded, out_dir=out_dir, settings=settings, loader=loader, image=image,
+                   expectation=expectation_json(p, settings), warnings=tuple(warnings), cluster=cluster,
+                   wsl=wsl_plan(p.wsl), cluster_error=error)

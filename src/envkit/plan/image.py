@@ -1,0 +1,174 @@
+"""The image plan: the Dockerfile's layout, torch's requirement, and every file the image is built from.
+
+Each requirements file, the lock, each certificate is read (bounded) once, when the profile is
+loaded (:class:`envkit.profile.LoadedProfile` keeps the bytes); this module decides from those
+bytes and lists the wheels and project files that are copied by link. The Dockerfile target, the
+build context, ``envkit lock`` and the warnings all read this one object.
+
+Layouts (:class:`Layout`):
+
+- ``direct``: one chain of layers where the venv is installed in place. A stage copying the venv
+  into the final image writes and commits it twice (about 15 s of a ~50 s cold build for the CPU
+  wheel here, far more for CUDA's several GB), so this is the layout whenever nothing needs a stage;
+- ``staged``: stages ``system``, ``build`` and the final one. A wheelhouse in the build context
+  needs it, since its ``COPY`` layer ships even if a later step deletes it; so do credentials in an
+  index URL, a requirements file or the lock (in the direct layout the install commands are in the
+  image's history and the files in the image);
+- ``staged-packages``: ``staged`` plus a ``packages`` stage over torch's when the profile's own
+  packages sit over torch, so a change to them copies only what they add (a lock installs
+  everything in one step, and without torch there is nothing big to keep).
+
+Example:
+    >>> from envkit.profile import load_profile
+    >>> ip = image_plan(load_profile(None), Path("out"))
+    >>> ip.layout, ip.torch_requirement, ip.torch_extras
+    (<Layout.DIRECT: 'direct'>, 'torch==2.5.1', ('numpy',))
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from envkit.plan.paths import CONTEXT_DIR, LOCK_FILE_NAME
+from envkit.plan.requirements import decode, has_credentials, has_hashes, names_numpy, requirements_of
+from envkit.profile import LoadedProfile
+
+TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
+
+
+class Layout(enum.Enum):
+    DIRECT = "direct"
+    STAGED = "staged"
+    STAGED_PACKAGES = "staged-packages"
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """A file the image is built from, read once: where the profile names it, where it goes in the
+    build context, its bytes, and whether it pins with hashes (requirement files and the lock)."""
+
+    source: str
+    context_path: str
+    data: bytes
+    hashes: bool = False
+
+    @property
+    def text(self) -> str:
+        return decode(self.data)
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.context_path)
+
+
+@dataclass(frozen=True)
+class LinkedFile:
+    """A file copied into the build context by link (a wheel, project code): never read by envkit."""
+
+    context_path: str
+    source: Path
+    mode: int = 0o644
+
+
+@dataclass(frozen=True)
+class ImagePlan:
+    layout: Layout
+    torch_requirement: str | None  # None: the profile installs no torch
+    torch_index_url: str | None
+    # Installed with torch: numpy (torch warns on every import without it) unless something the
+    # profile installs names numpy, whose own pin then decides.
+    torch_extras: tuple[str, ...]
+    # What `envkit lock` resolves with torch: numpy unless image.pip_packages name it.
+    lock_extras: tuple[str, ...]
+    requirements: tuple[InputFile, ...]
+    lock: InputFile | None
+    certs: tuple[InputFile, ...]
+    wheel_dirs: tuple[tuple[str, str], ...]  # (as the profile names it, folder in the build context)
+    wheels: tuple[LinkedFile, ...]
+    project: tuple[LinkedFile, ...]
+    credentials: bool
+
+    @property
+    def direct(self) -> bool:
+        return self.layout is Layout.DIRECT
+
+    @property
+    def packages_stage(self) -> bool:
+        return self.layout is Layout.STAGED_PACKAGES
+
+    @property
+    def requirement_lines(self) -> list[str]:
+        """The requirements of all the profile's ``requirements`` files."""
+        return [line for f in self.requirements for line in requirements_of(f.text)]
+
+
+def torch_requirement(torch) -> tuple[str, str | None]:
+    """(requirement, index URL) for the profile's torch.
+
+    >>> from envkit.profile.model import Torch
+    >>> torch_requirement(Torch(version="2.5.1", variant="cu124"))
+    ('torch==2.5.1', 'https://download.pytorch.org/whl/cu124')
+    >>> torch_requirement(Torch(version="2.5.1", find_links=("wheels",)))
+    ('torch==2.5.1+cpu', None)
+    """
+    if torch.find_links:
+        # A wheelhouse holds local-version wheels (2.5.1+cu124); pin the label so pip cannot
+        # prefer an index build, and let the default (or given) index serve the dependencies.
+        return f"torch=={torch.version}+{torch.variant}", torch.index_url
+    return f"torch=={torch.version}", torch.index_url or TORCH_INDEX.format(variant=torch.variant)
+
+
+def image_plan(loaded: LoadedProfile, out_dir: Path) -> ImagePlan:
+    """The image plan of ``loaded`` rendered into ``out_dir`` (which the project copy leaves out)."""
+    image = loaded.profile.image
+    torch = image.torch
+    requirements = tuple(
+        InputFile(rel, f"{CONTEXT_DIR}/requirements/{i:02d}-{os.path.basename(rel)}", data,
+                  has_hashes(decode(data)))
+        for i, (rel, data) in enumerate((rel, loaded.input_bytes(rel)) for rel in image.requirements))
+    lock = (InputFile(LOCK_FILE_NAME, f"{CONTEXT_DIR}/{LOCK_FILE_NAME}", loaded.lock, True)
+            if loaded.lock is not None else None)
+    # update-ca-certificates wants *.crt.
+    certs = tuple(InputFile(rel, f"{CONTEXT_DIR}/certs/{i:02d}-{os.path.splitext(os.path.basename(rel))[0]}.crt",
+                            loaded.input_bytes(rel))
+                  for i, rel in enumerate(image.ca_certificates))
+    wheel_dirs = tuple((rel, f"{CONTEXT_DIR}/wheels/{i:02d}") for i, rel in enumerate(torch.find_links if torch else ()))
+    wheels = tuple(LinkedFile(f"{folder}/{w.name}", w) for rel, folder in wheel_dirs
+                   for w in sorted(loaded.resolve(rel).glob("*.whl")))
+    texts = [torch.index_url or ""] if torch else []
+    texts += [f.text for f in requirements] + ([lock.text] if lock else [])
+    credentials = has_credentials(texts)
+    if wheel_dirs or credentials:
+        staged_packages = bool(torch) and lock is None and bool(image.pip_packages or requirements)
+        layout = Layout.STAGED_PACKAGES if staged_packages else Layout.STAGED
+    else:
+        layout = Layout.DIRECT
+    spec, index = torch_requirement(torch) if torch else (None, None)
+    lock_extras = () if names_numpy(image.pip_packages) else ("numpy",)
+    req_lines = [line for f in requirements for line in requirements_of(f.text)]
+    # numpy goes in with torch only when nothing the profile installs names it: else the profile's pin would
+    # replace it in a later layer and torch's layer would keep a dead copy.
+    torch_extras = () if names_numpy(req_lines) else lock_extras
+    return ImagePlan(layout=layout, torch_requirement=spec, torch_index_url=index,
+                     torch_extras=torch_extras if torch else (), lock_extras=lock_extras if torch else (),
+                     requirements=requirements, lock=lock, certs=certs, wheel_dirs=wheel_dirs, wheels=wheels,
+                     project=_project(loaded, out_dir), credentials=credentials)
+
+
+def _project(loaded: LoadedProfile, out_dir: Path) -> tuple[LinkedFile, ...]:
+    """The profile folder's files copied into the image (image.copy_project)."""
+    p = loaded.profile
+    if not p.copies_project:
+        return ()
+    from envkit.project import project_files
+
+    torch = p.image.torch
+    wheelhouses = tuple(loaded.resolve(d) for d in (torch.find_links if torch else ()))
+    out = []
+    for rel in project_files(loaded.base_dir, exclude_dirs=wheelhouses + (out_dir,)):
+        src = loaded.base_dir / rel
+        out.append(LinkedFile(f"{CONTEXT_DIR}/project/{rel}", src, src.stat().st_mode & 0o777))
+    return tuple(out)

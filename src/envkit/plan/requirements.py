@@ -1,0 +1,56 @@
+"""What a requirements file (or the lock) names, read from its text as pip reads it.
+
+Example:
+    >>> text = "# pinned\\n--index-url https://x/simple\\nnumpy==1.26.4 \\\\\\n    --hash=sha256:00  # ok\\n"
+    >>> requirements_of(text), has_hashes(text), names_numpy(requirements_of(text))
+    (['numpy==1.26.4 \\\\'], True, True)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+# A URL with a user or password in it (https://user:token@host/...): a private index's credentials.
+_USERINFO = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s@]+@")
+
+
+def decode(data: bytes) -> str:
+    """A requirements file's text as pip reads it: UTF-8, past the byte-order mark Windows editors write."""
+    return data.decode("utf-8-sig", errors="replace")
+
+
+def requirements_of(text: str) -> list[str]:
+    """The requirements a requirements file's text names (comments, options and blank lines left out)."""
+    lines = (line.split(" #", 1)[0].strip() for line in text.splitlines())
+    return [line for line in lines if line and not line.startswith(("#", "-"))]
+
+
+def has_hashes(text: str) -> bool:
+    """True when a requirements file pins with hashes (then pip/uv must check every one: --require-hashes).
+
+    >>> has_hashes("a==1 --hash=sha256:00"), has_hashes("# a==1 --hash=sha256:00")
+    (True, False)
+    """
+    return any("--hash=" in line for line in text.splitlines() if not line.lstrip().startswith("#"))
+
+
+def names_numpy(requirements: Iterable[str]) -> bool:
+    """True when a pip requirement installs numpy (then the profile's own numpy pin decides).
+
+    >>> names_numpy(["numpy<2", "pillow"]), names_numpy(["numpy-financial"])
+    (True, False)
+    """
+    return any(re.split(r"[\s\[<>=!~;@(]", r.strip(), maxsplit=1)[0].lower().replace("_", "-") == "numpy"
+               for r in requirements)
+
+
+def has_credentials(texts: Iterable[str]) -> bool:
+    """True when any text holds a URL with a user or password in it (``https://user:token@host``).
+
+    A token in a URL's path or query (``https://pypi.fury.io/TOKEN/acct/``) is not recognised.
+
+    >>> has_credentials(["https://ci:s3cret@pypi.example.com/simple"]), has_credentials(["pkg @ https://x/p.whl"])
+    (True, False)
+    """
+    return any(_USERINFO.search(text) for text in texts)
