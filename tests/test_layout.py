@@ -87,3 +87,20 @@ def test_a_target_name_lives_in_its_module_template_and_registry_only():
         stray = [h for h in stray
                  if re.search(rf'(TARGETS|targets?|--target)\W.*"{target}"|\("{target}",\)', h.split(":", 2)[2])]
         assert not stray, f"target {target!r} named outside its module and the registry: {stray}"
+
+
+def test_targets_read_the_plan_never_the_profile_or_the_advice():
+    """A target is a pure function of the run's plan: no import of envkit.profile or envkit.advice,
+    even for annotations (the plan's modules are where those are used)."""
+    for name, deps in _imports().items():
+        if name == "envkit.targets" or name.startswith("envkit.targets."):
+            stray = sorted(d for d in deps if d.startswith(("envkit.profile", "envkit.advice")))
+            assert not stray, f"{name} imports {stray}: read it from the plan (envkit.plan) instead"
+
+
+def test_commands_reach_in_image_paths_through_the_plan_only():
+    """In-image paths live in envkit.plan.paths; nothing imports them from a target module."""
+    for name, deps in _imports().items():
+        if not name.startswith("envkit.targets"):
+            assert "envkit.targets.dockerfile" not in deps or name == "envkit.generation", \
+                f"{name} imports envkit.targets.dockerfile"

@@ -63,6 +63,15 @@ def check_shm(loader: dict, run: dict, stats: dict | None = None) -> dict:
                           "something else holds shared memory (leaked torch_* segments?)",
                           "free /dev/shm (ls -la /dev/shm) or " + shm_remedy(required))
     asked = run.get("shm_size_bytes")
+    if asked and run.get("ipc") != "host" and asked < required:
+        # Enough here, but not under the profile's own settings: the remedy is the size the loader needs,
+        # never the too-small one the profile asks for.
+        return make_check("shm", WARN, measured, expected,
+                          f"/dev/shm is {human_bytes(size)} here, but the profile asks for {human_bytes(asked)}, "
+                          f"below what {need}: started with the profile's settings, workers will die with "
+                          "'unable to allocate shared memory(shm)' or a bus error",
+                          f"set run.shm_size: {docker_size(recommended)} in the profile and generate again; "
+                          "by hand: " + shm_remedy(required))
     if asked and run.get("ipc") != "host" and abs(size - asked) > asked * SHM_MATCH_TOLERANCE:
         return make_check("shm", WARN, measured, expected,
                           f"/dev/shm is {human_bytes(size)} but the profile asked for {human_bytes(asked)}: "
