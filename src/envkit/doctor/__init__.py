@@ -73,8 +73,9 @@ def diagnose(host: Host, profile: Profile, scripts: list[Path], data_paths: list
     """Run every check; scripts are read from the local file system, data paths through ``host``."""
     wsl = C.detect_wsl(host)
     mounts = C.read_mounts(host)
-    results = [C.check_os(host, wsl), C.check_memory(host, profile, wsl), C.check_cpus(host, profile), C.check_numa(host, profile),
-               C.check_shm(host, profile), C.check_memlock(host, profile)]
+    plan = C.host_plan(host, profile)  # the loader's plan on this host, decided once for every check
+    results = [C.check_os(host, wsl), C.check_memory(host, profile, wsl, plan), C.check_cpus(host, profile, plan),
+               C.check_numa(host, profile), C.check_shm(host, profile, plan), C.check_memlock(host, profile)]
     results.extend(C.check_docker(host, profile))
     results.append(C.check_gpu(host, profile, wsl))
     results.append(C.check_location(host, "workdir", os.path.normpath(host.cwd), wsl, mounts, measure=False))

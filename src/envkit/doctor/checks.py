@@ -77,9 +77,8 @@ def host_plan(host: Host, profile: Profile) -> LoaderPlan:
                        host_quota=cpu_quota(host))
 
 
-def check_memory(host: Host, profile: Profile, wsl: dict) -> dict:
+def check_memory(host: Host, profile: Profile, wsl: dict, the_plan: LoaderPlan) -> dict:
     total = meminfo_total(host)
-    the_plan = host_plan(host, profile)
     need, how = container_memory_need(profile, the_plan)
     expected = {"container_bytes": need, "how": how, "need_bytes": the_plan.memory_bytes}
     if total is None:
@@ -102,12 +101,12 @@ def cpu_quota(host: Host) -> float | None:
     return read_cgroup_cpu_quota(host.root)["quota_cpus"]
 
 
-def check_cpus(host: Host, profile: Profile) -> dict:
+def check_cpus(host: Host, profile: Profile, the_plan: LoaderPlan) -> dict:
     cpus = host.usable_cpus()
     quota = cpu_quota(host)
     cpuset = profile.run.cpuset_cpus
     nw = profile.loader.num_workers
-    workers = host_plan(host, profile).workers
+    workers = the_plan.workers
     expected = {"cpuset": profile.run.cpuset, "cpuset_count": len(cpuset), "num_workers": nw, "workers": workers}
     if cpus is None:
         return make_check("cpus", SKIP, {}, expected, "cannot count this machine's CPUs")
@@ -165,8 +164,7 @@ def check_numa(host: Host, profile: Profile) -> dict:
                       f"{summary}; node {node} ({why})" + (f"; {remedy}" if remedy else ""), remedy)
 
 
-def check_shm(host: Host, profile: Profile) -> dict:
-    the_plan = host_plan(host, profile)
+def check_shm(host: Host, profile: Profile, the_plan: LoaderPlan) -> dict:
     need = the_plan.shm_bytes
     stats = host.statvfs("/dev/shm")
     expected = {"required_bytes": need, "ipc": profile.run.ipc, "workers": the_plan.workers}
