@@ -17,7 +17,7 @@ from typing import Any
 
 from .boundedio import read_bounded
 from .errors import UsageError
-from .sizing import DTYPE_ITEMSIZE, cpu_limit, memory_need_bytes, plan_workers, shm_required_bytes
+from .sizing import DTYPE_ITEMSIZE, MAX_WORKERS, cpu_limit, memory_need_bytes, plan_workers, shm_required_bytes
 
 # The expectation format's version: defined here, on the consumer's side, and imported by
 # the producer (envkit.expect), so the two cannot drift apart.
@@ -72,6 +72,8 @@ def validate_expect(doc) -> None:
     nw = loader.get("num_workers")
     if not (isinstance(nw, str) and nw == "auto"):
         _int("loader", "num_workers", nw, 0)
+        if nw is not None and nw > MAX_WORKERS:
+            raise ExpectError(f"loader.num_workers must be at most {MAX_WORKERS}, got {nw}")
     _int("loader", "batch_size", loader.get("batch_size"), 1)
     _int("loader", "prefetch_factor", loader.get("prefetch_factor"), 1)
     shape = loader.get("sample_shape")
@@ -122,8 +124,9 @@ def resolve_loader(expect: dict | None, *, usable: int, quota: float | None = No
         if key in loader and value is not None:
             loader[key] = value
     if num_workers is not None:
-        if isinstance(num_workers, int) and num_workers < 0:
-            raise ExpectError("--num-workers must be >= 0")
+        if isinstance(num_workers, int) and not 0 <= num_workers <= MAX_WORKERS:
+            raise ExpectError(f"--num-workers must be from 0 to {MAX_WORKERS} (the profile's bound: each worker is a "
+                              f"process with torch imported), got {num_workers}")
         loader["num_workers"] = num_workers
     if batch_size is not None:
         if batch_size < 1:

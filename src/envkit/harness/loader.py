@@ -25,6 +25,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from typing import Any
 
@@ -143,7 +144,11 @@ def run_loader_child(runs: list[dict], *, timeout: float, progress=None, label: 
         raise ValueError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
     rfd, wfd = os.pipe()
     config = {"sys_path": [p for p in sys.path if p], "module": f"{_PACKAGE}.loader_child",
-              "fd": wfd, "runs": runs, "stop_on_error": stop_on_error}
+              "fd": wfd, "runs": runs, "stop_on_error": stop_on_error,
+              # The child (and each of its workers) asks the kernel to kill it when its parent dies, so
+              # nothing outlives a harness killed by SIGKILL. Linux sends that signal when the parent
+              # *thread* ends, so only a child started from the main thread may ask for it.
+              "parent_pid": os.getpid() if threading.current_thread() is threading.main_thread() else None}
     env = dict(os.environ, PYTORCH_NVML_BASED_CUDA_CHECK="1", PYTHONUNBUFFERED="1",
                PYTHONWARNINGS=child_warnings())  # inherited by spawned workers too
     stderr = tempfile.TemporaryFile()

@@ -34,6 +34,35 @@ BOOTSTRAP = ("import sys,json;c=json.loads(sys.argv[1]);sys.path[:0]=c['sys_path
              "import importlib;importlib.import_module(c['module']).child_main(c)")
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: int | None) -> None:
+    """Ask the kernel to SIGKILL this process when its parent dies (Linux ``PR_SET_PDEATHSIG``).
+
+    ``parent_pid`` is the parent this process was started by: when it is already gone (it died
+    before the request took effect), this process exits at once. None, or a platform without
+    prctl, changes nothing.
+    """
+    if parent_pid is None or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+
+def _worker_init(parent_pid: int, worker_id: int) -> None:
+    """Every DataLoader worker dies with the loader child (a fork or spawn clears the request)."""
+    die_with_parent(parent_pid)
+
+
 def resolve_factory(spec: str):
     """``"pkg.mod:make"`` -> the callable (``attr`` may be dotted). Raises ImportError/AttributeError."""
     module, _, attr = spec.partition(":")
@@ -143,8 +172,11 @@ def run_one(index: int, run: dict, emit) -> dict:
         nw = run["num_workers"]
         kwargs = dict(batch_size=run["batch_size"], shuffle=False, num_workers=nw, pin_memory=pin)
         if nw > 0:
+            import functools
+
             kwargs.update(prefetch_factor=run["prefetch_factor"], persistent_workers=bool(run["persistent_workers"]),
-                          multiprocessing_context=run["start_method"])
+                          multiprocessing_context=run["start_method"],
+                          worker_init_fn=functools.partial(_worker_init, os.getpid()))
         loader: DataLoader = DataLoader(dataset, **kwargs)  # type: ignore[arg-type]  # any map-style dataset
         device = torch.device("cuda") if (accel and run.get("to_device")) else None
         emit({"event": "ready", "run": index, "grace": run.get("grace", 0.0)})
@@ -221,6 +253,7 @@ def _user_frame(exc: BaseException) -> str | None:
 
 def child_main(config: dict) -> None:
     """Entry point of the child: run every configuration, report on ``config["fd"]``, exit 0/3."""
+    die_with_parent(config.get("parent_pid"))
     out = os.fdopen(config["fd"], "w", buffering=1)
 
     def emit(event: dict) -> None:

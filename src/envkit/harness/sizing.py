@@ -43,6 +43,9 @@ HEADROOM = 1.25
 MIB = 1024 * 1024
 GIB = 1024 * MIB
 DOCKER_DEFAULT_SHM = 64 * MIB  # Docker's /dev/shm when --shm-size is absent
+# The most DataLoader workers a profile or `envkit harness --num-workers` may ask for: each is a full
+# Python process with torch imported (PROCESS_RSS), so more would exhaust any host's memory or PIDs.
+MAX_WORKERS = 256
 AUTO_WORKERS_CAP = 8  # beyond 8 workers a synthetic/typical loader stops scaling; more only costs memory
 # Resident memory of one Python process with torch imported that has produced batches: the
 # training process and each DataLoader worker count once. Measured 2026-12-01 with

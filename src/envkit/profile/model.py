@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, Union
 
 from envkit.profile.typed import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from envkit.harness.sizing import DTYPE_ITEMSIZE, batch_bytes
+from envkit.harness.sizing import DTYPE_ITEMSIZE, MAX_WORKERS, batch_bytes
 from envkit.profile.cluster import Cluster
 from envkit.profile.dockerref import PATH_COMPONENT, check_cpus, check_reference, volume_target_problem
 from envkit.profile.types import (
@@ -218,7 +218,7 @@ class Run(Model):
 class Loader(Model):
     """The training workload: sizes the settings and drives the harness."""
 
-    num_workers: Annotated[int, Field(ge=0, le=256)] | Literal["auto"] = "auto"
+    num_workers: Annotated[int, Field(ge=0, le=MAX_WORKERS)] | Literal["auto"] = "auto"
     batch_size: PositiveInt = 32
     sample_shape: Annotated[tuple[Annotated[int, Field(ge=1, le=2**20)], ...], Field(min_length=1, max_length=8)] = (3, 224, 224)
     dtype: Dtype = "float32"
