@@ -126,6 +126,31 @@ def _stage_copy(src: Path, tmp: Path) -> None:
         shutil.copy2(src, tmp)
 
 
+def lock_wait() -> float:
+    """Seconds to wait for another envkit's lock: ``ENVKIT_LOCK_WAIT`` (default 30), a finite number >= 0.
+
+    Anything else is bad input (UsageError, exit 2): NaN or infinity would wait forever.
+
+    >>> import os; os.environ["ENVKIT_LOCK_WAIT"] = "2.5"; lock_wait()
+    2.5
+    >>> del os.environ["ENVKIT_LOCK_WAIT"]; lock_wait()
+    30.0
+    """
+    import math
+
+    from envkit.errors import UsageError
+
+    text = os.environ.get("ENVKIT_LOCK_WAIT", "30")
+    try:
+        wait = float(text)
+    except ValueError:
+        wait = math.nan
+    if not math.isfinite(wait) or wait < 0:
+        raise UsageError(f"ENVKIT_LOCK_WAIT: expected a finite number of seconds >= 0, got {text!r}",
+                         hint="unset it for the default of 30 s, or e.g. ENVKIT_LOCK_WAIT=60")
+    return wait
+
+
 @contextmanager
 def output_lock(out_dir: Path, wait: float | None = None):
     """Hold an exclusive ``flock`` on the output folder itself (no lock file is left behind).
@@ -134,10 +159,7 @@ def output_lock(out_dir: Path, wait: float | None = None):
     (``ENVKIT_LOCK_WAIT``, default 30), then stops with exit 1.
     """
     if wait is None:
-        try:
-            wait = float(os.environ.get("ENVKIT_LOCK_WAIT", "30"))
-        except ValueError:
-            wait = 30.0
+        wait = lock_wait()
     fd = os.open(out_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
         deadline = time.monotonic() + wait

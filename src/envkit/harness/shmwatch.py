@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import threading
@@ -62,6 +63,9 @@ def rss_bytes(pid: int, proc: str | os.PathLike = "/proc") -> int:
     except (OSError, ValueError, IndexError):
         pass
     return 0
+
+
+SHM_PATH = "/dev/shm"
 
 
 def sample(pid: int | None, shm_path: str = "/dev/shm", proc: str = "/proc") -> dict:
@@ -205,11 +209,23 @@ def build_parser(prog: str = "envkit watch") -> argparse.ArgumentParser:
 
 
 def main(argv=None, stream=None) -> int:
-    """``envkit watch``: runs until ``--pid`` exits, ``--count`` samples, or Ctrl-C. Exit 0; 2 on bad input."""
+    """``envkit watch``: runs until ``--pid`` exits, ``--count`` samples, or Ctrl-C. Exit 0; 1 without a
+    readable /dev/shm; 2 on bad input."""
     args = build_parser().parse_args(argv)
-    if args.interval <= 0 or not 0 < args.threshold <= 1:
-        print("envkit watch: --interval must be > 0 and --threshold in (0, 1]", file=sys.stderr)
+    # NaN compares false with everything: each bound is written so that NaN fails it.
+    if not (math.isfinite(args.interval) and args.interval > 0) or not (0 < args.threshold <= 1):
+        print("envkit watch: --interval must be a finite number of seconds > 0 and --threshold in (0, 1]",
+              file=sys.stderr)
         return 2
+    if args.count is not None and args.count < 1:
+        print(f"envkit watch: --count must be at least 1, got {args.count}", file=sys.stderr)
+        return 2
+    try:
+        os.statvfs(SHM_PATH)
+    except OSError as e:
+        print(f"envkit watch: cannot read {SHM_PATH} ({e.strerror or e}): there is no shared memory to watch "
+              "(DataLoader workers need it to hand over batches)", file=sys.stderr)
+        return 1
     if args.pid is not None and not alive(args.pid):
         print(f"envkit watch: no process {args.pid}", file=sys.stderr)
         return 2

@@ -1,0 +1,32 @@
+"""Non-finite and non-positive numbers are refused (exit 2), and a missing /dev/shm is named (exit 1)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from envkit.harness import shmwatch
+from tests.conftest import run_envkit
+
+
+@pytest.mark.parametrize("args", [["--interval", "nan"], ["--interval", "inf"], ["--interval", "-1"],
+                                  ["--count", "0"], ["--count", "-1"], ["--threshold", "nan"]])
+def test_watch_refuses_values_that_would_never_end_or_print_nothing(args, capsys):
+    assert shmwatch.main([*args, "--count", "1"] if "--count" not in args else args, stream=io.StringIO()) == 2
+    assert "envkit watch: --" in capsys.readouterr().err
+
+
+def test_watch_without_dev_shm_says_so(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(shmwatch, "SHM_PATH", str(tmp_path / "no-shm"))
+    out = io.StringIO()
+    assert shmwatch.main(["--count", "1", "--interval", "0.01"], stream=out) == 1
+    assert out.getvalue() == "" and "cannot read" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "soon"])
+def test_a_lock_wait_that_would_wait_forever_is_bad_input(value, tmp_path):
+    res = run_envkit("generate", "-o", str(tmp_path / "out"), "--target", "run", env={"ENVKIT_LOCK_WAIT": value})
+    assert res.returncode == 2, res.stderr
+    assert "ENVKIT_LOCK_WAIT: expected a finite number of seconds >= 0" in res.stderr
+    assert "Traceback" not in res.stderr and not (tmp_path / "out" / "run.sh").exists()
