@@ -30,3 +30,16 @@ def test_a_lock_wait_that_would_wait_forever_is_bad_input(value, tmp_path):
     assert res.returncode == 2, res.stderr
     assert "ENVKIT_LOCK_WAIT: expected a finite number of seconds >= 0" in res.stderr
     assert "Traceback" not in res.stderr and not (tmp_path / "out" / "run.sh").exists()
+
+
+@pytest.mark.parametrize("source", ["x = " + "-" * 200_000 + "1\n", "f = " + "lambda: " * 3000 + "1\n"])
+def test_doctor_script_nested_past_the_parser_is_a_failed_check_with_json(source, tmp_path):
+    import json
+
+    script = tmp_path / "train.py"
+    script.write_text(source)
+    res = run_envkit("doctor", "--script", str(script), "--json", cwd=tmp_path)
+    assert res.returncode == 1, res.stderr
+    doc = json.loads(res.stdout)
+    (check,) = [c for c in doc["checks"] if c["name"].startswith("script:")]
+    assert check["status"] == "fail" and "nested too deeply" in check["message"]

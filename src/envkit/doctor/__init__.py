@@ -53,6 +53,10 @@ def check_script(path: Path, shown: str | None = None) -> dict:
     except OSError as exc:  # permission denied, I/O error, vanished since the checks above
         return unreadable(f"cannot be read ({exc.strerror or exc})",
                           "make it readable by this user (ls -l shows its permissions)")
+    except (RecursionError, MemoryError):  # nesting deeper than Python's parser (or memory) allows
+        return unreadable("is nested too deeply for Python's parser to read (it ran out of stack or memory), "
+                          "so Python could not import it either",
+                          "check that this is the training script; split deeply nested expressions")
     measured = {"path": str(path), "findings": [{"line": f.line, "kind": f.kind, "message": f.message}
                                                 for f in findings]}
     if not findings:
