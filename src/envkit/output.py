@@ -195,6 +195,21 @@ def _block_signals():
     return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
 
 
+def check_output_folder(out_dir: Path) -> None:
+    """Refuse (FileRefused, exit 1) an output folder that cannot be one: a file, or a symbolic link loop.
+
+    Called before anything is planned or rendered, since relative paths in the outputs are worked out
+    against the folder's real path.
+    """
+    try:
+        out_dir.resolve()
+    except (RuntimeError, OSError) as e:  # a loop of symbolic links (RuntimeError before Python 3.13)
+        raise FileRefused(f"{out_dir}: is a loop of symbolic links ({getattr(e, 'strerror', None) or e}); "
+                          "nothing was written", hint="point -o at a folder, or remove the links") from None
+    if out_dir.exists() and not out_dir.is_dir():
+        raise FileRefused(f"{out_dir}: exists and is not a folder; nothing was written")
+
+
 def write_outputs(out_dir: Path, files: list[OutputFile], *, force: bool = False,
                   owners: dict[str, str] | None = None, requested: tuple[str, ...] | None = None) -> WriteReport:
     """Write ``files`` under ``out_dir``, all or nothing; raise ``OutputConflict`` (writing nothing) on edited files.

@@ -43,3 +43,13 @@ def test_doctor_script_nested_past_the_parser_is_a_failed_check_with_json(source
     doc = json.loads(res.stdout)
     (check,) = [c for c in doc["checks"] if c["name"].startswith("script:")]
     assert check["status"] == "fail" and "nested too deeply" in check["message"]
+
+
+@pytest.mark.parametrize("where", ["loop", "a/x"])
+def test_output_at_a_symlink_loop_is_refused_with_exit_1(where, tmp_path):
+    (tmp_path / "loop").symlink_to("loop")
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    res = run_envkit("generate", "-o", where, "--target", "run", cwd=tmp_path)
+    assert res.returncode == 1, res.stderr
+    assert "is a loop of symbolic links" in res.stderr and "Traceback" not in res.stderr

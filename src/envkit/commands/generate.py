@@ -11,7 +11,7 @@ from typing import TextIO
 
 from envkit.errors import UsageError
 from envkit.generation import render_owned, report_warnings
-from envkit.output import write_outputs
+from envkit.output import check_output_folder, write_outputs
 from envkit.plan.envplan import build_plan
 from envkit.profile import load_profile
 from envkit.targets import TARGET_NAMES, required_section
@@ -26,6 +26,7 @@ def run(profile_path: Path | None, out_dir: Path, targets: tuple[str, ...], *, f
             raise UsageError(f"{loaded.source}: --target {target} needs a {section}: section in the profile",
                              hint=f"add a {section}: section to the profile (its keys: docs/profile.md)")
     requested = targets or TARGET_NAMES
+    check_output_folder(out_dir)
     plan = build_plan(loaded, out_dir)
     report_warnings(plan, strict, err, requested)
     files, owners = render_owned(plan, requested)
