@@ -76,7 +76,8 @@ class MergeResult:
 
 
 def decode_config(raw: bytes, source: str) -> Decoded:
-    """Decode UTF-8 (with or without BOM) or UTF-16 (BOM) bytes; anything else is a ProfileError.
+    """Decode UTF-8 (with or without BOM) or UTF-16 (with a BOM, or without one when the text shows it:
+    mostly Latin-1 characters, their NUL bytes on one side) bytes; anything else is a ProfileError.
 
     >>> decode_config(b"\\xff\\xfe[\\x00w\\x00]\\x00\\r\\x00\\n\\x00", "x").encoding
     'utf-16-le'
@@ -87,9 +88,17 @@ def decode_config(raw: bytes, source: str) -> Decoded:
             bom, encoding = mark, enc
             break
     body = raw[len(bom):]
-    if not bom and len(body) >= 2 and len(body) % 2 == 0 and body[1::2].count(0) == len(body) // 2:
-        # UTF-16 LE without a BOM: every ASCII character is followed by a NUL byte.
-        encoding = "utf-16-le"
+    if not bom and b"\x00" in body and len(body) % 2 == 0:
+        # UTF-16 without a BOM (what some Windows tools write): an INI file is mostly ASCII, whose high
+        # byte is NUL, so the NULs fall on odd offsets (little-endian) or even ones (big-endian); it is
+        # that encoding when at least half its characters are Latin-1 and it decodes to no NUL.
+        odd, even = body[1::2].count(0), body[0::2].count(0)
+        candidate = "utf-16-le" if odd > even else "utf-16-be"
+        try:
+            if max(odd, even) * 4 >= len(body) and "\x00" not in body.decode(candidate):
+                encoding = candidate
+        except UnicodeDecodeError:
+            pass
     try:
         text = body.decode(encoding)
     except UnicodeDecodeError as e:
