@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import TextIO
 
-from envkit.errors import ProfileError, UsageError
+from envkit.errors import EnvkitError, ProfileError, UsageError
 from envkit.output import write_backup
 from envkit.safeio import replace_file
 from envkit.lockfile import LOCK_FILE, PLATFORM, header, inputs_digest, lock_path, recorded_hash, requirements_in
@@ -25,6 +25,29 @@ from envkit.plan.image import ImagePlan, image_plan
 from envkit.pythons import image_python
 
 UV_TIMEOUT = 900
+# What uv prints when a request to an index never got an answer (DNS, refused or reset connections,
+# TLS, time-outs), as opposed to an index that answered that no version fits.
+_NETWORK_CAUSES = ("error sending request", "tcp connect error", "dns error", "failed to lookup address",
+                   "connection refused", "connection reset", "timed out", "operation timed out",
+                   "invalid peer certificate", "network is unreachable")
+
+
+class NetworkFailed(EnvkitError):
+    """The package index could not be reached: the environment's fault, not the profile's (exit 1)."""
+
+    exit_code = 1
+
+
+def network_failure(stderr: str) -> bool:
+    """True when uv's output says a request never got an answer.
+
+    >>> network_failure("  cause: tcp connect error\\n  cause: Connection refused (os error 111)")
+    True
+    >>> network_failure("No solution found when resolving dependencies: torch==9.9 not found")
+    False
+    """
+    text = stderr.lower()
+    return any(cause in text for cause in _NETWORK_CAUSES)
 
 
 def uv_command() -> list[str]:
@@ -77,6 +100,11 @@ def run(profile_path: Path | None, *, force: bool, out: TextIO, err: TextIO) -> 
                               text=True, timeout=UV_TIMEOUT, env=env)
         if proc.returncode != 0:
             tail = "\n".join("    " + line for line in proc.stderr.strip().splitlines()[-25:])
+            if network_failure(proc.stderr):
+                raise NetworkFailed(f"{loaded.source}: could not reach the package index, so nothing was locked "
+                                    f"(the pins were not checked); uv says:\n{tail}",
+                                    hint="check the network, the proxy (image.proxy, HTTPS_PROXY) and the index "
+                                         "URLs, then run envkit lock again")
             raise ProfileError(f"{loaded.source}: the profile's packages do not resolve for Python {python} "
                                f"on {PLATFORM}; uv says:\n{tail}",
                                hint="change the pins in image.pip_packages / requirements, or image.torch")
