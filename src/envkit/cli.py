@@ -230,6 +230,8 @@ def _on_sigterm(signum, frame):
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``envkit`` console script and ``python -m envkit``."""
     argv = sys.argv[1:] if argv is None else argv
+    # envkit uses no pydantic plugins: none installed elsewhere may hook into its validation.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     if threading.current_thread() is threading.main_thread():
         # Containers and temporary build folders are removed in `finally` blocks: make SIGTERM
         # unwind through them as Ctrl-C does, instead of killing the process where it stands.

@@ -12,10 +12,10 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 
-from envkit.digest import sha256
 from envkit.pythons import image_python
 from envkit.targets.dockerfile import LOCK_FILE_NAME, torch_extras, torch_requirement
 
@@ -42,7 +42,7 @@ def requirements_in(loaded) -> list[str]:
 def inputs_digest(loaded) -> str:
     """sha256 of what a lock depends on: requirement lines, requirement files' bytes, Python, platform, indexes."""
     image = loaded.profile.image
-    h = sha256()
+    h = hashlib.sha256()
     parts = requirements_in(loaded) + [str(image_python(image)[0]), PLATFORM]
     if image.torch:
         parts += [str(torch_requirement(image.torch)[1]), *image.torch.find_links]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from envkit.profile.typed import ValidationError
+from pydantic import ValidationError
 
 from envkit.profile.model import Run, Ulimit
 from envkit.units import format_cpuset, format_size, format_wsl_size, parse_cpuset, parse_size

@@ -31,13 +31,14 @@ Example:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from envkit.advice.plan import plan
 from envkit.errors import ProfileError
 from envkit.profile.model import Profile
-from envkit.record import record
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class ClusterPlan:
     """The per-node decisions shared by the cluster targets."""
 

@@ -12,12 +12,11 @@ Example:
     (2, 'pyxis', 'default')
 """
 
-# No `from __future__ import annotations`: the models' hints are evaluated once, by Python, at class
-# creation, instead of by typing.get_type_hints at first validation (about 9 ms of every run).
+from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from envkit.profile.typed import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 # An image reference as nodes pull it: [registry[:port]/]path[:tag][@sha256:...] (Docker's grammar, simplified
 # to its alphabet; the engine-level grammar check lives with the other image-name checks).

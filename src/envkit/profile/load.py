@@ -13,18 +13,19 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import typing
+from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import BaseModel, ValidationError
+
 from envkit import __version__
-from envkit.digest import sha256_hex
 from envkit.errors import ProfileError
 from envkit.profile.model import Profile
-from envkit.profile.typed import BaseModel, ValidationError
 from envkit.profile.yamlsrc import _dotted, read_yaml
-from envkit.record import record
 from envkit.safeio import CERT_MAX, PROFILE_MAX, REQUIREMENTS_MAX, read_bounded
 from envkit.units import did_you_mean
 
@@ -61,7 +62,7 @@ _PATTERNS = {
 }
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class LoadedProfile:
     """A validated profile and where it came from (``base_dir`` resolves relative paths)."""
 
@@ -106,7 +107,7 @@ def load_profile_bytes(raw: bytes, source: str, base_dir: Path) -> LoadedProfile
     # Defaults left out: a profile's hash stays the same when a later envkit adds an optional key.
     canonical = json.dumps(profile.model_dump(mode="json", exclude_defaults=True), sort_keys=True,
                            separators=(",", ":"))
-    return LoadedProfile(profile, source, base_dir, sha256_hex(canonical.encode()))
+    return LoadedProfile(profile, source, base_dir, hashlib.sha256(canonical.encode()).hexdigest())
 
 
 def _check_version(data: dict, pos: dict, source: str) -> None:

@@ -354,44 +354,11 @@ def context(ctx: GenContext) -> dict:
 
 
 def harness_bytes() -> bytes:
-    """The harness zipapp, byte-identical for a given harness source tree.
-
-    Built once and then read from envkit's cache, keyed by every harness file's name and bytes
-    (hashing them is far cheaper than zipping and compressing them, which was about a tenth of a
-    generate run); the entry carries its own hash too.
-    """
-    import contextlib
-    import os
-    from pathlib import Path
-
-    from envkit.digest import sha256_hex
-    from envkit.render import cache_dir
-
-    here = Path(__file__).resolve().parent.parent / "harness"
-    with os.scandir(here) as entries:
-        names = sorted(e.name for e in entries if e.name.endswith(".py"))
-    sources = b"".join(name.encode() + b"\0" + (here / name).read_bytes() + b"\0" for name in names)
-    folder = cache_dir("harness")
-    path = folder / f"{sha256_hex(sources)[:32]}.pyz" if folder else None
-    if path is not None:
-        try:
-            stored = path.read_bytes()
-        except OSError:
-            stored = b""
-        # The entry carries its own sha256: a damaged or edited cache file is rebuilt, never shipped.
-        if sha256_hex(stored[64:]).encode() == stored[:64]:
-            return stored[64:]
+    """The harness zipapp, built from envkit's harness sources on every call; byte-identical for a given
+    source tree (envkit.harness.zipapp.zip_bytes), so what ships is always what those sources make."""
     from envkit.harness.zipapp import zip_bytes
 
-    data = zip_bytes()
-    if path is not None:
-        from envkit.errors import EnvkitError
-        from envkit.safeio import replace_file
-
-        # Atomic: a concurrent run reads the whole file or none; a cache that cannot be written is no cache.
-        with contextlib.suppress(OSError, EnvkitError):
-            replace_file(path, sha256_hex(data).encode() + data)
-    return data
+    return zip_bytes()
 
 
 def render(ctx: GenContext) -> list[OutputFile]:

@@ -33,9 +33,9 @@ Example:
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from envkit.advice.clusterplan import ClusterPlan
-from envkit.record import record
 from envkit.targets import GenContext
 from envkit.targets.dockerfile import CHECK_FILE
 
@@ -70,7 +70,7 @@ def object_name(profile_name: str) -> str:
     return name[:NAME_MAX].rstrip("-")
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Volume:
     """A pod volume and its one mount. ``kind``: emptyDir | persistentVolumeClaim | hostPath."""
 
@@ -83,7 +83,7 @@ class Volume:
     path: str | None = None  # hostPath
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Pod:
     name: str
     namespace: str

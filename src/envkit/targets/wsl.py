@@ -17,13 +17,14 @@ Example:
 
 from __future__ import annotations
 
-from envkit.profile.typed import BaseModel
+from dataclasses import dataclass
+
+from pydantic import BaseModel
 
 from envkit.profile.wsl import (
     SIZE_KEYS, WSL2_BACKPORT_BUILDS, WSL2_MIN_BUILD, WSL2_MIN_UBR, WSL_INSTALL_MIN_BUILD, Wsl, WslConf,
     min_windows_build, value_note,
 )
-from envkit.record import record
 from envkit.targets import GenContext, OutputFile
 from envkit.units import format_wsl_size
 from envkit.wslmerge import quote_value
@@ -34,14 +35,14 @@ PS1_BOM = b"\xef\xbb\xbf"
 DEFAULT_DISTRO = "Ubuntu"
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Entry:
     key: str
     value: str          # spelled for the file (escaped, quoted when needed)
     note: str | None    # printed as a comment above the key
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Section:
     name: str
     entries: tuple[Entry, ...]
