@@ -18,6 +18,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from envkit.profile.types import WholeText
+
 # An image reference as nodes pull it: [registry[:port]/]path[:tag][@sha256:...] (Docker's grammar, simplified
 # to its alphabet; the engine-level grammar check lives with the other image-name checks).
 ImageRef = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._/:-]*(@sha256:[0-9a-f]{64})?$", max_length=255)]
@@ -46,7 +48,7 @@ class Toleration(_Section):
     operator: Literal["Equal", "Exists"] | None = Field(None, description="Equal or Exists.")
     value: LabelValue | None = Field(None, description="The taint value (with Equal).")
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = Field(None, description="The taint effect to tolerate.")
-    tolerationSeconds: Annotated[int, Field(ge=0)] | None = Field(None, description="How long a NoExecute taint is tolerated.")
+    tolerationSeconds: Annotated[int, Field(ge=0), WholeText] | None = Field(None, description="How long a NoExecute taint is tolerated.")
 
 
 class ClaimVolume(_Section):
@@ -86,9 +88,9 @@ class Slurm(_Section):
 class Cluster(_Section):
     """Several nodes running the profile's image: ``nodes`` x ``gpus_per_node`` training processes."""
 
-    nodes: Annotated[int, Field(ge=1, le=4096)] = Field(1, description="Nodes (pods, Slurm tasks), each running one torchrun.")
+    nodes: Annotated[int, Field(ge=1, le=4096), WholeText] = Field(1, description="Nodes (pods, Slurm tasks), each running one torchrun.")
     # Required by the cluster targets when run.gpus is "all" or a list of ids (a cluster schedules counts).
-    gpus_per_node: Annotated[int, Field(ge=0, le=64)] | None = Field(None,
+    gpus_per_node: Annotated[int, Field(ge=0, le=64), WholeText] | None = Field(None,
         description="GPUs each node asks for; default: run.gpus as a count; required when run.gpus is all.")
     # What nodes pull; None: the profile's image tag (a local-only tag gets a warning).
     image: ImageRef | None = Field(None, description="What the nodes pull; default: the profile's image tag.")

@@ -21,6 +21,7 @@ from envkit.profile.cluster import Cluster
 from envkit.profile.dockerref import PATH_COMPONENT, check_cpus, check_reference, volume_target_problem
 from envkit.profile.types import (
     AbsPath, Cpuset, DebPackage, EnvName, EnvValue, Name, PipRequirement, PositiveInt, RunEnvValue, RunText, Size,
+    WholeText,
 )
 from envkit.profile.wsl import Wsl
 from envkit.units import ULIMIT_NAMES, did_you_mean, parse_cpuset
@@ -42,9 +43,9 @@ class User(Model):
 
     name: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_-]{0,31}$")] = Field("dev",
         description="The container user's name; root runs as root (warned).")
-    uid: Annotated[int, Field(ge=0, le=2**31 - 1)] = Field(1000,
+    uid: Annotated[int, Field(ge=0, le=2**31 - 1), WholeText] = Field(1000,
         description="The user's uid; an image user already holding it is replaced.")
-    gid: Annotated[int, Field(ge=0, le=2**31 - 1)] = Field(1000, description="The user's gid.")
+    gid: Annotated[int, Field(ge=0, le=2**31 - 1), WholeText] = Field(1000, description="The user's gid.")
 
     @property
     def is_root(self) -> bool:
@@ -139,8 +140,8 @@ class Ulimit(Model):
                    {k: schema.pop(k) for k in list(schema) if k in ("type", "properties", "required",
                                                                        "additionalProperties")}]}))
 
-    soft: Annotated[int, Field(ge=-1, le=2**63 - 1)] = Field(description="The soft limit; -1 is unlimited.")
-    hard: Annotated[int, Field(ge=-1, le=2**63 - 1)] = Field(description="The hard limit; -1 is unlimited.")
+    soft: Annotated[int, Field(ge=-1, le=2**63 - 1), WholeText] = Field(description="The soft limit; -1 is unlimited.")
+    hard: Annotated[int, Field(ge=-1, le=2**63 - 1), WholeText] = Field(description="The hard limit; -1 is unlimited.")
 
     @model_validator(mode="before")
     @classmethod
@@ -169,8 +170,8 @@ def _ulimit_name(name: str) -> str:
 # A key type, so an error points at the misspelt name's own line.
 UlimitName = Annotated[str, AfterValidator(_ulimit_name)]
 
-GpuId = Union[Annotated[int, Field(ge=0, le=1023)], Annotated[str, Field(pattern=r"^(GPU-)?[A-Za-z0-9-]{1,64}$")]]
-GpuSpec = Union[Literal["all", "none"], Annotated[int, Field(ge=1, le=1024)],
+GpuId = Union[Annotated[int, Field(ge=0, le=1023), WholeText], Annotated[str, Field(pattern=r"^(GPU-)?[A-Za-z0-9-]{1,64}$")]]
+GpuSpec = Union[Literal["all", "none"], Annotated[int, Field(ge=1, le=1024), WholeText],
                 Annotated[tuple[GpuId, ...], Field(min_length=1)]]
 
 
@@ -197,7 +198,7 @@ class Run(Model):
     env: dict[EnvName, RunEnvValue] = Field({}, description="Run-time environment; values reach the container literally.")
     # NUMA placement: none, a node id (--cpuset-mems=N; run.cpuset should lie in that node), or auto
     # (the first GPU's node, resolved where the host is visible: envkit doctor and the harness).
-    numa: Literal["auto", "none"] | Annotated[int, Field(ge=0, le=1023)] = Field("none",
+    numa: Literal["auto", "none"] | Annotated[int, Field(ge=0, le=1023), WholeText] = Field("none",
         description="none, a NUMA node id (--cpuset-mems), or auto (the first GPU's node, resolved where the host is visible).")
 
     @field_validator("memory", "shm_size")
@@ -236,11 +237,11 @@ class Run(Model):
 class Loader(Model):
     """The training workload: sizes the settings and drives the harness."""
 
-    num_workers: Annotated[int, Field(ge=0, le=256)] | Literal["auto"] = Field("auto",
+    num_workers: Annotated[int, Field(ge=0, le=256), WholeText] | Literal["auto"] = Field("auto",
         description="DataLoader workers, or auto (CPUs - 1, at least 1, at most 8).")
     batch_size: PositiveInt = Field(32, description="Samples per batch.")
-    sample_shape: Annotated[tuple[Annotated[int, Field(ge=1, le=2**20)], ...], Field(min_length=1, max_length=8)] = Field((3, 224, 224),
-        description="One sample's tensor shape.")
+    sample_shape: Annotated[tuple[Annotated[int, Field(ge=1, le=2**20), WholeText], ...], Field(min_length=1, max_length=8)] = Field(
+        (3, 224, 224), description="One sample's tensor shape.")
     dtype: Dtype = Field("float32", description="The samples' dtype.")
     pin_memory: bool = Field(True, description="Page-locked host buffers for faster host-to-GPU copies.")
     prefetch_factor: PositiveInt = Field(2, description="Batches in flight per worker.")

@@ -18,7 +18,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from envkit.profile.types import Size
+from envkit.profile.types import Size, WholeText
 
 NetworkingMode = Literal["nat", "none", "bridged", "mirrored", "virtioproxy"]
 WIN11 = "Windows 11 only"
@@ -117,7 +117,7 @@ class WslExperimental(_Section):
         description="With dnsTunneling: strip unknown records from DNS answers instead of failing.")
     dnsTunnelingIpAddress: Annotated[str, Field(pattern=r"^\d{1,3}(\.\d{1,3}){3}$")] | None = Field(None,
         description="The nameserver address the distribution uses with dnsTunneling.")
-    initialAutoProxyTimeout: Annotated[int, Field(ge=0)] | None = Field(None,
+    initialAutoProxyTimeout: Annotated[int, Field(ge=0), WholeText] | None = Field(None,
         description="Milliseconds to wait for Windows' proxy settings at start (autoProxy).")
     ignoredPorts: Annotated[str, Field(pattern=r"^\d{1,5}(,\d{1,5})*$")] | None = Field(None,
         description="Ports Linux may bind even when Windows uses them, e.g. \"3000,9000\"; mirrored networking only.")
@@ -188,16 +188,16 @@ class Wsl(_Section):
     kernelModules: WindowsPath | None = Field(None, description="A custom kernel modules VHD (Windows path).")
     kernelCommandLine: OneLine | None = Field(None, description="Kernel arguments.")
     memory: Size | None = Field(None, description="VM memory (default: 50% of RAM); must hold the container's run.memory plus headroom.")
-    processors: Annotated[int, Field(ge=1, le=1024)] | None = Field(None, description="VM processors (default: all).")
+    processors: Annotated[int, Field(ge=1, le=1024), WholeText] | None = Field(None, description="VM processors (default: all).")
     localhostForwarding: bool | None = Field(None, description="Forward the VM's localhost ports to Windows (NAT networking).")
     safeMode: bool | None = Field(None, description="Start WSL with many features off, for recovery; Windows 11.")
     swap: Size | None = Field(None, description="Swap size (default: 25% of memory); 0 disables swap.")
     swapFile: WindowsPath | None = Field(None, description="The swap VHD's location (Windows path).")
     guiApplications: bool | None = Field(None, description="WSLg: Linux GUI applications.")
     debugConsole: bool | None = Field(None, description="Show a dmesg console at start; Windows 11.")
-    maxCrashDumpCount: Annotated[int, Field(ge=-1)] | None = Field(None, description="Crash dumps kept.")
+    maxCrashDumpCount: Annotated[int, Field(ge=-1), WholeText] | None = Field(None, description="Crash dumps kept.")
     nestedVirtualization: bool | None = Field(None, description="Let the VM run other VMs; Windows 11.")
-    vmIdleTimeout: Annotated[int, Field(ge=0)] | None = Field(None,
+    vmIdleTimeout: Annotated[int, Field(ge=0), WholeText] | None = Field(None,
         description="Milliseconds the VM stays idle before it shuts down; Windows 11.")
     dnsProxy: bool | None = Field(None, description="The VM's DNS is forwarded through Windows; NAT networking only.")
     networkingMode: NetworkingMode | None = Field(None,
