@@ -12,10 +12,10 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 
-from envkit.digest import sha256
 from envkit.plan.image import ImagePlan
 from envkit.plan.paths import LOCK_FILE_NAME
 from envkit.pythons import image_python
@@ -43,7 +43,7 @@ def requirements_in(loaded, plan: ImagePlan) -> list[str]:
 def inputs_digest(loaded, plan: ImagePlan) -> str:
     """sha256 of what a lock depends on: requirement lines, requirement files' bytes, Python, platform, indexes."""
     image = loaded.profile.image
-    h = sha256()
+    h = hashlib.sha256()
     data = {f"-r {loaded.resolve(f.source)}": f.data for f in plan.requirements}
     parts = requirements_in(loaded, plan) + [str(image_python(image)[0]), PLATFORM]
     if image.torch:

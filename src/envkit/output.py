@@ -13,18 +13,18 @@ Example:
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import signal
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from envkit.digest import sha256_hex
 from envkit.errors import EnvkitError, OutputConflict
-from envkit.record import field, record
 from envkit.safeio import FileRefused, read_bounded, replace_file, stage_file, write_target
 from envkit.targets import OutputFile
 
@@ -34,7 +34,7 @@ BACKUP_MAX = 64 * 1024 * 1024
 STAGING_PREFIX = ".envkit-staging-"
 
 
-@record
+@dataclass
 class WriteReport:
     written: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
@@ -44,7 +44,7 @@ class WriteReport:
 
 
 def sha256(data: bytes) -> str:
-    return sha256_hex(data)
+    return hashlib.sha256(data).hexdigest()
 
 
 def _read_manifest(out_dir: Path) -> tuple[dict[str, str], dict[str, str]]:

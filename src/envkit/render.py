@@ -1,9 +1,9 @@
-"""The one template environment factory (envkit.templating: Jinja2's language, strict, no autoescape),
-with the shell, PowerShell, Dockerfile, YAML and JSON quoting filters.
+"""The one Jinja2 environment factory: StrictUndefined, no autoescape, no bytecode cache, with the
+shell, PowerShell, Dockerfile, YAML and JSON quoting filters.
 
 Templates hold syntax only; they loop and branch over contexts that target
 modules build from the typed profile. A missing context key is an error, never
-an empty string.
+an empty string (StrictUndefined).
 
 Example:
     >>> env = make_env()
@@ -14,13 +14,13 @@ Example:
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 from pathlib import Path
 
+import jinja2
+
 from envkit import __version__
-from envkit.templating import Environment
 
 
 def templates_dir() -> Path:
@@ -71,7 +71,6 @@ def _dockerfile_str(value: object) -> str:
 
 # What a YAML reader takes raw (its printable set, less what it reads as a line break or byte-order mark:
 # NEL, U+2028, U+2029, U+FEFF); JSON with ensure_ascii=False leaves the rest raw, so they are escaped here.
-# Ranges, not a regular expression: compiling that character class cost ~8 ms of every Kubernetes run.
 YAML_RAW_SAFE = ((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x7E), (0xA0, 0x2027), (0x202A, 0xD7FF), (0xE000, 0xFEFE),
                  (0xFF00, 0xFFFD), (0x10000, 0x10FFFF))
 
@@ -94,28 +93,24 @@ def _yaml_scalar(value: object) -> str:
     return "".join(ch if _yaml_safe(ch) else f"\\u{ord(ch):04x}" for ch in text)
 
 
-def cache_dir(kind: str) -> Path | None:
-    """envkit's cache folder for ``kind`` (compiled templates, the harness zipapp): work a CLI run can skip.
+def make_env(directory: Path | None = None) -> jinja2.Environment:
+    """A fresh environment over ``directory`` (default: envkit's templates).
 
-    Entries are keyed by what they are built from, never trusted on name alone. Set ENVKIT_NO_CACHE=1 to
-    disable; an unwritable cache folder just means no cache.
+    No bytecode cache: every template is compiled from its source in this process.
     """
-    if os.environ.get("ENVKIT_NO_CACHE"):
-        return None
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "envkit" / f"{kind}-{__version__}"
-    try:
-        base.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return None
-    return base
-
-
-def make_env(directory: Path | None = None) -> Environment:
-    """A fresh environment over ``directory`` (default: envkit's templates)."""
-    return Environment(
-        directory or templates_dir(),
-        cache_dir=cache_dir("templates"),
-        filters={"shquote": lambda v: shlex.quote(str(v)), "psquote": _ps_quote, "to_yaml": _to_yaml,
-                 "to_json": _to_json, "dockerfile_str": _dockerfile_str, "yamlstr": _yaml_scalar},
-        globals={"envkit_version": __version__},
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(directory or templates_dir())),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
     )
+    env.filters["shquote"] = lambda v: shlex.quote(str(v))
+    env.filters["psquote"] = _ps_quote
+    env.filters["to_yaml"] = _to_yaml
+    env.filters["to_json"] = _to_json
+    env.filters["dockerfile_str"] = _dockerfile_str
+    env.filters["yamlstr"] = _yaml_scalar
+    env.globals["envkit_version"] = __version__
+    return env

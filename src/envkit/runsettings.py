@@ -17,12 +17,13 @@ Example:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from envkit.harness.sizing import DOCKER_DEFAULT_SHM as DEFAULT_SHM
 from envkit.profile.model import Profile
-from envkit.record import record
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Ulimit:
     name: str
     soft: int
@@ -33,7 +34,7 @@ class Ulimit:
         return f"{self.name}={self.soft}" if self.soft == self.hard else f"{self.name}={self.soft}:{self.hard}"
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Volume:
     """A bind mount; ``source`` is absolute or relative to the profile's folder."""
 
@@ -47,7 +48,7 @@ class Volume:
         return not self.source.startswith("/")
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class RunSettings:
     """Every run-time setting, decided. ``None`` means "leave Docker's default"."""
 

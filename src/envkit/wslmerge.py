@@ -33,10 +33,10 @@ Example:
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Iterable
 
 from envkit.errors import ProfileError
-from envkit.record import record
 from envkit.units import parse_size
 
 _SECTION_RE = re.compile(r"^(\s*)\[([A-Za-z][A-Za-z0-9]*)\](\s*(?:#.*)?)$")
@@ -44,7 +44,7 @@ _KEY_RE = re.compile(r"^(\s*)([A-Za-z][A-Za-z0-9]*)(\s*=[ \t]*)(.*)$")
 _BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Decoded:
     """A config file's text and how it was stored (so it can be written back the same way)."""
 
@@ -54,7 +54,7 @@ class Decoded:
     newline: str = "\r\n"
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Change:
     """One key set: ``old`` is None when the key was added."""
 
@@ -69,7 +69,7 @@ class Change:
         return f"[{self.section}] {self.key}: {self.old} -> {self.new}"
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class MergeResult:
     text: str
     changes: tuple[Change, ...]
@@ -171,7 +171,7 @@ def _same(old: str, new: str) -> bool:
         return False
 
 
-@record
+@dataclass
 class _Line:
     text: str            # without its line ending
     ending: str          # "\r\n", "\n", "\r" or "" (last line)

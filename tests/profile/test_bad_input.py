@@ -57,6 +57,9 @@ def test_structural_errors(text, expected):
         ("wsl:\n  memmory: 8GB\n", "p.yaml:6:3: wsl.memmory", "did you mean 'memory'?"),
         ("wsl:\n  experimental: {sparseVHD: true}\n", "p.yaml:6:18: wsl.experimental.sparseVHD", "did you mean 'sparseVhd'?"),
         ("wsl:\n  networkingMode: mirror\n", "p.yaml:6:3: wsl.networkingMode", "did you mean 'mirrored'?"),
+        ("loader:\n  batch_size: '0-3'\n", "p.yaml:6:3: loader.batch_size", "expected a whole number, got '0-3'"),
+        ("run:\n  ulimits: {nofile: {soft: '0-0', hard: 5}}\n", "p.yaml:6:22: run.ulimits.nofile.soft",
+         "expected a whole number, got '0-0'"),
     ],
 )
 def test_located_errors_with_did_you_mean(snippet, location, expected):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from envkit.profile.typed import ValidationError
+from pydantic import ValidationError
 
 from envkit.profile.model import Run, Ulimit
 from envkit.units import format_cpuset, format_size, format_wsl_size, parse_cpuset, parse_size
@@ -84,3 +84,12 @@ def test_ulimit_names_and_unlimited():
     assert run.ulimits["memlock"].soft == -1
     with pytest.raises(ValidationError, match="did you mean 'nofile'"):
         Run.model_validate({"ulimits": {"nofiles": 1}})
+
+
+@pytest.mark.parametrize("text", ["0-3", "0-0", "00-1", "1 - 2", "0+3"])
+def test_text_with_a_sign_after_a_digit_is_no_whole_number(text):
+    """pydantic-core alone reads "0-3" as -3 and "0-0" as 0; a profile's whole numbers refuse such text."""
+    with pytest.raises(ValidationError) as e:
+        Ulimit.model_validate({"soft": text, "hard": 5})
+    assert e.value.errors()[0]["type"] == "int_parsing"
+    assert Ulimit.model_validate({"soft": " 3 ", "hard": "+5"}) == Ulimit(soft=3, hard=5)

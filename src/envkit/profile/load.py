@@ -13,19 +13,20 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import typing
+from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import BaseModel, ValidationError
+
 from envkit import __version__
-from envkit.digest import sha256_hex
 from envkit.errors import ProfileError
 from envkit.plan.paths import LOCK_FILE_NAME
 from envkit.profile.model import Profile
-from envkit.profile.typed import BaseModel, ValidationError
 from envkit.profile.yamlsrc import _dotted, read_yaml
-from envkit.record import record
 from envkit.safeio import CERT_MAX, PROFILE_MAX, REQUIREMENTS_MAX, read_bounded
 from envkit.units import did_you_mean
 
@@ -62,7 +63,7 @@ _PATTERNS = {
 }
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class LoadedProfile:
     """A validated profile and where it came from (``base_dir`` resolves relative paths)."""
 
@@ -87,7 +88,7 @@ class LoadedProfile:
 
 def default_profile_text() -> str:
     """The embedded default profile, comments included (what ``envkit init`` writes)."""
-    # A plain file beside this module (the wheel installs it there); importlib.resources cost ~5 ms to import.
+    # A plain file beside this module (the wheel installs it there).
     return (Path(__file__).resolve().parent / "default.yaml").read_text(encoding="utf-8")
 
 
@@ -118,7 +119,7 @@ def load_profile_bytes(raw: bytes, source: str, base_dir: Path) -> LoadedProfile
     # Defaults left out: a profile's hash stays the same when a later envkit adds an optional key.
     canonical = json.dumps(profile.model_dump(mode="json", exclude_defaults=True), sort_keys=True,
                            separators=(",", ":"))
-    return LoadedProfile(profile, source, base_dir, sha256_hex(canonical.encode()), inputs, lock, note)
+    return LoadedProfile(profile, source, base_dir, hashlib.sha256(canonical.encode()).hexdigest(), inputs, lock, note)
 
 
 def _read_lock(base_dir: Path) -> bytes | None:

@@ -10,18 +10,18 @@ Example:
     ('private', 'dev')
 """
 
-# No `from __future__ import annotations`: the models' hints are evaluated once, by Python, at class
-# creation, instead of by typing.get_type_hints at first validation (about 9 ms of every run).
+from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Literal, Union
 
-from envkit.profile.typed import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from envkit.harness.sizing import DTYPE_ITEMSIZE, MAX_WORKERS, batch_bytes
 from envkit.profile.cluster import Cluster
 from envkit.profile.dockerref import PATH_COMPONENT, check_cpus, check_reference, volume_target_problem
 from envkit.profile.types import (
     AbsPath, Cpuset, DebPackage, EnvName, EnvValue, Name, PipRequirement, PositiveInt, RunEnvValue, RunText, Size,
+    WholeText,
 )
 from envkit.profile.wsl import Wsl
 from envkit.units import ULIMIT_NAMES, did_you_mean, parse_cpuset
@@ -41,9 +41,11 @@ class Model(BaseModel):
 class User(Model):
     """The container user. Non-root by default; match uid/gid to the host for bind mounts."""
 
-    name: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_-]{0,31}$")] = "dev"
-    uid: Annotated[int, Field(ge=0, le=2**31 - 1)] = 1000
-    gid: Annotated[int, Field(ge=0, le=2**31 - 1)] = 1000
+    name: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_-]{0,31}$")] = Field("dev",
+        description="The container user's name; root runs as root (warned).")
+    uid: Annotated[int, Field(ge=0, le=2**31 - 1), WholeText] = Field(1000,
+        description="The user's uid; an image user already holding it is replaced.")
+    gid: Annotated[int, Field(ge=0, le=2**31 - 1), WholeText] = Field(1000, description="The user's gid.")
 
     @property
     def is_root(self) -> bool:
@@ -53,10 +55,13 @@ class User(Model):
 class Torch(Model):
     """Which PyTorch wheel to install and from where."""
 
-    version: Annotated[str, Field(pattern=r"^\d+\.\d+(\.\d+)?$")]
-    variant: Annotated[str, Field(pattern=r"^(cpu|cu\d{3}|rocm\d+\.\d+(\.\d+)?)$")] = "cpu"
-    index_url: Annotated[str, Field(pattern=r"^(https?|file)://\S+$")] | None = None
-    find_links: tuple[str, ...] = ()
+    version: Annotated[str, Field(pattern=r"^\d+\.\d+(\.\d+)?$")] = Field(description="The PyTorch release, e.g. \"2.5.1\".")
+    variant: Annotated[str, Field(pattern=r"^(cpu|cu\d{3}|rocm\d+\.\d+(\.\d+)?)$")] = Field("cpu",
+        description="cpu, cuXYZ or rocmX.Y: selects https://download.pytorch.org/whl/<variant>.")
+    index_url: Annotated[str, Field(pattern=r"^(https?|file)://\S+$")] | None = Field(None,
+        description="An index to install torch from instead of PyTorch's (e.g. a corporate mirror).")
+    find_links: tuple[str, ...] = Field((),
+        description="Local wheelhouse folders (offline builds), relative to the profile; torch is then pinned as version+variant.")
 
     @property
     def is_cuda(self) -> bool:
@@ -66,44 +71,53 @@ class Torch(Model):
 class Proxy(Model):
     """Proxy settings, applied to the build (as build args, not baked into the image) and the run."""
 
-    http: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]+$"), RunText] | None = None
-    https: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]+$"), RunText] | None = None
-    no_proxy: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]*$"), RunText] | None = None
+    http: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]+$"), RunText] | None = Field(None,
+        description="http_proxy / HTTP_PROXY, for the build (as a build argument) and the run.")
+    https: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]+$"), RunText] | None = Field(None,
+        description="https_proxy / HTTPS_PROXY, for the build (as a build argument) and the run.")
+    no_proxy: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]*$"), RunText] | None = Field(None,
+        description="no_proxy / NO_PROXY, for the build (as a build argument) and the run.")
 
 
 class Image(Model):
     """What goes into the image (build-time settings)."""
 
-    base: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._/:@-]*$", max_length=255)]
-    digest: Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")] | None = None
-    tag: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$")] | None = None
+    base: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._/:@-]*$", max_length=255)] = Field(
+        description="The Debian/Ubuntu-family base image (envkit installs with apt-get); no digest here.")
+    digest: Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")] | None = Field(None, description="Pins the base: FROM base@digest.")
+    tag: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$")] | None = Field(None,
+        description="The image's tag; default envkit/<name>:latest.")
     # The base's Python ("3.12"); when left out, the base's name implies it (python:3.12-slim, *bookworm*)
     # or nothing is known until the build. Checked against torch's wheels at load, and in the image by build.
-    python: Annotated[str, Field(pattern=r"^3\.\d{1,2}$")] | None = None
-    system_packages: tuple[DebPackage, ...] = ()
-    pip_packages: tuple[PipRequirement, ...] = ()
-    torch: Torch | None = None
-    user: User = User()
-    env: dict[EnvName, EnvValue] = {}
-    ca_certificates: tuple[str, ...] = ()
-    proxy: Proxy | None = None
-    workdir: AbsPath = "/workspace"
-    # uv installs torch several times faster than pip (issue 13); pip stays for indexes or
+    python: Annotated[str, Field(pattern=r"^3\.\d{1,2}$")] | None = Field(None,
+        description="The base's Python, e.g. \"3.12\"; default: what image.base names.")
+    system_packages: tuple[DebPackage, ...] = Field((), description="Debian packages, installed with --no-install-recommends.")
+    pip_packages: tuple[PipRequirement, ...] = Field((), description="pip requirements, installed after torch in the image's venv.")
+    torch: Torch | None = Field(None, description="Which PyTorch to install; omit for none.")
+    user: User = Field(User(), description="The image's non-root user.")
+    env: dict[EnvName, EnvValue] = Field({}, description="ENV in the image.")
+    ca_certificates: tuple[str, ...] = Field((),
+        description="PEM files (relative to the profile) installed as trusted CAs before any download.")
+    proxy: Proxy | None = Field(None, description="Proxy settings: build arguments (never baked into the image) and run-time environment.")
+    workdir: AbsPath = Field("/workspace", description="The working directory, owned by the user.")
+    # uv installs torch several times faster than pip; pip stays for indexes or
     # tooling uv does not handle. Both read the same find_links, index, proxy and CA settings.
-    installer: Literal["uv", "pip"] = "uv"
+    installer: Literal["uv", "pip"] = Field("uv", description="What installs torch, requirements and pip_packages.")
     # True when the image compiles CUDA extensions and so needs a nvidia/cuda:*-devel base (nvcc,
     # headers). Without it, a nvidia/cuda base next to a CUDA torch wheel is warned about: the
     # wheel brings its own CUDA libraries, so the base's copy is dead weight.
-    cuda_devel: bool = False
+    cuda_devel: bool = Field(False, description="The image compiles CUDA extensions, so its base is a nvidia/cuda:*-devel image.")
     # A team's own requirement files (relative to the profile), installed as they are after torch and
     # constrained to it; a file with hashes is installed with --require-hashes.
-    requirements: tuple[Annotated[str, Field(pattern=r"^[^\x00-\x1f]+$")], ...] = ()
+    requirements: tuple[Annotated[str, Field(pattern=r"^[^\x00-\x1f]+$")], ...] = Field((),
+        description="Requirement files (relative to the profile) installed as they are, after torch and constrained to it.")
     # The profile's folder copied into image.workdir as the image's last layers (a cluster node pulls the
     # image and needs the code in it). Default: on when the profile has a cluster section, else off
     # (a workstation bind-mounts the folder). See Profile.copies_project.
-    copy_project: bool | None = None
+    copy_project: bool | None = Field(None,
+        description="Copy the profile's folder into image.workdir; default: true with a cluster section, else false.")
     # `pip install --no-deps .` of the copied project (it needs a pyproject.toml or setup.py).
-    install_project: bool = False
+    install_project: bool = Field(False, description="pip install --no-deps the copied project (needs its pyproject.toml or setup.py).")
 
     @field_validator("base")
     @classmethod
@@ -126,8 +140,8 @@ class Ulimit(Model):
                    {k: schema.pop(k) for k in list(schema) if k in ("type", "properties", "required",
                                                                        "additionalProperties")}]}))
 
-    soft: Annotated[int, Field(ge=-1, le=2**63 - 1)]
-    hard: Annotated[int, Field(ge=-1, le=2**63 - 1)]
+    soft: Annotated[int, Field(ge=-1, le=2**63 - 1), WholeText] = Field(description="The soft limit; -1 is unlimited.")
+    hard: Annotated[int, Field(ge=-1, le=2**63 - 1), WholeText] = Field(description="The hard limit; -1 is unlimited.")
 
     @model_validator(mode="before")
     @classmethod
@@ -156,8 +170,8 @@ def _ulimit_name(name: str) -> str:
 # A key type, so an error points at the misspelt name's own line.
 UlimitName = Annotated[str, AfterValidator(_ulimit_name)]
 
-GpuId = Union[Annotated[int, Field(ge=0, le=1023)], Annotated[str, Field(pattern=r"^(GPU-)?[A-Za-z0-9-]{1,64}$")]]
-GpuSpec = Union[Literal["all", "none"], Annotated[int, Field(ge=1, le=1024)],
+GpuId = Union[Annotated[int, Field(ge=0, le=1023), WholeText], Annotated[str, Field(pattern=r"^(GPU-)?[A-Za-z0-9-]{1,64}$")]]
+GpuSpec = Union[Literal["all", "none"], Annotated[int, Field(ge=1, le=1024), WholeText],
                 Annotated[tuple[GpuId, ...], Field(min_length=1)]]
 
 
@@ -168,19 +182,24 @@ _VOLUME_PATTERN = r"^[^:~\x00-\x1f]([^:\x00-\x1f]*):/[A-Za-z0-9._/+-]*(:(ro|rw|z
 class Run(Model):
     """How the container runs (run-time settings: flags, compose, devcontainer, SDK)."""
 
-    shm_size: Size | None = None
-    ipc: Literal["private", "shareable", "host"] = "private"
-    cpuset: Cpuset | None = None
-    cpus: Annotated[float, Field(gt=0, le=4096), AfterValidator(check_cpus)] | None = None
-    memory: Size | None = None
-    gpus: GpuSpec = "none"
-    ulimits: Annotated[dict[UlimitName, Ulimit], Field(json_schema_extra={"propertyNames": {"enum": list(ULIMIT_NAMES)}})] = {}
-    mount_project: bool = True
-    volumes: tuple[Annotated[str, Field(pattern=_VOLUME_PATTERN), RunText], ...] = ()
-    env: dict[EnvName, RunEnvValue] = {}
+    shm_size: Size | None = Field(None, description="/dev/shm, where DataLoader workers hand batches over; Docker's default is 64 MB.")
+    ipc: Literal["private", "shareable", "host"] = Field("private",
+        description="IPC namespace; host shares the host's and makes shm_size moot.")
+    cpuset: Cpuset | None = Field(None, description="--cpuset-cpus; torch's worker bound sees it.")
+    cpus: Annotated[float, Field(gt=0, le=4096), AfterValidator(check_cpus)] | None = Field(None,
+        description="CFS quota (--cpus); torch does not see it, the harness does.")
+    memory: Size | None = Field(None, description="--memory; shm pages count against it.")
+    gpus: GpuSpec = Field("none", description="all, none, a count, or a list of GPU ids (--gpus).")
+    ulimits: Annotated[dict[UlimitName, Ulimit], Field(json_schema_extra={"propertyNames": {"enum": list(ULIMIT_NAMES)}})] = Field({},
+        description="ulimit name -> limit: an int (soft = hard), unlimited, or {soft, hard}; -1 is unlimited.")
+    mount_project: bool = Field(True, description="Bind-mount the profile's folder at image.workdir.")
+    volumes: tuple[Annotated[str, Field(pattern=_VOLUME_PATTERN), RunText], ...] = Field((),
+        description="Bind mounts HOST:/CONTAINER[:ro|rw]; HOST absolute or relative to the profile, not ~.")
+    env: dict[EnvName, RunEnvValue] = Field({}, description="Run-time environment; values reach the container literally.")
     # NUMA placement: none, a node id (--cpuset-mems=N; run.cpuset should lie in that node), or auto
     # (the first GPU's node, resolved where the host is visible: envkit doctor and the harness).
-    numa: Literal["auto", "none"] | Annotated[int, Field(ge=0, le=1023)] = "none"
+    numa: Literal["auto", "none"] | Annotated[int, Field(ge=0, le=1023), WholeText] = Field("none",
+        description="none, a NUMA node id (--cpuset-mems), or auto (the first GPU's node, resolved where the host is visible).")
 
     @field_validator("memory", "shm_size")
     @classmethod
@@ -218,14 +237,16 @@ class Run(Model):
 class Loader(Model):
     """The training workload: sizes the settings and drives the harness."""
 
-    num_workers: Annotated[int, Field(ge=0, le=MAX_WORKERS)] | Literal["auto"] = "auto"
-    batch_size: PositiveInt = 32
-    sample_shape: Annotated[tuple[Annotated[int, Field(ge=1, le=2**20)], ...], Field(min_length=1, max_length=8)] = (3, 224, 224)
-    dtype: Dtype = "float32"
-    pin_memory: bool = True
-    prefetch_factor: PositiveInt = 2
-    persistent_workers: bool = True
-    start_method: Literal["fork", "spawn", "forkserver"] = "fork"
+    num_workers: Annotated[int, Field(ge=0, le=MAX_WORKERS), WholeText] | Literal["auto"] = Field("auto",
+        description="DataLoader workers, or auto (CPUs - 1, at least 1, at most 8).")
+    batch_size: PositiveInt = Field(32, description="Samples per batch.")
+    sample_shape: Annotated[tuple[Annotated[int, Field(ge=1, le=2**20), WholeText], ...], Field(min_length=1, max_length=8)] = Field(
+        (3, 224, 224), description="One sample's tensor shape.")
+    dtype: Dtype = Field("float32", description="The samples' dtype.")
+    pin_memory: bool = Field(True, description="Page-locked host buffers for faster host-to-GPU copies.")
+    prefetch_factor: PositiveInt = Field(2, description="Batches in flight per worker.")
+    persistent_workers: bool = Field(True, description="Keep workers between epochs.")
+    start_method: Literal["fork", "spawn", "forkserver"] = Field("fork", description="Worker start method (Windows and macOS use spawn).")
 
     @model_validator(mode="after")
     def _batch_fits_a_machine(self):
@@ -238,13 +259,13 @@ class Loader(Model):
 class Profile(Model):
     """A whole profile, ``envkit: 1``."""
 
-    envkit: Literal[1]
-    name: Name
-    image: Image
-    run: Run = Run()
-    loader: Loader = Loader()
-    wsl: Wsl | None = None
-    cluster: Cluster | None = None
+    envkit: Literal[1] = Field(description="The profile format version.")
+    name: Name = Field(description="The profile's name: compose project and service name, and the default image envkit/<name>.")
+    image: Image = Field(description="What goes into the image (build-time settings).")
+    run: Run = Field(Run(), description="How the container runs (run-time settings).")
+    loader: Loader = Field(Loader(), description="The training workload: sizes the settings and drives the harness.")
+    wsl: Wsl | None = Field(None, description=".wslconfig [wsl2] keys as Microsoft documents them, plus experimental and wsl_conf.")
+    cluster: Cluster | None = Field(None, description="The same environment on several nodes (the cluster targets).")
 
     @field_validator("name")
     @classmethod

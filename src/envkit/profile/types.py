@@ -4,18 +4,18 @@ Each type parses user syntax once, at the edge, into a canonical value, and
 publishes a JSON Schema fragment so editors can complete and check profiles.
 
 Example:
-    >>> from envkit.profile.typed import TypeAdapter
+    >>> from pydantic import TypeAdapter
     >>> TypeAdapter(Size).validate_python("8GB")
     8589934592
 """
 
-# No `from __future__ import annotations`: the models' hints are evaluated once, by Python, at class
-# creation, instead of by typing.get_type_hints at first validation (about 9 ms of every run).
+from __future__ import annotations
 
 import re
 from typing import Annotated
 
-from envkit.profile.typed import AfterValidator, BeforeValidator, Field, StringConstraints, WithJsonSchema
+from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints, WithJsonSchema
+from pydantic_core import PydanticKnownError
 
 from envkit.profile.dockerref import check_size
 from envkit.units import format_cpuset, parse_cpuset, parse_size
@@ -98,4 +98,27 @@ PipRequirement = Annotated[
         pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]+\])?(\s*(==|!=|<=|>=|<|>|~=)\s*[A-Za-z0-9.*+!-]+\s*,?)*$"
     ),
 ]
-PositiveInt = Annotated[int, Field(ge=1)]
+# A sign after a digit: pydantic-core reads text such as "0-3" as -3 and "0-0" as 0.
+_SIGN_AFTER_DIGIT = re.compile(r"[0-9]\s*[-+]")
+
+
+def _whole_number_text(value: object) -> object:
+    """``value`` unchanged, unless it is text that is no whole number although pydantic would read it as one.
+
+    >>> _whole_number_text("12"), _whole_number_text(3)
+    ('12', 3)
+    >>> _whole_number_text("0-3")
+    Traceback (most recent call last):
+    ...
+    pydantic_core._pydantic_core.PydanticKnownError: Input should be a valid integer, unable to parse string as an integer
+    """
+    if isinstance(value, str) and _SIGN_AFTER_DIGIT.search(value):
+        raise PydanticKnownError("int_parsing")
+    return value
+
+
+# After an int's constraints (Annotated[int, Field(ge=0), WholeText]), so they stay in its JSON Schema.
+WholeText = BeforeValidator(_whole_number_text)
+"""For an int: text is refused unless it reads as one number (``"0-3"``: a whole number is expected)."""
+
+PositiveInt = Annotated[int, Field(ge=1), WholeText]

@@ -11,15 +11,14 @@ Example:
     17179869184
 """
 
-# No `from __future__ import annotations`: the models' hints are evaluated once, by Python, at class
-# creation, instead of by typing.get_type_hints at first validation (about 9 ms of every run).
+from __future__ import annotations
 
 import re
 from typing import Annotated, Literal
 
-from envkit.profile.typed import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from envkit.profile.types import Size
+from envkit.profile.types import Size, WholeText
 
 NetworkingMode = Literal["nat", "none", "bridged", "mirrored", "virtioproxy"]
 WIN11 = "Windows 11 only"
@@ -111,90 +110,101 @@ class _Section(BaseModel):
 class WslExperimental(_Section):
     """``[experimental]`` of .wslconfig."""
 
-    autoMemoryReclaim: Literal["disabled", "gradual", "dropCache"] | None = None
-    sparseVhd: bool | None = None
-    bestEffortDnsParsing: bool | None = None
-    dnsTunnelingIpAddress: Annotated[str, Field(pattern=r"^\d{1,3}(\.\d{1,3}){3}$")] | None = None
-    initialAutoProxyTimeout: Annotated[int, Field(ge=0)] | None = None
-    ignoredPorts: Annotated[str, Field(pattern=r"^\d{1,5}(,\d{1,5})*$")] | None = None
-    hostAddressLoopback: bool | None = None
+    autoMemoryReclaim: Literal["disabled", "gradual", "dropCache"] | None = Field(None,
+        description="Return VM memory to Windows; gradual broke Docker in the distribution on WSL 2.0.0.")
+    sparseVhd: bool | None = Field(None, description="New VHDs are sparse.")
+    bestEffortDnsParsing: bool | None = Field(None,
+        description="With dnsTunneling: strip unknown records from DNS answers instead of failing.")
+    dnsTunnelingIpAddress: Annotated[str, Field(pattern=r"^\d{1,3}(\.\d{1,3}){3}$")] | None = Field(None,
+        description="The nameserver address the distribution uses with dnsTunneling.")
+    initialAutoProxyTimeout: Annotated[int, Field(ge=0), WholeText] | None = Field(None,
+        description="Milliseconds to wait for Windows' proxy settings at start (autoProxy).")
+    ignoredPorts: Annotated[str, Field(pattern=r"^\d{1,5}(,\d{1,5})*$")] | None = Field(None,
+        description="Ports Linux may bind even when Windows uses them, e.g. \"3000,9000\"; mirrored networking only.")
+    hostAddressLoopback: bool | None = Field(None,
+        description="The host and the VM reach each other by the host's IP addresses; mirrored networking only.")
     # Older WSL releases read these under [experimental]; WSL's parser still accepts them there.
-    networkingMode: NetworkingMode | None = None
-    dnsTunneling: bool | None = None
-    firewall: bool | None = None
-    autoProxy: bool | None = None
+    networkingMode: NetworkingMode | None = Field(None, description="As networkingMode in [wsl2], for older WSL releases.")
+    dnsTunneling: bool | None = Field(None, description="As dnsTunneling in [wsl2], for older WSL releases.")
+    firewall: bool | None = Field(None, description="As firewall in [wsl2], for older WSL releases.")
+    autoProxy: bool | None = Field(None, description="As autoProxy in [wsl2], for older WSL releases.")
 
 
 class WslConfBoot(_Section):
-    systemd: bool | None = None
-    command: OneLine | None = None
-    protectBinfmt: bool | None = None
+    systemd: bool | None = Field(None, description="Run systemd in the distribution.")
+    command: OneLine | None = Field(None, description="A command run as root when the distribution starts.")
+    protectBinfmt: bool | None = Field(None, description="Keep systemd from changing WSL's binfmt registrations.")
 
 
 class WslConfAutomount(_Section):
-    enabled: bool | None = None
-    mountFsTab: bool | None = None
-    root: Annotated[str, Field(pattern=r"^/\S*$")] | None = None
-    options: Annotated[str, Field(pattern=r"^[A-Za-z0-9=,_-]+$")] | None = None
+    enabled: bool | None = Field(None, description="Mount Windows drives under root.")
+    mountFsTab: bool | None = Field(None, description="Mount /etc/fstab's entries at start.")
+    root: Annotated[str, Field(pattern=r"^/\S*$")] | None = Field(None, description="Where Windows drives are mounted, e.g. /mnt/.")
+    options: Annotated[str, Field(pattern=r"^[A-Za-z0-9=,_-]+$")] | None = Field(None,
+        description="Mount options for Windows drives, e.g. metadata.")
 
 
 class WslConfNetwork(_Section):
-    generateHosts: bool | None = None
-    generateResolvConf: bool | None = None
-    hostname: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9-]{0,62}$")] | None = None
+    generateHosts: bool | None = Field(None, description="Write /etc/hosts at start.")
+    generateResolvConf: bool | None = Field(None, description="Write /etc/resolv.conf at start.")
+    hostname: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9-]{0,62}$")] | None = Field(None,
+        description="The distribution's hostname.")
 
 
 class WslConfInterop(_Section):
-    enabled: bool | None = None
-    appendWindowsPath: bool | None = None
+    enabled: bool | None = Field(None, description="Run Windows programs from the distribution.")
+    appendWindowsPath: bool | None = Field(None, description="Add Windows' PATH to the distribution's PATH.")
 
 
 class WslConfUser(_Section):
-    default: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_-]{0,31}$")] | None = None
+    default: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_-]{0,31}$")] | None = Field(None,
+        description="The user the distribution starts as.")
 
 
 class WslConfGpu(_Section):
-    enabled: bool | None = None
+    enabled: bool | None = Field(None, description="Give the distribution access to Windows' GPU.")
 
 
 class WslConfTime(_Section):
-    useWindowsTimezone: bool | None = None
+    useWindowsTimezone: bool | None = Field(None, description="Take the timezone from Windows.")
 
 
 class WslConf(_Section):
     """/etc/wsl.conf inside the distribution."""
 
-    boot: WslConfBoot | None = None
-    automount: WslConfAutomount | None = None
-    network: WslConfNetwork | None = None
-    interop: WslConfInterop | None = None
-    user: WslConfUser | None = None
-    gpu: WslConfGpu | None = None
-    time: WslConfTime | None = None
+    boot: WslConfBoot | None = Field(None, description="[boot] of wsl.conf.")
+    automount: WslConfAutomount | None = Field(None, description="[automount] of wsl.conf.")
+    network: WslConfNetwork | None = Field(None, description="[network] of wsl.conf.")
+    interop: WslConfInterop | None = Field(None, description="[interop] of wsl.conf.")
+    user: WslConfUser | None = Field(None, description="[user] of wsl.conf.")
+    gpu: WslConfGpu | None = Field(None, description="[gpu] of wsl.conf.")
+    time: WslConfTime | None = Field(None, description="[time] of wsl.conf.")
 
 
 class Wsl(_Section):
     """``[wsl2]`` of .wslconfig, plus ``experimental`` and the distribution's ``wsl_conf``."""
 
-    kernel: WindowsPath | None = None
-    kernelModules: WindowsPath | None = None
-    kernelCommandLine: OneLine | None = None
-    memory: Size | None = None
-    processors: Annotated[int, Field(ge=1, le=1024)] | None = None
-    localhostForwarding: bool | None = None
-    safeMode: bool | None = None
-    swap: Size | None = None
-    swapFile: WindowsPath | None = None
-    guiApplications: bool | None = None
-    debugConsole: bool | None = None
-    maxCrashDumpCount: Annotated[int, Field(ge=-1)] | None = None
-    nestedVirtualization: bool | None = None
-    vmIdleTimeout: Annotated[int, Field(ge=0)] | None = None
-    dnsProxy: bool | None = None
-    networkingMode: NetworkingMode | None = None
-    firewall: bool | None = None
-    dnsTunneling: bool | None = None
-    autoProxy: bool | None = None
-    defaultVhdSize: Size | None = None
-    experimental: WslExperimental | None = None
-    wsl_conf: WslConf | None = None
+    kernel: WindowsPath | None = Field(None, description="A custom kernel (Windows path).")
+    kernelModules: WindowsPath | None = Field(None, description="A custom kernel modules VHD (Windows path).")
+    kernelCommandLine: OneLine | None = Field(None, description="Kernel arguments.")
+    memory: Size | None = Field(None, description="VM memory (default: 50% of RAM); must hold the container's run.memory plus headroom.")
+    processors: Annotated[int, Field(ge=1, le=1024), WholeText] | None = Field(None, description="VM processors (default: all).")
+    localhostForwarding: bool | None = Field(None, description="Forward the VM's localhost ports to Windows (NAT networking).")
+    safeMode: bool | None = Field(None, description="Start WSL with many features off, for recovery; Windows 11.")
+    swap: Size | None = Field(None, description="Swap size (default: 25% of memory); 0 disables swap.")
+    swapFile: WindowsPath | None = Field(None, description="The swap VHD's location (Windows path).")
+    guiApplications: bool | None = Field(None, description="WSLg: Linux GUI applications.")
+    debugConsole: bool | None = Field(None, description="Show a dmesg console at start; Windows 11.")
+    maxCrashDumpCount: Annotated[int, Field(ge=-1), WholeText] | None = Field(None, description="Crash dumps kept.")
+    nestedVirtualization: bool | None = Field(None, description="Let the VM run other VMs; Windows 11.")
+    vmIdleTimeout: Annotated[int, Field(ge=0), WholeText] | None = Field(None,
+        description="Milliseconds the VM stays idle before it shuts down; Windows 11.")
+    dnsProxy: bool | None = Field(None, description="The VM's DNS is forwarded through Windows; NAT networking only.")
+    networkingMode: NetworkingMode | None = Field(None,
+        description="nat, mirrored, none, virtioproxy or bridged (deprecated); Windows 11 22H2 or newer.")
+    firewall: bool | None = Field(None, description="Windows' Hyper-V firewall filters the VM's traffic; Windows 11 22H2 or newer.")
+    dnsTunneling: bool | None = Field(None, description="DNS requests are tunnelled to Windows; Windows 11 22H2 or newer.")
+    autoProxy: bool | None = Field(None, description="Use Windows' proxy settings; Windows 11.")
+    defaultVhdSize: Size | None = Field(None, description="The size of new distributions' VHDs.")
+    experimental: WslExperimental | None = Field(None, description="[experimental] of .wslconfig.")
+    wsl_conf: WslConf | None = Field(None, description="The distribution's /etc/wsl.conf (written as wsl.conf).")

@@ -26,19 +26,19 @@ from __future__ import annotations
 
 import importlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from envkit.record import record
-
 if TYPE_CHECKING:  # annotations only: the CLI reads TARGETS without loading the templates or the profile
+    from jinja2 import Environment
+
     from envkit.plan.envplan import EnvPlan
-    from envkit.templating import Environment
     from envkit.runsettings import Volume
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class OutputFile:
     """A rendered file: ``path`` is relative to the output directory (POSIX separators)."""
 
@@ -50,7 +50,7 @@ class OutputFile:
     source: Path | None = None
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class GenContext:
     """Everything a target may read: the run's plan, and the template environment to render with."""
 

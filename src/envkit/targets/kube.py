@@ -33,11 +33,11 @@ Example:
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from envkit.plan.cluster import ClusterPlan, registry_host
 from envkit.plan.envplan import EnvPlan
 from envkit.plan.paths import CHECK_FILE
-from envkit.record import record
 from envkit.targets import GenContext
 
 MASTER_PORT = 29500
@@ -71,7 +71,7 @@ def object_name(profile_name: str) -> str:
     return name[:NAME_MAX].rstrip("-")
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Volume:
     """A pod volume and its one mount. ``kind``: emptyDir | persistentVolumeClaim | hostPath."""
 
@@ -84,7 +84,7 @@ class Volume:
     path: str | None = None  # hostPath
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Pod:
     name: str
     namespace: str
