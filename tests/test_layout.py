@@ -87,3 +87,11 @@ def test_a_target_name_lives_in_its_module_template_and_registry_only():
         stray = [h for h in stray
                  if re.search(rf'(TARGETS|targets?|--target)\W.*"{target}"|\("{target}",\)', h.split(":", 2)[2])]
         assert not stray, f"target {target!r} named outside its module and the registry: {stray}"
+
+
+def test_only_the_engine_factory_imports_the_docker_engine():
+    """Commands and the rest ask ``envkit.engine.connect()`` for an engine; only it names the Docker one."""
+    importers = sorted(name for name, deps in _imports().items() if "envkit.engine.docker" in deps)
+    assert importers == ["envkit.engine"], importers
+    commands = [name for name in _imports() if name.startswith("envkit.commands")]
+    assert commands and not [c for c in commands if "envkit.engine.docker" in _imports()[c]]

@@ -16,14 +16,15 @@ from envkit.generation import report_warnings
 from envkit.imagebuild import build_image, connect
 from envkit.profile import LoadedProfile, load_profile
 from envkit.pythons import python_problem, real_version
+from envkit.runsettings import RunSettings
 
 PYTHON_VERSION_CMD = ["python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"]
 
 
 def check_python(loaded: LoadedProfile, engine: Engine, tag: str, err: TextIO) -> None:
     """Run python3 in the built image; CheckFailed when it is not the Python the profile says or implies."""
-    result = engine.run(tag, PYTHON_VERSION_CMD, settings={}, labels={LABEL: "1", "io.envkit.run": "python"},
-                        timeout=60)
+    result = engine.run(tag, PYTHON_VERSION_CMD, RunSettings.engine_defaults(),
+                        labels={LABEL: "1", "io.envkit.run": "python"}, timeout=60)
     if result.exit_code != 0 or not result.stdout.strip():
         return  # nothing to compare; the harness run (validate) reports a broken python3 in detail
     problem = python_problem(loaded.profile.image, result.stdout)

@@ -31,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -134,36 +135,32 @@ def check_destination(out_dir: Path) -> None:
 
 def export_rootfs(image: str, rootfs: Path) -> tuple[str, list[str]]:
     """``docker export`` of a (never started) container of ``image`` into ``rootfs``: (image id, its Env)."""
-    from envkit.engine.docker import DockerEngine
+    from envkit.engine import connect
 
-    client = DockerEngine.connect().client
-    try:
-        img = client.images.get(image)
-    except Exception as exc:  # docker.errors.ImageNotFound, APIError
-        raise EngineError(f"image {image}: {exc}", hint=f"build it first: envkit build --tag {image}") from None
-    # Created, never started: export needs a container, not a running one. Its own label (not envkit's
-    # run label, which test suites sweep) and removed below whatever happens.
-    container = client.containers.create(img.id, command=["true"], labels={BUNDLE_LABEL: "1"})
+    engine = connect()
     try:
         rootfs.mkdir(parents=True)
         tar = subprocess.Popen(["tar", "-x", "--numeric-owner", "-C", str(rootfs)], stdin=subprocess.PIPE,
                                stderr=subprocess.PIPE)
         # Both pipes were asked for above; the asserts tell mypy so.
         assert tar.stdin is not None and tar.stderr is not None
+        exported: tuple[str, list[str]] | None = None
         try:
-            for chunk in container.export():
-                tar.stdin.write(chunk)
-        finally:
-            tar.stdin.close()
-            err = tar.stderr.read().decode(errors="replace")
-            if tar.wait() != 0:
-                raise EngineError(f"unpacking {image} into {rootfs} failed: {err.strip()[-500:]}")
-    finally:
-        try:
-            container.remove(force=True)
-        except Exception:  # already gone (removed by someone else): nothing left to clean up
+            exported = engine.export_image(image, tar.stdin.write, labels={BUNDLE_LABEL: "1"})
+        except BrokenPipeError:  # tar stopped reading: its own message, below, says why
             pass
-    return img.id, img.attrs.get("Config", {}).get("Env") or []
+        finally:
+            with contextlib.suppress(BrokenPipeError):
+                tar.stdin.close()
+            with tar.stderr:
+                err = tar.stderr.read().decode(errors="replace")
+            code = tar.wait()
+        if code != 0 or exported is None:
+            raise EngineError(f"unpacking {image} into {rootfs} failed: {err.strip()[-500:] or f'tar exited {code}'}")
+    finally:
+        engine.close()
+    image_id, env = exported
+    return image_id, env
 
 
 def run(profile_path: Path | None, image: str | None, out_dir: Path, *, out: TextIO, err: TextIO) -> int:

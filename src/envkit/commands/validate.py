@@ -1,10 +1,10 @@
 """``envkit validate``: build (or take ``--image``), run the harness in a container with exactly the
 profile's run settings, and report; ``--compare-default`` also runs it under Docker's defaults.
 
-The container settings come from ``envkit.engine.docker.sdk_kwargs``, the same
-translation that writes run.sh and compose.yaml. "Docker's defaults" means no
---shm-size, --ipc, --cpuset-cpus, --cpus, --memory or --ulimit; a GPU request
-is kept, so the comparison isolates what envkit tunes.
+The container's settings are the profile's :class:`~envkit.runsettings.RunSettings`, the same
+decisions that write run.sh and compose.yaml, handed to the engine seam as they are. "Docker's
+defaults" means no --shm-size, --ipc, --init, --cpuset-cpus, --cpus, --memory, --ulimit or
+volume; a GPU request and the environment are kept, so the comparison isolates what envkit tunes.
 
 Exit codes: 0 the generated settings pass (warnings allowed), 1 a check fails,
 2 profile/usage error, 3 engine problem.
@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import TextIO
 
 from envkit.engine import LABEL, Engine, RunResult
-from envkit.engine.docker import sdk_kwargs
 from envkit.errors import EngineError
 from envkit.expect import expectation_json
 from envkit.generation import report_warnings
@@ -56,15 +55,14 @@ def harness_command(timeout: float, quick: bool, *, profile_expect: bool = False
     return ["python3", f"{HARNESS_DIR}/{HARNESS_FILE}", "--expect", f"{HARNESS_DIR}/{EXPECT_FILE}"] + rest
 
 
-def with_profile_expectation(loaded: LoadedProfile, settings: dict) -> dict:
-    """``settings`` plus the profile's expectation in the container's environment.
+def with_profile_expectation(loaded: LoadedProfile, run: RunSettings) -> RunSettings:
+    """``run`` plus the profile's expectation in the container's environment (``EXPECT_ENV``).
 
     ``validate --image`` checks the PROFILE it was given, not the expectation baked into the image.
     """
-    env = settings.get("environment") or {}
-    env = dict(env) if isinstance(env, dict) else dict(e.split("=", 1) for e in env)
+    env = dict(run.env)
     env[EXPECT_ENV] = expectation_json(loaded.profile).decode()
-    return {**settings, "environment": env}
+    return run.replace(env=tuple(env.items()))
 
 
 def label_mismatch(loaded: LoadedProfile, labels: dict[str, str]) -> str | None:
@@ -81,21 +79,23 @@ def label_mismatch(loaded: LoadedProfile, labels: dict[str, str]) -> str | None:
     return None
 
 
-def container_settings(loaded: LoadedProfile, *, default: bool) -> tuple[dict, list[str]]:
-    """docker-py settings for the profile (or Docker's defaults), and notes about what was left out."""
-    kw = sdk_kwargs(RunSettings.from_profile(loaded.profile),
-                    volume_source=lambda v: str(loaded.resolve(v.source)) if v.is_relative else v.source)
+def container_settings(loaded: LoadedProfile, *, default: bool) -> tuple[RunSettings, list[str]]:
+    """The container's settings for the profile (or Docker's defaults), and notes about what was left out.
+
+    Volume sources are made absolute against the profile's folder. The container starts as the
+    image's user (no ``start_as_root``): the user the harness measures for.
+    """
+    rs = RunSettings.from_profile(loaded.profile).with_sources(lambda src: str(loaded.resolve(src)))
     notes = []
     # The harness reads nothing from bind mounts; a missing host path would make Docker create it as root.
     vols = []
-    for spec in kw.pop("volumes", []):
-        src = spec.split(":", 1)[0]
-        (vols.append(spec) if Path(src).exists() else notes.append(f"volume {spec!r} skipped: {src} does not exist"))
-    if vols:
-        kw["volumes"] = vols
+    for v in rs.volumes:
+        spec = ":".join([v.source, v.target] + ([v.mode] if v.mode else []))
+        (vols.append(v) if Path(v.source).exists() else notes.append(f"volume {spec!r} skipped: {v.source} does not exist"))
+    rs = rs.replace(volumes=tuple(vols), start_as_root=False)
     if default:
-        kw = {k: v for k, v in kw.items() if k in ("device_requests", "environment")}
-    return kw, notes
+        rs = RunSettings.engine_defaults().replace(gpus=rs.gpus, env=rs.env)
+    return rs, notes
 
 
 def daemon_default_shm(engine: Engine) -> str:
@@ -115,11 +115,15 @@ def daemon_default_shm(engine: Engine) -> str:
     return "/dev/shm 64 MiB, Docker's built-in default; no default-shm-size found for the local daemon"
 
 
-def run_harness(engine: Engine, image: str, settings: dict, *, timeout: float, quick: bool, label: str) -> dict:
+def has_profile_expectation(run: RunSettings) -> bool:
+    """True when ``run`` carries the profile's expectation (:func:`with_profile_expectation`)."""
+    return any(key == EXPECT_ENV for key, _ in run.env)
+
+
+def run_harness(engine: Engine, image: str, run: RunSettings, *, timeout: float, quick: bool, label: str) -> dict:
     """Run the harness in a fresh container; return its JSON report (EngineError if it produced none)."""
-    command = harness_command(timeout, quick, profile_expect=EXPECT_ENV in (settings.get("environment") or {}))
-    result: RunResult = engine.run(image, command, settings=settings,
-                                   labels={LABEL: "1", "io.envkit.run": label}, timeout=timeout)
+    command = harness_command(timeout, quick, profile_expect=has_profile_expectation(run))
+    result: RunResult = engine.run(image, command, run, labels={LABEL: "1", "io.envkit.run": label}, timeout=timeout)
     if result.timed_out:
         raise EngineError(f"the harness ({label} settings) did not finish within {timeout:g} s; the container was "
                           "removed", hint="raise --timeout, or use --quick")
@@ -203,7 +207,7 @@ def run(profile_path: Path | None, *, image: str | None, compare_default: bool, 
         print(f"envkit: running the harness again with Docker's defaults ({daemon_default_shm(engine)})",
               file=err, flush=True)
         dsettings, _ = container_settings(loaded, default=True)
-        if EXPECT_ENV in (settings.get("environment") or {}):
+        if has_profile_expectation(settings):
             dsettings = with_profile_expectation(loaded, dsettings)
         default = run_harness(engine, image, dsettings, timeout=timeout, quick=quick, label="default")
     verdict = generated["verdict"]
