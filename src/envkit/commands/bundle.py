@@ -31,14 +31,14 @@ Example:
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
-import shutil
-import subprocess
-import tempfile
+import sys
 from pathlib import Path
 from typing import TextIO
 
+from envkit.commands import profile_argument, resolve_profile
 from envkit.errors import EngineError, UsageError
 from envkit.profile import load_profile
 from envkit.profile.model import Profile
@@ -135,6 +135,8 @@ def check_destination(out_dir: Path) -> None:
 
 def export_rootfs(image: str, rootfs: Path) -> tuple[str, list[str]]:
     """``docker export`` of a (never started) container of ``image`` into ``rootfs``: (image id, its Env)."""
+    import subprocess  # here, not at the top: building the CLI's parser imports every command module
+
     from envkit.engine import connect
 
     engine = connect()
@@ -164,6 +166,9 @@ def export_rootfs(image: str, rootfs: Path) -> tuple[str, list[str]]:
 
 
 def run(profile_path: Path | None, image: str | None, out_dir: Path, *, out: TextIO, err: TextIO) -> int:
+    import shutil  # here, not at the top: building the CLI's parser imports every command module
+    import tempfile
+
     loaded = load_profile(profile_path)
     p = loaded.profile
     image = image or p.image_tag
@@ -188,3 +193,17 @@ def run(profile_path: Path | None, image: str | None, out_dir: Path, *, out: Tex
     print(f"wrote {out_dir}: rootfs of {image}, config.json (/dev/shm {shm}, {len(rs.ulimits)} rlimits, "
           f"uid {p.image.user.uid})", file=out)
     return 0
+
+
+# ---------------------------------------------------------------- command line (envkit.commands' contract)
+HELP = "write an OCI bundle of the built image for Slurm's srun --container"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    profile_argument(parser)
+    parser.add_argument("--image", default=None, help="the built image (default: the profile's image tag)")
+    parser.add_argument("-o", "--output", type=Path, required=True, help="bundle folder (on storage every node sees)")
+
+
+def main(args: argparse.Namespace) -> int:
+    return run(resolve_profile(args.profile), args.image, args.output, out=sys.stdout, err=sys.stderr)

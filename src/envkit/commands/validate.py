@@ -16,23 +16,26 @@ Example:
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 import textwrap
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from envkit.engine import LABEL, Engine, RunResult
+from envkit.commands import profile_argument, resolve_profile, seconds
 from envkit.errors import EngineError
 from envkit.expect import expectation_json
 from envkit.generation import report_warnings
 from envkit.harness.report import human_bytes
-from envkit.imagebuild import build_image, connect
-from envkit.leftovers import sweep
 from envkit.profile import LoadedProfile, load_profile
 from envkit.pythons import python_problem
 from envkit.runsettings import RunSettings
 from envkit.termtext import neutralise
 from envkit.targets.dockerfile import EXPECT_FILE, HARNESS_DIR, HARNESS_FILE
+
+if TYPE_CHECKING:
+    from envkit.engine import Engine, RunResult
 
 
 EXPECT_ENV = "ENVKIT_EXPECT_JSON"
@@ -123,6 +126,8 @@ def has_profile_expectation(run: RunSettings) -> bool:
 def run_harness(engine: Engine, image: str, run: RunSettings, *, timeout: float, quick: bool, label: str) -> dict:
     """Run the harness in a fresh container; return its JSON report (EngineError if it produced none)."""
     command = harness_command(timeout, quick, profile_expect=has_profile_expectation(run))
+    from envkit.engine import LABEL  # here, not at the top: building the CLI's parser imports every command module
+
     result: RunResult = engine.run(image, command, run, labels={LABEL: "1", "io.envkit.run": label}, timeout=timeout)
     if result.timed_out:
         raise EngineError(f"the harness ({label} settings) did not finish within {timeout:g} s; the container was "
@@ -186,6 +191,9 @@ def run(profile_path: Path | None, *, image: str | None, compare_default: bool, 
         quick: bool, out: TextIO, err: TextIO, engine: Engine | None = None) -> int:
     loaded = load_profile(profile_path)
     report_warnings(loaded, False, err)
+    from envkit.imagebuild import build_image, connect  # here, not at the top: building the CLI's parser imports every command module
+    from envkit.leftovers import sweep
+
     engine = connect(engine)
     if image is not None:
         sweep(engine, err)  # (build_image sweeps when it builds)
@@ -223,3 +231,21 @@ def run(profile_path: Path | None, *, image: str | None, compare_default: bool, 
     else:
         print(render_comparison(loaded.profile.name, image, generated, default), file=out)
     return 1 if verdict == "fail" else 0
+
+
+# ---------------------------------------------------------------- command line (envkit.commands' contract)
+HELP = "build, then run the harness in a container with the profile's settings"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    profile_argument(parser)
+    parser.add_argument("--image", default=None, help="validate this image instead of building")
+    parser.add_argument("--compare-default", action="store_true", help="also run under Docker's defaults, side by side")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--timeout", type=seconds, default=300.0, help="seconds for each harness run (default 300)")
+    parser.add_argument("--quick", action="store_true", help="fewer batches and a smaller transfer buffer")
+
+
+def main(args: argparse.Namespace) -> int:
+    return run(resolve_profile(args.profile), image=args.image, compare_default=args.compare_default, as_json=args.json,
+               timeout=args.timeout, quick=args.quick, out=sys.stdout, err=sys.stderr)
