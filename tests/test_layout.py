@@ -95,3 +95,19 @@ def test_only_the_engine_factory_imports_the_docker_engine():
     assert importers == ["envkit.engine"], importers
     commands = [name for name in _imports() if name.startswith("envkit.commands")]
     assert commands and not [c for c in commands if "envkit.engine.docker" in _imports()[c]]
+
+
+def test_every_command_comes_from_the_registry_and_keeps_its_contract():
+    """cli.py names no command; each registry entry's module exposes what its kind needs."""
+    import importlib
+
+    from envkit.commands import COMMANDS
+
+    strings = {n.value for n in ast.walk(ast.parse((SRC / "envkit" / "cli.py").read_text()))
+               if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    assert not strings & set(COMMANDS), sorted(strings & set(COMMANDS))
+    for name, command in COMMANDS.items():
+        module = importlib.import_module(command.module)
+        assert isinstance(module.HELP, str) and module.HELP, name
+        assert callable(module.main), name
+        assert command.raw_argv or callable(module.add_arguments), name
