@@ -3,7 +3,8 @@
 Everything under the profile's folder, except: what the user's own ``.dockerignore`` there excludes,
 by Docker's own rules as docker-py applies them (``docker.utils.build.PatternMatcher``: Go's
 ``filepath.Match`` classes such as ``[0-9]`` and ``[!0-9]``, ``**``, ``!`` exceptions, a folder
-pattern excluding everything under it; envkit's own generated ``.dockerignore`` is not the user's),
+pattern excluding everything under it; like docker-py, case-insensitive and with ``\\`` a literal
+character, not an escape; envkit's own generated ``.dockerignore`` is not the user's),
 envkit's outputs (the generated files, an output folder inside the project, ``.envkit/``), the torch
 wheelhouses (they belong to the build stage, not the code), version-control and cache folders, and
 files that look like secrets (``.env``, keys, certificates' private halves, credentials) — which no
@@ -40,7 +41,8 @@ SECRETS = (".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "id_rsa*", "id_
 
 
 class DockerIgnore:
-    """A .dockerignore's patterns, compiled once into docker-py's ``PatternMatcher``.
+    """A .dockerignore's patterns, parsed once into docker-py's ``PatternMatcher`` (docker-py's
+    ``fnmatch`` compiles each pattern's expression on first use and caches up to 100 of them).
 
     :meth:`excluded` is docker-py's verdict for one path; :meth:`descends` is its walk's rule for a
     folder (``docker.utils.build.PatternMatcher.walk``): an excluded folder is still entered when an
