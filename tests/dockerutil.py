@@ -9,7 +9,7 @@ Example (in a test module)::
     from dockerutil import require_docker, base_image
     def test_x():
         eng = require_docker()
-        eng.run(base_image(), ["true"], settings={}, labels={}, timeout=60)
+        eng.run(base_image(), ["true"], RunSettings.engine_defaults(), labels={}, timeout=60)
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 It records every call in ``calls`` as ``(method, kwargs)`` and plays back scripted results:
 
     >>> eng = FakeEngine(run_results=[RunResult(0, "ok\\n", "", False)])
-    >>> eng.run("img", ["true"], settings={}, labels={}, timeout=5).stdout
+    >>> eng.run("img", ["true"], RunSettings.engine_defaults(), labels={}, timeout=5).stdout
     'ok\\n'
     >>> eng.calls[0][0]
     'run'
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from envkit.engine import LABEL, BuildEvent, Engine, RunResult
+from envkit.runsettings import RunSettings
 
 DEFAULT_INFO = {
     "server_version": "fake", "api_version": "1.41", "os": "FakeOS", "os_type": "linux",
@@ -31,7 +32,7 @@ class FakeEngine(Engine):
 
     - ``info``: what ping() returns.
     - ``build_events``: BuildEvents emitted by build(); ``image_id`` what it returns.
-    - ``run_results``: RunResults (or callables ``(image, command, settings) -> RunResult``)
+    - ``run_results``: RunResults (or callables ``(image, command, run: RunSettings) -> RunResult``)
       returned by successive run() calls; when exhausted, ``RunResult(0, "", "", False)``.
     - ``failures``: ``{"build"|"run"|"ping": exception or [exceptions]}``; a list is consumed
       one per call, a single exception is raised on every call.
@@ -74,17 +75,16 @@ class FakeEngine(Engine):
         self._maybe_fail("build")
         return self.image_id
 
-    def run(self, image: str, command: list[str], *, settings: dict[str, Any],
+    def run(self, image: str, command: list[str], run: RunSettings, *,
             labels: dict[str, str] | None = None, timeout: float = 600) -> RunResult:
-        self.calls.append(("run", {"image": image, "command": list(command),
-                                   "settings": dict(settings),
+        self.calls.append(("run", {"image": image, "command": list(command), "run": run,
                                    "labels": {**(labels or {}), LABEL: "1"},
                                    "timeout": timeout}))
         self._maybe_fail("run")
         if not self.run_results:
             return RunResult(0, "", "", False)
         r = self.run_results.popleft()
-        return r(image, command, settings) if callable(r) else r
+        return r(image, command, run) if callable(r) else r
 
     def remove_labeled(self, label_key: str = LABEL) -> int:
         self.calls.append(("remove_labeled", {"label_key": label_key}))

@@ -104,3 +104,27 @@ def test_commands_reach_in_image_paths_through_the_plan_only():
         if not name.startswith("envkit.targets"):
             assert "envkit.targets.dockerfile" not in deps or name == "envkit.generation", \
                 f"{name} imports envkit.targets.dockerfile"
+
+
+def test_only_the_engine_factory_imports_the_docker_engine():
+    """Commands and the rest ask ``envkit.engine.connect()`` for an engine; only it names the Docker one."""
+    importers = sorted(name for name, deps in _imports().items() if "envkit.engine.docker" in deps)
+    assert importers == ["envkit.engine"], importers
+    commands = [name for name in _imports() if name.startswith("envkit.commands")]
+    assert commands and not [c for c in commands if "envkit.engine.docker" in _imports()[c]]
+
+
+def test_every_command_comes_from_the_registry_and_keeps_its_contract():
+    """cli.py names no command; each registry entry's module exposes what its kind needs."""
+    import importlib
+
+    from envkit.commands import COMMANDS
+
+    strings = {n.value for n in ast.walk(ast.parse((SRC / "envkit" / "cli.py").read_text()))
+               if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    assert not strings & set(COMMANDS), sorted(strings & set(COMMANDS))
+    for name, command in COMMANDS.items():
+        module = importlib.import_module(command.module)
+        assert isinstance(module.HELP, str) and module.HELP, name
+        assert callable(module.main), name
+        assert command.raw_argv or callable(module.add_arguments), name

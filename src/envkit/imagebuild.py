@@ -30,11 +30,12 @@ LOG_TAIL = 25
 
 
 def connect(engine: Engine | None) -> Engine:
+    """``engine`` when given (tests pass a fake), else this host's (:func:`envkit.engine.connect`)."""
     if engine is not None:
         return engine
-    from envkit.engine.docker import DockerEngine
+    from envkit.engine import connect as connect_engine
 
-    return DockerEngine.connect()
+    return connect_engine()
 
 
 def build_image(loaded: LoadedProfile, engine: Engine, *, tag: str | None, no_cache: bool,

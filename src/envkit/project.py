@@ -1,8 +1,11 @@
 """Which of the profile's folder goes into the image (``image.copy_project``).
 
-Everything under the profile's folder, except: what the user's own ``.dockerignore`` there excludes
-(its ``!`` exceptions honoured; envkit's own generated ``.dockerignore`` is not the user's), envkit's
-outputs (the generated files, an output folder inside the project, ``.envkit/``), the torch
+Everything under the profile's folder, except: what the user's own ``.dockerignore`` there excludes,
+by Docker's own rules as docker-py applies them (``docker.utils.build.PatternMatcher``: Go's
+``filepath.Match`` classes such as ``[0-9]`` and ``[!0-9]``, ``**``, ``!`` exceptions, a folder
+pattern excluding everything under it; like docker-py, case-insensitive and with ``\\`` a literal
+character, not an escape; envkit's own generated ``.dockerignore`` is not the user's),
+envkit's outputs (the generated files, an output folder inside the project, ``.envkit/``), the torch
 wheelhouses (they belong to the build stage, not the code), version-control and cache folders, and
 files that look like secrets (``.env``, keys, certificates' private halves, credentials) — which no
 ``!`` exception brings back: a secret in an image is readable by everyone who can pull it.
@@ -12,14 +15,18 @@ Example:
     (True, True, True)
     >>> ignored("train.py", ["*.py", "!train.py"]), ignored("data/x.bin", ["data/"])
     (False, True)
+    >>> ignored("token1.json", ["token[0-9].json"]), ignored("tokenA.json", ["token[!0-9].json"])
+    (True, True)
 """
 
 from __future__ import annotations
 
 import os
-import re
 from fnmatch import fnmatchcase
 from pathlib import Path
+from typing import Any
+
+from envkit.safeio import DOCKERIGNORE_MAX, read_bounded
 
 # Generated next to the profile by `envkit generate -o .` (envkit.targets); never project code.
 ENVKIT_OUTPUTS = ("Dockerfile", ".dockerignore", "compose.yaml", "run.sh", "envkit-check", "envkit-entrypoint",
@@ -33,65 +40,87 @@ SECRETS = (".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "id_rsa*", "id_
            ".envkit-bak-*", "*.envkit-bak-*")
 
 
-def _pattern(p: str) -> re.Pattern:
-    """A .dockerignore pattern (Go filepath.Match plus ``**``) as a regex over /-separated paths."""
-    out, i = "", 0
-    while i < len(p):
-        if p.startswith("**", i):
-            out += ".*"
-            i += 2
-            if p.startswith("/", i):
-                out, i = out + "(?:/)?", i + 1
-        elif p[i] == "*":
-            out, i = out + "[^/]*", i + 1
-        elif p[i] == "?":
-            out, i = out + "[^/]", i + 1
-        else:
-            out, i = out + re.escape(p[i]), i + 1
-    return re.compile(f"^{out}$")
+class DockerIgnore:
+    """A .dockerignore's patterns, parsed once into docker-py's ``PatternMatcher`` (docker-py's
+    ``fnmatch`` compiles each pattern's expression on first use and caches up to 100 of them).
+
+    :meth:`excluded` is docker-py's verdict for one path; :meth:`descends` is its walk's rule for a
+    folder (``docker.utils.build.PatternMatcher.walk``): an excluded folder is still entered when an
+    ``!`` exception's pattern starts with the folder's path, and otherwise nothing under it is taken,
+    whatever later exceptions say. Both together select what ``docker.utils.build.exclude_paths``
+    selects. docker-py is imported here, only when a profile copies its project.
+    """
+
+    def __init__(self, rules: list[str]) -> None:
+        from docker.utils.build import PatternMatcher
+
+        # exclude_paths adds "!Dockerfile" (and PatternMatcher "!.dockerignore"): with the same
+        # patterns the walk enters the same folders as docker-py's does.
+        self._matcher: Any = PatternMatcher([*rules, "!Dockerfile"])
+        self._exceptions = tuple(p.cleaned_pattern for p in self._matcher.patterns if p.exclusion)
+
+    def excluded(self, rel: str) -> bool:
+        """True when the pattern list excludes ``rel`` (a /-separated path under the context)."""
+        return bool(self._matcher.matches(rel))
+
+    def descends(self, rel_dir: str) -> bool:
+        """True when a walk of the context enters folder ``rel_dir`` (docker-py's walk does the same)."""
+        return not self.excluded(rel_dir) or any(p.startswith(rel_dir) for p in self._exceptions)
 
 
 def read_dockerignore(base_dir: Path) -> list[str]:
-    """The user's .dockerignore lines beside the profile; [] when there is none or envkit wrote it."""
+    """The user's .dockerignore patterns beside the profile; [] when there is none or envkit wrote it.
+
+    Lines as docker-py reads them: stripped, blank ones and ``#`` comments dropped. The file is
+    read bounded (:data:`envkit.safeio.DOCKERIGNORE_MAX`; a larger one or a non-file is exit 2).
+    """
     path = base_dir / ".dockerignore"
     if not path.is_file():
         return []
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = read_bounded(path, DOCKERIGNORE_MAX, "a .dockerignore file").decode("utf-8", errors="replace")
     if "Generated by envkit" in text.split("\n", 1)[0]:
         return []
-    return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    return [line for line in (raw.strip() for raw in text.splitlines()) if line and not line.startswith("#")]
+
+
+def is_secret(name: str) -> bool:
+    """True when a file name looks like a secret (:data:`SECRETS`); no ``!`` pattern brings it back."""
+    return any(fnmatchcase(name, s) for s in SECRETS)
 
 
 def ignored(rel: str, rules: list[str]) -> bool:
-    """True when ``rel`` (a /-separated path under the project) stays out of the image."""
+    """True when ``rel`` (a /-separated path under the project) stays out of the image.
+
+    One path against a pattern list, folders above it included (the list is compiled per call;
+    :func:`project_files` compiles it once for a whole tree).
+    """
     parts = rel.split("/")
-    if any(fnmatchcase(parts[-1], s) for s in SECRETS):
+    if is_secret(parts[-1]):
         return True
-    result = False
-    for rule in rules:
-        negate = rule.startswith("!")
-        pat = _pattern(os.path.normpath(rule[1:] if negate else rule).lstrip("/").rstrip("/"))
-        # A pattern matching a folder excludes everything under it (as Docker's does).
-        if any(pat.match("/".join(parts[:n])) for n in range(1, len(parts) + 1)):
-            result = not negate
-    return result
+    ignore = DockerIgnore(rules)
+    return ignore.excluded(rel) or not all(ignore.descends("/".join(parts[:n])) for n in range(1, len(parts)))
 
 
 def project_files(base_dir: Path, *, exclude_dirs: tuple[Path, ...] = ()) -> list[str]:
     """The files to copy, as sorted /-separated paths relative to ``base_dir`` (symlinks left out)."""
     rules = read_dockerignore(base_dir)
+    ignore = DockerIgnore(rules) if rules else None
     skip = {d.resolve() for d in exclude_dirs}
     out: list[str] = []
     for root, dirs, files in os.walk(base_dir):
         here = Path(root)
         rel_root = here.relative_to(base_dir).as_posix()
         top = rel_root == "."
+        prefix = "" if top else f"{rel_root}/"
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not (top and d in ENVKIT_OUTPUTS)
                          and (here / d).resolve() not in skip and not (here / d).is_symlink()
-                         and not (here / d / ".envkit-manifest.json").exists())
+                         and not (here / d / ".envkit-manifest.json").exists()
+                         and (ignore is None or ignore.descends(prefix + d)))
         for name in sorted(files):
-            rel = name if top else f"{rel_root}/{name}"
-            if (top and name in ENVKIT_OUTPUTS) or (here / name).is_symlink() or ignored(rel, rules):
+            rel = prefix + name
+            if (top and name in ENVKIT_OUTPUTS) or (here / name).is_symlink() or is_secret(name):
+                continue
+            if ignore is not None and ignore.excluded(rel):
                 continue
             out.append(rel)
     return out

@@ -4,7 +4,8 @@
 spells those decisions in its own syntax, in its own module: ``docker run`` flags
 in :mod:`envkit.targets.run` (also used by devcontainer's ``runArgs`` and
 ``envkit flags``), the compose service in :mod:`envkit.targets.compose`, and the
-docker-py keyword arguments in :mod:`envkit.engine.docker` (``envkit validate``).
+container that :meth:`envkit.engine.Engine.run` starts (``envkit validate``; for Docker,
+:mod:`envkit.engine.docker` spells them as docker-py's arguments).
 Because they all read the same object, they cannot disagree;
 ``tests/targets/test_agreement.py`` checks it.
 
@@ -18,6 +19,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable
 
 from envkit.harness.sizing import DOCKER_DEFAULT_SHM as DEFAULT_SHM
 from envkit.profile.model import Profile
@@ -50,10 +52,14 @@ class Volume:
 
 @dataclass(frozen=True)
 class RunSettings:
-    """Every run-time setting, decided. ``None`` means "leave Docker's default"."""
+    """Every run-time setting, decided. ``None`` means "leave Docker's default".
+
+    ``ipc`` is None only in settings that keep the engine's own default on purpose
+    (:meth:`engine_defaults`); :meth:`from_profile` always decides it.
+    """
 
     shm_size: int | None
-    ipc: str
+    ipc: str | None
     cpuset: str | None
     cpus: float | None
     memory: int | None
@@ -67,6 +73,26 @@ class RunSettings:
     cpuset_mems: str | None = None
     # Start as root so the image's entrypoint can give its user the project folder's uid/gid (remaps_user).
     start_as_root: bool = False
+
+    @classmethod
+    def engine_defaults(cls) -> "RunSettings":
+        """Settings that leave every value to the engine: a container started with no options.
+
+        >>> RunSettings.engine_defaults().ipc, RunSettings.engine_defaults().init
+        (None, False)
+        """
+        return cls(shm_size=None, ipc=None, cpuset=None, cpus=None, memory=None, gpus=None, ulimits=(), volumes=(),
+                   env=(), init=False)
+
+    def replace(self, **changes: Any) -> "RunSettings":
+        """A copy with the fields named in ``changes`` replaced; the others keep their values."""
+        names: tuple[str, ...] = type(self).__match_args__
+        return RunSettings(**{**{n: getattr(self, n) for n in names}, **changes})
+
+    def with_sources(self, resolve: Callable[[str], str]) -> "RunSettings":
+        """A copy whose relative volume sources are ``resolve(source)`` (an engine needs absolute ones)."""
+        return self.replace(volumes=tuple(Volume(resolve(v.source), v.target, v.mode, v.project) if v.is_relative
+                                          else v for v in self.volumes))
 
     @property
     def project_volume(self) -> Volume | None:

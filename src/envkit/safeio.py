@@ -18,8 +18,8 @@ outputs, ``init``, ``wsl apply``):
   and a full disk or read-only folder leaves the old file as it was (exit 1).
 
 Caps (also stated in the README, "Limits"): profile and expectation 1 MiB,
-``.wslconfig`` 1 MiB, a certificate 1 MiB, a training script checked by
-``doctor`` 8 MiB.
+``.wslconfig`` 1 MiB, a certificate 1 MiB, a project's ``.dockerignore`` 1 MiB, a training script
+checked by ``doctor`` 8 MiB.
 
 Example:
     >>> import tempfile, pathlib
@@ -52,6 +52,8 @@ SCRIPT_MAX = 8 * MIB
 # A requirements file or envkit.lock.txt, read to decide the layout and copied into the build context:
 # one with every wheel's hash for torch's CUDA environment is tens of KB, so this is far above any real one.
 REQUIREMENTS_MAX = 4 * MIB
+# The project's .dockerignore (image.copy_project): patterns, one a line.
+DOCKERIGNORE_MAX = 1 * MIB
 
 # Symlink targets nobody means when they name a config file.
 _SYSTEM_TREES = ("/dev", "/proc", "/sys")

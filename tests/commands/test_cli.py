@@ -109,3 +109,13 @@ def test_doctor_without_a_profile_checks_the_host_alone(tmp_path):
     # Nothing is compared with the embedded default's 32 GB, 8 CPUs and GPUs.
     assert "run.memory" not in checks["memory"]["message"]
     assert checks["gpu"]["status"] in ("pass", "skip")
+
+
+def test_raw_argv_commands_get_their_words_untouched():
+    """`envkit harness --help` is the harness's own help; `envkit --help` still lists both raw commands."""
+    res = run_envkit("harness", "--help")
+    assert res.returncode == 0 and "--expect" in res.stdout, res.stderr
+    top = run_envkit("--help")
+    assert top.returncode == 0 and "harness" in top.stdout and "watch" in top.stdout
+    bad = run_envkit("harness", "--profile")
+    assert bad.returncode == 2 and "harness: --profile needs a profile file" in bad.stderr

@@ -11,8 +11,7 @@ from envkit.commands import build, validate
 from envkit.engine import BuildEvent, BuildFailed, RunResult
 from envkit.errors import EngineError
 from envkit.profile import load_profile
-from envkit.engine.docker import sdk_kwargs
-from envkit.runsettings import RunSettings
+from envkit.runsettings import RunSettings, Volume
 from tests.fakes import FakeEngine
 
 PROFILE = """envkit: 1
@@ -55,13 +54,15 @@ def test_validate_runs_the_harness_with_the_profiles_settings(profile):
     build_call, gen, dflt = (c[1] for c in calls)
     assert build_call["tag"] == "unit/img:1" and build_call["labels"]["io.envkit.managed"] == "1"
     loaded = load_profile(profile)
-    expected = sdk_kwargs(RunSettings.from_profile(loaded.profile),
-                          volume_source=lambda v: str(loaded.resolve(v.source)))
+    rs = RunSettings.from_profile(loaded.profile)
     # Missing host paths are skipped; the profile's folder (mounted at the workdir) and ./data exist.
-    expected["volumes"] = [v for v in expected["volumes"] if "missing" not in v]
-    assert expected["volumes"][0].endswith(":/workspace") and len(expected["volumes"]) == 2
-    assert gen["settings"] == expected
-    assert dflt["settings"] == {}  # Docker's defaults: no shm, cpuset, memory, ulimits
+    vols = tuple(Volume(str(loaded.resolve(v.source)), v.target, v.mode, v.project) for v in rs.volumes
+                 if "missing" not in v.source)
+    assert vols[0].target == "/workspace" and vols[0].source == str(profile.parent.resolve()) and len(vols) == 2
+    # As the image's user (the harness measures for it), whatever run.sh starts as.
+    assert gen["run"] == rs.replace(volumes=vols, start_as_root=False)
+    # Docker's defaults: no shm, ipc, init, cpuset, memory, ulimits, volumes; the GPU request and env kept.
+    assert dflt["run"] == RunSettings.engine_defaults().replace(gpus=rs.gpus, env=rs.env)
     assert gen["command"][:4] == ["python3", "/opt/envkit/envkit_harness.pyz", "--expect", "/opt/envkit/envkit_expect.json"]
     assert "--quick" in gen["command"]
     doc = json.loads(out.getvalue())

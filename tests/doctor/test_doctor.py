@@ -262,8 +262,8 @@ def test_docker_error_text_without_a_chain_is_still_readable():
     assert readable_engine_error(EngineError("something else"), {}) == "something else"
 
 
-def test_real_host_asks_envkit_engine_docker_engine(monkeypatch):
-    import envkit.engine.docker
+def test_real_host_asks_the_engine_seam(monkeypatch):
+    import envkit.engine
     from envkit.errors import EngineError
     calls = []
 
@@ -272,7 +272,7 @@ def test_real_host_asks_envkit_engine_docker_engine(monkeypatch):
             self.client = self
 
         @classmethod
-        def connect(cls):
+        def connect(cls, labels=None):
             calls.append("connect")
             if fail:
                 raise EngineError("no daemon", hint="start one")
@@ -285,7 +285,7 @@ def test_real_host_asks_envkit_engine_docker_engine(monkeypatch):
         def close(self):
             calls.append("close")
 
-    monkeypatch.setattr(envkit.engine.docker, "DockerEngine", FakeEngine)
+    monkeypatch.setattr(envkit.engine, "connect", FakeEngine.connect)
     fail = False
     info = Host(Path("/"), environ={}).docker()
     assert calls == ["connect", "ping", "close"]

@@ -8,7 +8,6 @@ import json
 import pytest
 
 from envkit.profile import load_profile
-from envkit.engine.docker import sdk_kwargs
 from envkit.runsettings import RunSettings
 from tests.docs.runtime_blocks import check_block
 
@@ -56,13 +55,13 @@ except Exception as exc:
 
 
 def _run(engine, image, settings, script, timeout=300):
-    res = engine.run(image, ["python3", "-c", script], settings=settings, timeout=timeout)
+    res = engine.run(image, ["python3", "-c", script], settings, timeout=timeout)
     assert res.exit_code == 0, res.stderr[-3000:]
     return json.loads(res.stdout.strip().splitlines()[-1]), res.stderr
 
 
 def test_loader_kwargs_fit_docker_default_shm_and_give_the_profile_settings_under_the_flags(engine, e2e_image, e2e_dir):
-    default, why = _run(engine, e2e_image, {}, LOAD)
+    default, why = _run(engine, e2e_image, RunSettings.engine_defaults(), LOAD)
     assert default["samples"] == 192  # loaded without a shm error
     assert default["budget"]["shm_free_bytes"] <= 64 * 2**20
     assert default["budget"]["shm_need_bytes"] <= default["budget"]["shm_free_bytes"]
@@ -71,8 +70,7 @@ def test_loader_kwargs_fit_docker_default_shm_and_give_the_profile_settings_unde
     check_block("explain-default-shm", f"$ docker run --rm {e2e_image} python3 train.py   # no flags\n{why}", masked=True)
 
     rs = RunSettings.from_profile(load_profile(e2e_dir / "envkit.yaml").profile)
-    flags = {k: v for k, v in sdk_kwargs(rs).items() if k != "volumes"}
-    generated, why = _run(engine, e2e_image, flags, LOAD)
+    generated, why = _run(engine, e2e_image, rs.replace(volumes=()), LOAD)
     assert generated["samples"] == 192
     assert generated["kwargs"] == {"batch_size": 32, "num_workers": 2, "prefetch_factor": 2,
                                    "persistent_workers": True, "pin_memory": False}, why
@@ -83,8 +81,8 @@ def test_loader_kwargs_fit_docker_default_shm_and_give_the_profile_settings_unde
 def test_watch_warns_before_a_small_shm_kills_the_loader(engine, e2e_image):
     cmd = ('python3 -c "$LEAK" & python3 -m envkit_runtime watch --pid $! --interval 0.1 --json; '
            'wait $!; echo "TRAIN rc=$?" >&2')
-    res = engine.run(e2e_image, ["bash", "-c", cmd], settings={"shm_size": 32 * 2**20, "environment": {"LEAK": LEAK}},
-                     timeout=300)
+    res = engine.run(e2e_image, ["bash", "-c", cmd],
+                     RunSettings.engine_defaults().replace(shm_size=32 * 2**20, env=(("LEAK", LEAK),)), timeout=300)
     samples = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
     train = [x for x in res.stderr.splitlines() if x.startswith("TRAIN")]
     died = [x for x in train if x.startswith("TRAIN died")]

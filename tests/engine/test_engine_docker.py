@@ -18,6 +18,7 @@ import pytest
 from dockerutil import require_base_image
 from envkit.engine import LABEL, BuildFailed
 from envkit.errors import EngineError
+from envkit.runsettings import RunSettings, Ulimit, Volume
 
 pytestmark = pytest.mark.docker
 
@@ -39,7 +40,9 @@ def built_tags():
 
 
 def run_py(engine, image, code, **settings):
-    return engine.run(image, [PY, "-c", code], settings=settings, labels={}, timeout=120)
+    """``code`` under the engine's defaults with ``settings`` (RunSettings fields) changed."""
+    return engine.run(image, [PY, "-c", code], RunSettings.engine_defaults().replace(**settings), labels={},
+                      timeout=120)
 
 
 def test_ping(docker_engine):
@@ -82,16 +85,15 @@ def _check_run_settings(docker_engine, base, data_dir):
             "print(sorted(os.sched_getaffinity(0)));"
             "print(resource.getrlimit(resource.RLIMIT_NOFILE));"
             "print(resource.getrlimit(resource.RLIMIT_MEMLOCK));"
-            "print(os.environ['ENVKIT_T'], os.getcwd(), os.getuid());"
+            "print(os.environ['ENVKIT_T']);"
             "print(open('/data/hello.txt').read())")
-    r = run_py(docker_engine, base, code, shm_size="256m", cpuset_cpus="0", ipc_mode="private",
-               ulimits=[{"name": "nofile", "soft": 1024, "hard": 2048},
-                        {"name": "memlock", "soft": 4 << 20, "hard": 4 << 20}],
-               environment={"ENVKIT_T": "yes"}, working_dir="/tmp", user="1000:1000",
-               volumes=[f"{data_dir}:/data:ro"], nano_cpus=1_000_000_000, mem_limit="512m")
+    r = run_py(docker_engine, base, code, shm_size=256 << 20, cpuset="0", ipc="private",
+               ulimits=(Ulimit("nofile", 1024, 2048), Ulimit("memlock", 4 << 20, 4 << 20)),
+               env=(("ENVKIT_T", "yes"),), volumes=(Volume(str(data_dir), "/data", "ro"),), cpus=1.0,
+               memory=512 << 20)
     assert r.exit_code == 0 and not r.timed_out, r.stderr
     assert r.stdout.splitlines() == ["268435456", "[0]", "(1024, 2048)",
-                                     f"({4 << 20}, {4 << 20})", "yes /tmp 1000", "from-host"]
+                                     f"({4 << 20}, {4 << 20})", "yes", "from-host"]
 
 
 def test_default_shm_is_64m_and_stdout_stderr_split(docker_engine, base):
@@ -103,10 +105,9 @@ def test_default_shm_is_64m_and_stdout_stderr_split(docker_engine, base):
 def test_memlock_unlimited_applies_or_is_explained(docker_engine, base):
     """Where dockerd may raise memlock (CAP_SYS_RESOURCE) it applies; where it may not (this
     dev host: 8 MiB hard limit) the error names the setting, the value and the host limit."""
-    settings = {"ulimits": [{"name": "memlock", "soft": -1, "hard": -1}]}
+    settings = RunSettings.engine_defaults().replace(ulimits=(Ulimit("memlock", -1, -1),))
     try:
-        r = docker_engine.run(base, ["sh", "-c", "ulimit -l"], settings=settings, labels={},
-                              timeout=60)
+        r = docker_engine.run(base, ["sh", "-c", "ulimit -l"], settings, labels={}, timeout=60)
     except EngineError as exc:
         msg = str(exc)
         host = docker_engine.ping()["host_ulimits"]["memlock"]
@@ -126,7 +127,7 @@ def test_start_failure_leaves_no_container(docker_engine, base):
     mark = f"io.envkit.test-start={uuid.uuid4().hex[:8]}"
     key, _, val = mark.partition("=")
     with pytest.raises(EngineError, match="could not start"):
-        docker_engine.run(base, ["/no/such/binary"], settings={}, labels={key: val},
+        docker_engine.run(base, ["/no/such/binary"], RunSettings.engine_defaults(), labels={key: val},
                           timeout=60)
     out = subprocess.run(["docker", "ps", "-a", "-q", "--filter", f"label={mark}"],
                          capture_output=True, text=True, check=True).stdout
@@ -135,14 +136,14 @@ def test_start_failure_leaves_no_container(docker_engine, base):
 
 def test_timeout_kills_and_removes(docker_engine, base):
     t0 = time.monotonic()
-    r = docker_engine.run(base, ["sleep", "60"], settings={}, labels={}, timeout=2)
+    r = docker_engine.run(base, ["sleep", "60"], RunSettings.engine_defaults(), labels={}, timeout=2)
     assert r.timed_out and r.exit_code != 0
     assert time.monotonic() - t0 < 30
 
 
 def test_missing_image(docker_engine):
     with pytest.raises(EngineError) as ei:
-        docker_engine.run("envkit/does-not-exist:none", ["true"], settings={}, labels={},
+        docker_engine.run("envkit/does-not-exist:none", ["true"], RunSettings.engine_defaults(), labels={},
                           timeout=30)
     assert "base-image.sh" in ei.value.hint
 
@@ -151,8 +152,7 @@ def test_gpu_request_without_nvidia_runtime(docker_engine, base):
     if docker_engine.ping()["nvidia_runtime"]:
         pytest.skip("this engine has an nvidia runtime")
     with pytest.raises(EngineError) as ei:
-        docker_engine.run(base, ["true"], settings={"device_requests": [
-            {"count": -1, "capabilities": [["gpu"]]}]}, labels={}, timeout=30)
+        docker_engine.run(base, ["true"], RunSettings.engine_defaults().replace(gpus="all"), labels={}, timeout=30)
     assert "nvidia-ctk" in ei.value.hint
 
 

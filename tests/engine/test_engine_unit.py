@@ -14,10 +14,14 @@ from docker.types import DeviceRequest, Ulimit
 
 from envkit.leftovers import owner_labels
 from envkit.engine import LABEL, BuildEvent, BuildFailed, RunResult
-from envkit.engine.docker import (GPU_HINT, BuildStreamParser, DockerEngine, explain_start_error, fmt_limit,
-                                  parse_proc_limits, to_create_kwargs)
+from envkit.engine.docker import (GPU_HINT, BuildStreamParser, DockerEngine, create_kwargs, explain_start_error,
+                                  fmt_limit, parse_proc_limits)
 from envkit.errors import EngineError, EnvkitError
+from envkit.profile import load_profile
+from envkit.runsettings import RunSettings, Volume
+from envkit.runsettings import Ulimit as EnvkitUlimit
 from fakes import FakeEngine
+from tests.conftest import copy_example, example_profiles
 
 # Captured from dockerd 20.10 / runc on a host whose memlock hard limit is 8 MiB.
 MEMLOCK_MSG = ("failed to create shim task: OCI runtime create failed: runc create failed: "
@@ -88,64 +92,59 @@ def test_stream_pull_status_lines_are_logs():
 
 
 # ------------------------------------------------------------------ settings mapping
-def test_ulimits_become_sdk_ulimits():
-    kw = to_create_kwargs({"ulimits": [{"name": "memlock", "soft": -1, "hard": -1},
-                                       {"name": "stack", "soft": 67108864},
-                                       {"name": "nofile", "soft": "unlimited", "hard": 1024}],
-                           "shm_size": "256m", "ipc_mode": "private"})
-    assert all(isinstance(u, Ulimit) for u in kw["ulimits"])
-    assert [(u.name, u.soft, u.hard) for u in kw["ulimits"]] == [
-        ("memlock", -1, -1), ("stack", 67108864, 67108864), ("nofile", -1, 1024)]
-    assert dict(kw["ulimits"][0]) == {"Name": "memlock", "Soft": -1, "Hard": -1}
-    assert kw["shm_size"] == "256m" and kw["ipc_mode"] == "private"
+def _rs(**changes):
+    return RunSettings.engine_defaults().replace(**changes)
 
 
-@pytest.mark.parametrize("req, count, ids, caps", [
-    ({"count": -1, "capabilities": [["gpu"]]}, -1, [], [["gpu"]]),
-    ({"count": 2, "capabilities": ["gpu"]}, 2, [], [["gpu"]]),
-    ({"device_ids": ["0", "1"], "capabilities": [["gpu"]]}, 0, ["0", "1"], [["gpu"]]),
-    ({}, -1, [], [["gpu"]]),
-])
-def test_device_requests(req, count, ids, caps):
-    (d,) = to_create_kwargs({"device_requests": [req]})["device_requests"]
+def test_engine_defaults_are_no_options():
+    assert create_kwargs(RunSettings.engine_defaults()) == {}
+
+
+def test_every_setting_becomes_its_sdk_argument():
+    rs = _rs(shm_size=2 << 30, ipc="private", init=True, cpuset="0-3", cpuset_mems="1", cpus=3.5, memory=16 << 30,
+             ulimits=(EnvkitUlimit("memlock", -1, -1), EnvkitUlimit("nofile", 1024, 4096)), gpus="all",
+             volumes=(Volume("/w", "/workspace", None, project=True), Volume("/d", "/data", "ro,Z")),
+             env=(("A", "1"), ("B", "x y")), start_as_root=True)
+    kw = create_kwargs(rs)
+    ulimits, (gpu,) = kw.pop("ulimits"), kw.pop("device_requests")
+    assert [dict(u) for u in ulimits] == [{"Name": "memlock", "Soft": -1, "Hard": -1},
+                                          {"Name": "nofile", "Soft": 1024, "Hard": 4096}]
+    assert all(isinstance(u, Ulimit) for u in ulimits) and isinstance(gpu, DeviceRequest)
+    assert (gpu.count, gpu.device_ids, gpu.capabilities, gpu.driver) == (-1, [], [["gpu"]], "")
+    assert kw == {"ipc_mode": "private", "init": True, "shm_size": 2 << 30, "cpuset_cpus": "0-3", "cpuset_mems": "1",
+                  "nano_cpus": 3_500_000_000, "mem_limit": 16 << 30,
+                  "volumes": {"/w": {"bind": "/workspace", "mode": "rw"}, "/d": {"bind": "/data", "mode": "ro,Z"}},
+                  "environment": {"A": "1", "B": "x y"}, "user": "root"}
+
+
+@pytest.mark.parametrize("gpus, count, ids", [("all", -1, []), (2, 2, []), ((0, "1"), 0, ["0", "1"])])
+def test_gpu_requests(gpus, count, ids):
+    (d,) = create_kwargs(_rs(gpus=gpus))["device_requests"]
     assert isinstance(d, DeviceRequest)
-    assert (d.count, d.device_ids, d.capabilities, d.driver) == (count, ids, caps, "")
+    # Docker rejects a count together with device ids.
+    assert (d.count, d.device_ids, d.capabilities, d.driver) == (count, ids, [["gpu"]], "")
 
 
-def test_settings_input_is_not_mutated_and_sdk_objects_pass_through():
-    u = Ulimit(name="nofile", soft=1, hard=2)
-    settings = {"ulimits": [u], "volumes": ["/a:/b"]}
-    kw = to_create_kwargs(settings)
-    assert kw["ulimits"][0] is u and settings["volumes"] == ["/a:/b"]
+def test_a_relative_volume_source_is_refused():
+    with pytest.raises(EngineError, match="absolute"):
+        create_kwargs(_rs(volumes=(Volume("./data", "/data", None),)))
 
 
-@pytest.mark.parametrize("spec, src, bind, mode", [
-    ("/data:/data", "/data", "/data", "rw"),
-    ("/data:/mnt/data:ro", "/data", "/mnt/data", "ro"),
-    ("cache-vol:/root/.cache:rw", "cache-vol", "/root/.cache", "rw"),
-    ("/src:/src:ro,Z", "/src", "/src", "ro,Z"),
-    ("C:\\Users\\me\\data:/data", "C:\\Users\\me\\data", "/data", "rw"),
-    ("C:\\Users\\me\\data:/data:ro", "C:\\Users\\me\\data", "/data", "ro"),
-])
-def test_volumes_become_binds(spec, src, bind, mode):
-    assert to_create_kwargs({"volumes": [spec]})["volumes"] == {src: {"bind": bind, "mode": mode}}
+@pytest.mark.parametrize("example", [p.name for p in example_profiles()])
+def test_the_profiles_settings_reach_docker_py_as_the_flags_say(example, tmp_path):
+    """What docker-py sends for each example (its HostConfig) says what run.sh's flags say."""
+    from docker.models.containers import _create_container_args
 
-
-@pytest.mark.parametrize("bad", ["/just-one-path", "/a:relative", ":/x"])
-def test_bad_volume_is_engine_error(bad):
-    with pytest.raises(EngineError, match="bad volume"):
-        to_create_kwargs({"volumes": [bad]})
-
-
-def test_matches_runsettings_sdk_kwargs_shape():
-    """The plain dicts envkit.engine.docker.sdk_kwargs produces are exactly what the seam accepts."""
-    kw = to_create_kwargs({"ipc_mode": "private", "shm_size": 2 << 30, "cpuset_cpus": "0-3",
-                           "nano_cpus": 4_000_000_000, "mem_limit": 16 << 30,
-                           "ulimits": [{"name": "memlock", "soft": -1, "hard": -1}],
-                           "device_requests": [{"count": -1, "capabilities": [["gpu"]]}],
-                           "volumes": ["/w:/workspace"], "environment": {"A": "1"}})
-    assert kw["nano_cpus"] == 4_000_000_000 and kw["environment"] == {"A": "1"}
-    assert kw["volumes"] == {"/w": {"bind": "/workspace", "mode": "rw"}}
+    loaded = load_profile(copy_example(example, tmp_path))
+    rs = RunSettings.from_profile(loaded.profile).with_sources(lambda src: str(loaded.resolve(src)))
+    host = _create_container_args({**create_kwargs(rs), "image": "i", "command": ["true"],
+                                   "version": "1.44"})["host_config"]
+    assert host.get("IpcMode") == rs.ipc and host.get("Init") is True
+    assert host.get("ShmSize") == rs.shm_size and host.get("CpusetCpus") == rs.cpuset
+    assert host.get("Memory") == rs.memory and host.get("NanoCpus") == (int(round(rs.cpus * 1e9)) if rs.cpus else None)
+    assert [(u["Name"], u["Soft"], u["Hard"]) for u in host.get("Ulimits") or []] == \
+        [(u.name, u.soft, u.hard) for u in rs.ulimits]
+    assert host.get("Binds") == [f"{v.source}:{v.target}:{v.mode or 'rw'}" for v in rs.volumes]
 
 
 # ------------------------------------------------------------------ limits + error explanations
@@ -167,8 +166,7 @@ def test_fmt_limit(name, value, text):
 
 
 def test_memlock_failure_names_setting_value_host_limit_and_fixes():
-    err = explain_start_error(MEMLOCK_MSG, {"ulimits": [{"name": "memlock", "soft": -1,
-                                                         "hard": -1}]}, host8)
+    err = explain_start_error(MEMLOCK_MSG, (EnvkitUlimit("memlock", -1, -1),), host8)
     msg = str(err)
     assert isinstance(err, EngineError) and err.exit_code == 3
     assert "memlock=unlimited" in msg
@@ -179,26 +177,23 @@ def test_memlock_failure_names_setting_value_host_limit_and_fixes():
 
 
 def test_rlimit_type_number_picks_the_failing_ulimit():
-    settings = {"ulimits": [{"name": "nofile", "soft": 1024, "hard": 1024},
-                            {"name": "memlock", "soft": -1, "hard": -1}]}
-    err = explain_start_error(MEMLOCK_MSG, settings, host8)
+    ulimits = (EnvkitUlimit("nofile", 1024, 1024), EnvkitUlimit("memlock", -1, -1))
+    err = explain_start_error(MEMLOCK_MSG, ulimits, host8)
     assert "memlock=unlimited" in str(err) and "nofile=" not in str(err)
-    # sdk Ulimit objects are understood too
-    err = explain_start_error(MEMLOCK_MSG, {"ulimits": [Ulimit(name="memlock", soft=1 << 30,
-                                                               hard=1 << 30)]}, lambda n: None)
+    err = explain_start_error(MEMLOCK_MSG, (EnvkitUlimit("memlock", 1 << 30, 1 << 30),), lambda n: None)
     assert "memlock=1 GiB" in str(err) and "LimitMEMLOCK" in err.hint
 
 
 def test_gpu_failure_points_at_nvidia_toolkit():
-    err = explain_start_error(GPU_MSG, {"device_requests": [{"count": -1}]}, host8)
+    err = explain_start_error(GPU_MSG, (), host8)
     assert err.hint == GPU_HINT and "nvidia-ctk runtime configure" in err.hint
     assert "[[gpu]]" in str(err)
 
 
 def test_missing_image_and_unknown_errors():
-    err = explain_start_error("No such image: envkit/x:1", {}, host8)
+    err = explain_start_error("No such image: envkit/x:1", (), host8)
     assert "base-image.sh" in err.hint and "envkit build" in err.hint
-    err = explain_start_error("something odd", {}, host8)
+    err = explain_start_error("something odd", (), host8)
     assert "something odd" in str(err) and err.hint is None
 
 
@@ -266,12 +261,11 @@ def api_error(msg):
 
 def test_run_success_collects_stdout_and_stderr_separately_and_removes():
     client = StubClient()
-    r = DockerEngine(client).run("img", ["true"], settings={"shm_size": "1g"},
-                                 labels={"a": "b"}, timeout=7)
+    r = DockerEngine(client).run("img", ["true"], _rs(shm_size=1 << 30), labels={"a": "b"}, timeout=7)
     assert r == RunResult(0, "out\n", "err\n", False)
     kw = client.created[0]
     # The owner labels let a later run sweep the container if this process is killed.
-    assert kw["labels"] == {"a": "b", LABEL: "1", **owner_labels()} and kw["shm_size"] == "1g"
+    assert kw["labels"] == {"a": "b", LABEL: "1", **owner_labels()} and kw["shm_size"] == 1 << 30
     assert client.removed == [(kw["name"], True)] and client.waits == [7]
 
 
@@ -280,15 +274,14 @@ def test_start_failure_removes_container_and_explains():
     eng = DockerEngine(client)
     eng._host_limit = host8
     with pytest.raises(EngineError, match="memlock=unlimited") as ei:
-        eng.run("img", ["true"], settings={"ulimits": [{"name": "memlock", "soft": -1,
-                                                        "hard": -1}]}, timeout=5)
+        eng.run("img", ["true"], _rs(ulimits=(EnvkitUlimit("memlock", -1, -1),)), timeout=5)
     assert "8 MiB" in str(ei.value)
     assert client.removed == [(client.created[0]["name"], True)]
 
 
 def test_timeout_kills_and_removes():
     client = StubClient(wait_plan=[requests.exceptions.ReadTimeout("x"), {"StatusCode": 137}])
-    r = DockerEngine(client).run("img", ["sleep", "9"], settings={}, timeout=0.1)
+    r = DockerEngine(client).run("img", ["sleep", "9"], RunSettings.engine_defaults(), timeout=0.1)
     assert r.timed_out and r.exit_code == 137 and client.last.killed
     assert len(client.removed) == 1
 
@@ -296,16 +289,51 @@ def test_timeout_kills_and_removes():
 def test_keyboard_interrupt_still_removes():
     client = StubClient(wait_plan=[KeyboardInterrupt()])
     with pytest.raises(KeyboardInterrupt):
-        DockerEngine(client).run("img", ["sleep", "9"], settings={}, timeout=5)
+        DockerEngine(client).run("img", ["sleep", "9"], RunSettings.engine_defaults(), timeout=5)
     assert len(client.removed) == 1
 
 
 def test_missing_image_is_engine_error_with_hint():
     client = StubClient()
     with pytest.raises(EngineError) as ei:
-        DockerEngine(client).run("missing", ["true"], settings={}, timeout=5)
+        DockerEngine(client).run("missing", ["true"], RunSettings.engine_defaults(), timeout=5)
     assert "base-image.sh" in ei.value.hint
     assert len(client.removed) == 1  # the finally tries by name; NotFound would be ignored
+
+
+def test_export_streams_a_created_container_and_removes_it():
+    removed, written = [], []
+
+    class Image:
+        id, attrs = "sha256:" + "b" * 64, {"Config": {"Env": ["A=1"]}}
+
+    class Container:
+        def export(self):
+            yield from (b"ab", b"cd")
+
+        def remove(self, force=False):
+            removed.append(force)
+
+    class Client:
+        class images:
+            @staticmethod
+            def get(name):
+                if name == "missing":
+                    raise docker.errors.ImageNotFound("No such image: missing")
+                return Image()
+
+        class containers:
+            @staticmethod
+            def create(image, command, labels):
+                assert (image, command, labels) == (Image.id, ["true"], {"k": "v"})  # never started, caller's labels
+                return Container()
+
+    eng = DockerEngine(Client())
+    assert eng.export_image("img", written.append, labels={"k": "v"}) == (Image.id, ["A=1"])
+    assert written == [b"ab", b"cd"] and removed == [True]
+    with pytest.raises(EngineError, match="missing") as ei:
+        eng.export_image("missing", written.append)
+    assert "envkit build --tag missing" in ei.value.hint
 
 
 def test_build_failure_carries_step_and_log():
@@ -351,16 +379,16 @@ def test_importing_engine_does_not_import_docker():
 def test_fake_engine_records_and_scripts():
     ev = [BuildEvent("step", 1, 1, "FROM x")]
     eng = FakeEngine(build_events=ev, run_results=[RunResult(1, "", "bad", False),
-                                                   lambda i, c, s: RunResult(0, i, "", False)],
+                                                   lambda i, c, r: RunResult(0, i, "", False)],
                      failures={"build": [BuildFailed("x")]})
     seen = []
     with pytest.raises(BuildFailed):
         eng.build(Path("ctx"), "t:1", labels={}, on_event=seen.append)
     assert seen == ev
     assert eng.build(Path("ctx"), "t:1", labels={}) == eng.image_id  # failure list consumed
-    assert eng.run("img", ["a"], settings={}, labels={}, timeout=1).stderr == "bad"
-    assert eng.run("img", ["a"], settings={}, labels={}, timeout=1).stdout == "img"
-    assert eng.run("img", ["a"], settings={}, labels={}, timeout=1).exit_code == 0
+    assert eng.run("img", ["a"], RunSettings.engine_defaults(), labels={}, timeout=1).stderr == "bad"
+    assert eng.run("img", ["a"], RunSettings.engine_defaults(), labels={}, timeout=1).stdout == "img"
+    assert eng.run("img", ["a"], RunSettings.engine_defaults(), labels={}, timeout=1).exit_code == 0
     assert [c[0] for c in eng.calls] == ["build", "build", "run", "run", "run"]
     assert eng.calls[2][1]["labels"] == {LABEL: "1"}
     assert eng.ping()["nvidia_runtime"] is False

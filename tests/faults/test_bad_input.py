@@ -16,6 +16,7 @@ import pytest
 
 from envkit.doctor.checks import measure_read
 from envkit.errors import EngineError
+from envkit.runsettings import RunSettings, Volume
 from tests.conftest import run_envkit
 from tests.dockerutil import require_base_image, require_docker
 
@@ -191,4 +192,5 @@ def test_the_real_engine_cannot_take_a_colon_in_a_volume_source(tmp_path):
     src = tmp_path / "proj:v2"
     src.mkdir()
     with pytest.raises(EngineError):
-        engine.run(image, ["true"], settings={"volumes": [f"{src}:/workspace"]}, labels={}, timeout=60)
+        engine.run(image, ["true"], RunSettings.engine_defaults().replace(volumes=(Volume(str(src), "/workspace", None),)),
+                   labels={}, timeout=60)

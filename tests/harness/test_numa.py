@@ -14,7 +14,7 @@ from envkit.doctor.checks import check_numa as doctor_numa
 from envkit.doctor.host import Host
 from envkit.harness.numa import check_numa, read_topology
 from envkit.profile import load_profile_bytes
-from envkit.engine.docker import sdk_kwargs
+from envkit.engine.docker import create_kwargs
 from envkit.runsettings import RunSettings
 from envkit.targets.compose import compose_service
 from envkit.targets.run import docker_flags
@@ -109,7 +109,7 @@ def test_flags_and_targets_that_cannot_say_it():
     rs = RunSettings.from_profile(p)
     flags = docker_flags(rs)
     assert flags[flags.index("--cpuset-cpus=16-23") + 1] == "--cpuset-mems=1"
-    assert sdk_kwargs(rs)["cpuset_mems"] == "1"
+    assert create_kwargs(rs.replace(volumes=()))["cpuset_mems"] == "1"
     assert "cpuset_mems" not in json.dumps(compose_service(rs))
     assert any(w.startswith("run.numa: compose.yaml cannot express --cpuset-mems=1") for w in profile_warnings_of(p))
     auto = profile("  numa: auto\n")

@@ -13,6 +13,7 @@ from envkit.engine import RunResult
 from envkit.errors import CheckFailed, ProfileError
 from envkit.profile import load_profile_bytes
 from envkit.pythons import base_python, nearest_torch, table, torch_pythons
+from envkit.runsettings import RunSettings
 from tests.conftest import run_envkit
 from tests.fakes import FakeEngine
 
@@ -117,7 +118,7 @@ def test_build_reads_the_images_python_and_refuses_another(tmp_path):
     rc, err, eng = _build(text, "3.12\n", tmp_path)
     assert rc == 0 and "the image's Python is 3.12" in err
     run = [c for c in eng.calls if c[0] == "run"][0][1]
-    assert run["command"][0] == "python3" and run["settings"] == {}
+    assert run["command"][0] == "python3" and run["run"] == RunSettings.engine_defaults()
 
 
 def test_build_checks_what_the_base_name_implied(tmp_path):

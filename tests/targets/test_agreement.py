@@ -17,7 +17,7 @@ import yaml
 
 from envkit.generation import render_all
 from envkit.profile import load_profile
-from envkit.engine.docker import sdk_kwargs
+from envkit.engine.docker import create_kwargs
 from envkit.runsettings import RunSettings, remaps_user
 from envkit.units import parse_size
 from tests.conftest import copy_example, example_profiles
@@ -103,9 +103,10 @@ def _from_compose(text: str, out_dir: str) -> dict:
 
 
 def _from_sdk(kw: dict) -> dict:
-    s: dict = {"ulimits": {u["name"]: (u["soft"], u["hard"]) for u in kw.get("ulimits", [])},
-               "volumes": [_vol(v, "/") for v in kw.get("volumes", [])], "env": kw.get("environment", {}),
-               "ipc": kw["ipc_mode"]}
+    """docker-py's create arguments (its own types: Ulimit and DeviceRequest are dicts of the API's keys)."""
+    s: dict = {"ulimits": {u["Name"]: (u["Soft"], u["Hard"]) for u in kw.get("ulimits", [])},
+               "volumes": [_vol(f"{src}:{b['bind']}", "/") for src, b in kw.get("volumes", {}).items()],
+               "env": kw.get("environment", {}), "ipc": kw["ipc_mode"]}
     if kw.get("init"):
         s["init"] = True
     if "shm_size" in kw:
@@ -118,7 +119,7 @@ def _from_sdk(kw: dict) -> dict:
         s["memory"] = kw["mem_limit"]
     if "device_requests" in kw:
         r = kw["device_requests"][0]
-        s["gpus"] = ",".join(r["device_ids"]) if r.get("device_ids") else ("all" if r["count"] == -1 else str(r["count"]))
+        s["gpus"] = ",".join(r["DeviceIDs"]) if r.get("DeviceIDs") else ("all" if r["Count"] == -1 else str(r["Count"]))
     return s
 
 
@@ -154,8 +155,9 @@ def test_targets_agree(example, tmp_path):
     mount = dict(kv.split("=", 1) for kv in next(csv.reader([devc["workspaceMount"].replace("${localWorkspaceFolder}", out)])))
     devcontainer["volumes"].insert(0, _vol(f"{mount['source']}:{mount['target']}", "/"))
     assert devc["workspaceFolder"] == loaded.profile.image.workdir
-    sdk = _from_sdk(sdk_kwargs(RunSettings.from_profile(loaded.profile),
-                               volume_source=lambda v: str(loaded.resolve(v.source)) if v.is_relative else v.source))
+    # The engine seam's container (envkit validate), as the image's user (see below).
+    sdk = _from_sdk(create_kwargs(RunSettings.from_profile(loaded.profile).replace(start_as_root=False)
+                                  .with_sources(lambda src: str(loaded.resolve(src)))))
     # run.sh and compose start as root for envkit-entrypoint's uid remap; devcontainer.json states
     # containerUser (VS Code remaps with updateRemoteUserUID) and validate measures as the image's user.
     user = run_sh.get("user")
@@ -175,7 +177,7 @@ def test_ipc_host_drops_shm_everywhere(tmp_path):
     p = tmp_path / "p.yaml"
     p.write_text("envkit: 1\nname: h\nimage: {base: debian:bookworm}\nrun: {ipc: host, shm_size: 8g}\n")
     rs = RunSettings.from_profile(load_profile(p).profile)
-    assert rs.shm_size is None and "shm_size" not in sdk_kwargs(rs)
+    assert rs.shm_size is None and "shm_size" not in create_kwargs(rs.replace(volumes=()))
     files = {f.path: f.content.decode() for f in render_all(load_profile(p), tmp_path, ("run", "compose"))}
     assert "--shm-size" not in files["run.sh"] and "shm_size" not in files["compose.yaml"]
     assert "--ipc=host" in files["run.sh"]

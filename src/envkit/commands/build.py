@@ -7,22 +7,29 @@ Example:
 
 from __future__ import annotations
 
+import argparse
+import sys
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from envkit.engine import LABEL, Engine
+from envkit.commands import profile_argument, resolve_profile
 from envkit.errors import CheckFailed
-from envkit.imagebuild import build_image, connect
 from envkit.profile import LoadedProfile, load_profile
 from envkit.pythons import python_problem, real_version
+from envkit.runsettings import RunSettings
+
+if TYPE_CHECKING:
+    from envkit.engine import Engine
 
 PYTHON_VERSION_CMD = ["python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"]
 
 
 def check_python(loaded: LoadedProfile, engine: Engine, tag: str, err: TextIO) -> None:
     """Run python3 in the built image; CheckFailed when it is not the Python the profile says or implies."""
-    result = engine.run(tag, PYTHON_VERSION_CMD, settings={}, labels={LABEL: "1", "io.envkit.run": "python"},
-                        timeout=60)
+    from envkit.engine import LABEL  # here, not at the top: building the CLI's parser imports every command module
+
+    result = engine.run(tag, PYTHON_VERSION_CMD, RunSettings.engine_defaults(),
+                        labels={LABEL: "1", "io.envkit.run": "python"}, timeout=60)
     if result.exit_code != 0 or not result.stdout.strip():
         return  # nothing to compare; the harness run (validate) reports a broken python3 in detail
     problem = python_problem(loaded.profile.image, result.stdout)
@@ -34,8 +41,24 @@ def check_python(loaded: LoadedProfile, engine: Engine, tag: str, err: TextIO) -
 def run(profile_path: Path | None, *, tag: str | None, no_cache: bool, out: TextIO, err: TextIO,
         engine: Engine | None = None) -> int:
     loaded = load_profile(profile_path)
+    from envkit.imagebuild import build_image, connect  # here, not at the top: building the CLI's parser imports every command module
+
     engine = connect(engine)
     built, _ = build_image(loaded, engine, tag=tag, no_cache=no_cache, err=err)
     check_python(loaded, engine, built, err)
     print(built, file=out)
     return 0
+
+
+# ---------------------------------------------------------------- command line (envkit.commands' contract)
+HELP = "build the image through the Docker engine"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    profile_argument(parser)
+    parser.add_argument("--tag", default=None)
+    parser.add_argument("--no-cache", action="store_true")
+
+
+def main(args: argparse.Namespace) -> int:
+    return run(resolve_profile(args.profile), tag=args.tag, no_cache=args.no_cache, out=sys.stdout, err=sys.stderr)

@@ -31,13 +31,14 @@ Example:
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import json
-import shutil
-import subprocess
-import tempfile
+import sys
 from pathlib import Path
 from typing import TextIO
 
+from envkit.commands import profile_argument, resolve_profile
 from envkit.errors import EngineError, UsageError
 from envkit.profile import load_profile
 from envkit.profile.model import Profile
@@ -134,39 +135,40 @@ def check_destination(out_dir: Path) -> None:
 
 def export_rootfs(image: str, rootfs: Path) -> tuple[str, list[str]]:
     """``docker export`` of a (never started) container of ``image`` into ``rootfs``: (image id, its Env)."""
-    from envkit.engine.docker import DockerEngine
+    import subprocess  # here, not at the top: building the CLI's parser imports every command module
 
-    client = DockerEngine.connect().client
-    try:
-        img = client.images.get(image)
-    except Exception as exc:  # docker.errors.ImageNotFound, APIError
-        raise EngineError(f"image {image}: {exc}", hint=f"build it first: envkit build --tag {image}") from None
-    # Created, never started: export needs a container, not a running one. Its own label (not envkit's
-    # run label, which test suites sweep) and removed below whatever happens.
-    container = client.containers.create(img.id, command=["true"], labels={BUNDLE_LABEL: "1"})
+    from envkit.engine import connect
+
+    engine = connect()
     try:
         rootfs.mkdir(parents=True)
         tar = subprocess.Popen(["tar", "-x", "--numeric-owner", "-C", str(rootfs)], stdin=subprocess.PIPE,
                                stderr=subprocess.PIPE)
         # Both pipes were asked for above; the asserts tell mypy so.
         assert tar.stdin is not None and tar.stderr is not None
+        exported: tuple[str, list[str]] | None = None
         try:
-            for chunk in container.export():
-                tar.stdin.write(chunk)
-        finally:
-            tar.stdin.close()
-            err = tar.stderr.read().decode(errors="replace")
-            if tar.wait() != 0:
-                raise EngineError(f"unpacking {image} into {rootfs} failed: {err.strip()[-500:]}")
-    finally:
-        try:
-            container.remove(force=True)
-        except Exception:  # already gone (removed by someone else): nothing left to clean up
+            exported = engine.export_image(image, tar.stdin.write, labels={BUNDLE_LABEL: "1"})
+        except BrokenPipeError:  # tar stopped reading: its own message, below, says why
             pass
-    return img.id, img.attrs.get("Config", {}).get("Env") or []
+        finally:
+            with contextlib.suppress(BrokenPipeError):
+                tar.stdin.close()
+            with tar.stderr:
+                err = tar.stderr.read().decode(errors="replace")
+            code = tar.wait()
+        if code != 0 or exported is None:
+            raise EngineError(f"unpacking {image} into {rootfs} failed: {err.strip()[-500:] or f'tar exited {code}'}")
+    finally:
+        engine.close()
+    image_id, env = exported
+    return image_id, env
 
 
 def run(profile_path: Path | None, image: str | None, out_dir: Path, *, out: TextIO, err: TextIO) -> int:
+    import shutil  # here, not at the top: building the CLI's parser imports every command module
+    import tempfile
+
     loaded = load_profile(profile_path)
     p = loaded.profile
     image = image or p.image_tag
@@ -191,3 +193,17 @@ def run(profile_path: Path | None, image: str | None, out_dir: Path, *, out: Tex
     print(f"wrote {out_dir}: rootfs of {image}, config.json (/dev/shm {shm}, {len(rs.ulimits)} rlimits, "
           f"uid {p.image.user.uid})", file=out)
     return 0
+
+
+# ---------------------------------------------------------------- command line (envkit.commands' contract)
+HELP = "write an OCI bundle of the built image for Slurm's srun --container"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    profile_argument(parser)
+    parser.add_argument("--image", default=None, help="the built image (default: the profile's image tag)")
+    parser.add_argument("-o", "--output", type=Path, required=True, help="bundle folder (on storage every node sees)")
+
+
+def main(args: argparse.Namespace) -> int:
+    return run(resolve_profile(args.profile), args.image, args.output, out=sys.stdout, err=sys.stderr)

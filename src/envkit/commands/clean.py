@@ -14,13 +14,18 @@ Example:
 
 from __future__ import annotations
 
-from typing import TextIO
+import argparse
+import sys
+from typing import TYPE_CHECKING, TextIO
 
-from envkit.engine import Engine
-from envkit.leftovers import sweep_build_dirs, sweep_containers, sweep_superseded_images
+if TYPE_CHECKING:
+    from envkit.engine import Engine
 
 
 def run(*, out: TextIO, err: TextIO, engine: Engine | None = None) -> int:
+    # Here, not at the top: building the CLI's parser imports every command module.
+    from envkit.leftovers import sweep_build_dirs, sweep_containers, sweep_superseded_images
+
     folders = sweep_build_dirs()
     if engine is None:
         from envkit.imagebuild import connect
@@ -37,3 +42,15 @@ def run(*, out: TextIO, err: TextIO, engine: Engine | None = None) -> int:
     if not containers and not folders and not images:
         print("nothing to clean: no leftovers of killed envkit runs, no superseded envkit images", file=out)
     return 0
+
+
+# ---------------------------------------------------------------- command line (envkit.commands' contract)
+HELP = "remove leftovers of killed envkit runs and images superseded by a rebuild, and list them"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    return None
+
+
+def main(args: argparse.Namespace) -> int:
+    return run(out=sys.stdout, err=sys.stderr)

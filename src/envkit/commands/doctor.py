@@ -16,14 +16,19 @@ Example:
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from envkit.doctor import Host, diagnose, render_table
+from envkit.commands import profile_argument, resolve_profile
 from envkit.harness.report import FAIL
 from envkit.profile import load_profile
 from envkit.profile.model import Profile
+
+if TYPE_CHECKING:
+    from envkit.doctor import Host
 
 # A profile that asks for nothing beyond a small multi-worker loader: no memory limit, cpuset,
 # GPUs or ulimits to compare the host against.
@@ -43,9 +48,26 @@ def run(profile_path: Path | None, scripts: list[Path], data_paths: list[Path], 
         print("envkit doctor: no profile given (and no ./envkit.yaml): checking the host alone", file=err)
     else:
         profile = load_profile(profile_path).profile
+    from envkit.doctor import Host, diagnose, render_table  # here, not at the top: building the CLI's parser imports every command module
+
     doc = diagnose(host or Host(), profile, list(scripts), list(data_paths))
     if as_json:
         print(json.dumps(doc, indent=2, default=str), file=out)
     else:
         print(render_table(doc), file=out)
     return 1 if doc["verdict"] == FAIL else 0
+
+
+# ---------------------------------------------------------------- command line (envkit.commands' contract)
+HELP = "check this host (Linux, WSL2, Windows) and training scripts"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    profile_argument(parser)
+    parser.add_argument("--script", action="append", type=Path, default=[], help="training script to check (repeatable)")
+    parser.add_argument("--data", action="append", type=Path, default=[], help="dataset path to check (repeatable)")
+    parser.add_argument("--json", action="store_true")
+
+
+def main(args: argparse.Namespace) -> int:
+    return run(resolve_profile(args.profile), args.script, args.data, args.json, sys.stdout, sys.stderr)

@@ -9,10 +9,13 @@ Example:
 
 from __future__ import annotations
 
+import argparse
 import shlex
+import sys
 from pathlib import Path
 from typing import TextIO
 
+from envkit.commands import profile_argument, resolve_profile
 from envkit.generation import report_warnings
 from envkit.plan.envplan import build_plan
 from envkit.profile import load_profile
@@ -30,3 +33,15 @@ def run(profile_path: Path | None, *, out: TextIO, err: TextIO) -> int:
 
     print(shlex.join(docker_flags(rs, volume_source=source)), file=out)
     return 0
+
+
+# ---------------------------------------------------------------- command line (envkit.commands' contract)
+HELP = "print the docker run flags on one shell-quoted line"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    profile_argument(parser)
+
+
+def main(args: argparse.Namespace) -> int:
+    return run(resolve_profile(args.profile), out=sys.stdout, err=sys.stderr)

@@ -6,9 +6,12 @@ Example:
 
 from __future__ import annotations
 
+import argparse
+import sys
 from pathlib import Path
 from typing import TextIO
 
+from envkit.commands import profile_argument, resolve_profile
 from envkit.errors import UsageError
 from envkit.generation import render_owned, report_warnings
 from envkit.output import check_output_folder, write_outputs
@@ -43,3 +46,21 @@ def run(profile_path: Path | None, out_dir: Path, targets: tuple[str, ...], *, f
     for bak in report.backups:
         print(f"backed up your edited file to {bak}", file=err)
     return 0
+
+
+# ---------------------------------------------------------------- command line (envkit.commands' contract)
+HELP = "render Dockerfile, run.sh, compose.yaml, devcontainer.json, WSL files"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    profile_argument(parser)
+    parser.add_argument("-o", "--output", type=Path, default=Path("."), help="output directory (default: .)")
+    parser.add_argument("--target", action="append", choices=TARGET_NAMES, default=[],
+                        help="only this target (repeatable)")
+    parser.add_argument("--force", action="store_true", help="overwrite files edited since envkit wrote them (backups kept)")
+    parser.add_argument("--strict", action="store_true", help="treat workload warnings as errors")
+
+
+def main(args: argparse.Namespace) -> int:
+    return run(resolve_profile(args.profile), args.output, tuple(args.target), force=args.force, strict=args.strict,
+               out=sys.stdout, err=sys.stderr)

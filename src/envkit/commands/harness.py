@@ -3,15 +3,18 @@
 The harness itself takes expectations as JSON (it is standard library + torch
 only); this wrapper derives them from a profile, exactly as ``generate`` does.
 
+Its options are the harness's own (``envkit harness --help`` is the harness's help), so it
+takes its raw argv (``raw_argv`` in :data:`envkit.commands.COMMANDS`).
+
 Example:
     >>> # run(Path("envkit.yaml"), ["--quick", "--json"]) -> 0 | 1 | 2
 """
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
+from envkit.errors import UsageError
 from envkit.plan.envplan import build_plan
 from envkit.profile import load_profile
 
@@ -21,8 +24,41 @@ def run(profile_path: Path | None, harness_argv: list[str]) -> int:
 
     if profile_path is None:
         return harness_main(harness_argv)
+    import tempfile  # here, not at the top: building the CLI's parser imports every command module
+
     loaded = load_profile(profile_path)
     with tempfile.TemporaryDirectory(prefix="envkit-expect-") as tmp:
         expect = Path(tmp) / "envkit_expect.json"
         expect.write_bytes(build_plan(loaded).expectation)
         return harness_main(["--expect", str(expect), *harness_argv])
+
+
+# ---------------------------------------------------------------- command line (envkit.commands' contract)
+HELP = "run the loader harness on this host (envkit harness --help for its options)"
+
+
+def split_harness_argv(argv: list[str]) -> tuple[Path | None, list[str]]:
+    """``--profile P`` is envkit's; every other harness flag belongs to the harness's own parser.
+
+    >>> split_harness_argv(["--quick", "--profile", "p.yaml", "--json"])
+    (PosixPath('p.yaml'), ['--quick', '--json'])
+    """
+    profile, rest, i = None, [], 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--profile":
+            if i + 1 >= len(argv):
+                raise UsageError("harness: --profile needs a profile file")
+            profile, i = Path(argv[i + 1]), i + 2
+            continue
+        if arg.startswith("--profile="):
+            profile = Path(arg.split("=", 1)[1])
+        else:
+            rest.append(arg)
+        i += 1
+    return profile, rest
+
+
+def main(argv: list[str]) -> int:
+    profile, rest = split_harness_argv(argv)
+    return run(profile, rest)  # no profile: the harness's own defaults or --expect

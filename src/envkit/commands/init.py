@@ -6,6 +6,8 @@ Example:
 
 from __future__ import annotations
 
+import argparse
+import sys
 from pathlib import Path
 from typing import TextIO
 
@@ -34,3 +36,16 @@ def run(path: Path, *, force: bool, out: TextIO) -> int:
     command = "envkit generate" if path == Path("envkit.yaml") else f"envkit generate {path}"
     print(f"wrote {path}; edit it, then run `{command}`", file=out)
     return 0
+
+
+# ---------------------------------------------------------------- command line (envkit.commands' contract)
+HELP = "write the default profile to envkit.yaml for you to edit"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", nargs="?", type=Path, default=Path("envkit.yaml"))
+    parser.add_argument("--force", action="store_true")
+
+
+def main(args: argparse.Namespace) -> int:
+    return run(args.path, force=args.force, out=sys.stdout)

@@ -10,12 +10,13 @@ Example:
 
 from __future__ import annotations
 
+import argparse
 import os
-import subprocess
-import tempfile
+import sys
 from pathlib import Path
 from typing import TextIO
 
+from envkit.commands import profile_argument, resolve_profile
 from envkit.errors import EnvkitError, ProfileError, UsageError
 from envkit.output import write_backup
 from envkit.safeio import replace_file
@@ -92,6 +93,9 @@ def run(profile_path: Path | None, *, force: bool, out: TextIO, err: TextIO) -> 
         raise ProfileError(f"{loaded.source}: nothing to lock (no image.torch, pip_packages or requirements)")
     print(f"envkit: locking {len(lines)} requirement(s) for Python {python} ({where}) on {PLATFORM}",
           file=err, flush=True)
+    import subprocess  # here, not at the top: building the CLI's parser imports every command module
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="envkit-lock-") as tmp:
         src, result = Path(tmp) / "requirements.in", Path(tmp) / LOCK_FILE
         src.write_text("\n".join(lines) + "\n")
@@ -117,3 +121,16 @@ def run(profile_path: Path | None, *, force: bool, out: TextIO, err: TextIO) -> 
     pins = sum(1 for line in body.splitlines() if line and not line[0].isspace() and not line.startswith("#"))
     print(f"wrote {dest} ({pins} packages, with hashes)", file=out)
     return 0
+
+
+# ---------------------------------------------------------------- command line (envkit.commands' contract)
+HELP = "pin the image's packages with hashes into envkit.lock.txt beside the profile"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    profile_argument(parser)
+    parser.add_argument("--force", action="store_true", help="replace an envkit.lock.txt envkit did not write")
+
+
+def main(args: argparse.Namespace) -> int:
+    return run(resolve_profile(args.profile), force=args.force, out=sys.stdout, err=sys.stderr)

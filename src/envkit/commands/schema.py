@@ -9,7 +9,9 @@ Example:
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 from typing import TextIO
 
 from envkit.profile.model import Profile
@@ -26,3 +28,15 @@ def profile_schema() -> dict:
 def run(*, out: TextIO) -> int:
     print(json.dumps(profile_schema(), indent=2, sort_keys=True), file=out)
     return 0
+
+
+# ---------------------------------------------------------------- command line (envkit.commands' contract)
+HELP = "print the profile's JSON Schema"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    return None
+
+
+def main(args: argparse.Namespace) -> int:
+    return run(out=sys.stdout)

@@ -1,10 +1,10 @@
 """``envkit validate``: build (or take ``--image``), run the harness in a container with exactly the
 profile's run settings, and report; ``--compare-default`` also runs it under Docker's defaults.
 
-The container settings come from ``envkit.engine.docker.sdk_kwargs``, the same
-translation that writes run.sh and compose.yaml. "Docker's defaults" means no
---shm-size, --ipc, --cpuset-cpus, --cpus, --memory or --ulimit; a GPU request
-is kept, so the comparison isolates what envkit tunes.
+The container's settings are the profile's :class:`~envkit.runsettings.RunSettings`, the same
+decisions that write run.sh and compose.yaml, handed to the engine seam as they are. "Docker's
+defaults" means no --shm-size, --ipc, --init, --cpuset-cpus, --cpus, --memory, --ulimit or
+volume; a GPU request and the environment are kept, so the comparison isolates what envkit tunes.
 
 Exit codes: 0 the generated settings pass (warnings allowed), 1 a check fails,
 2 profile/usage error, 3 engine problem.
@@ -16,25 +16,26 @@ Example:
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 import textwrap
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from envkit.engine import LABEL, Engine, RunResult
-from envkit.engine.docker import sdk_kwargs
+from envkit.commands import profile_argument, resolve_profile, seconds
 from envkit.errors import EngineError
-from envkit.expect import expectation_json
 from envkit.generation import report_warnings
-from envkit.plan.envplan import build_plan
+from envkit.plan.envplan import EnvPlan, build_plan
 from envkit.harness.report import human_bytes
-from envkit.imagebuild import build_image, connect
-from envkit.leftovers import sweep
 from envkit.profile import LoadedProfile, load_profile
 from envkit.pythons import python_problem
 from envkit.runsettings import RunSettings
 from envkit.termtext import neutralise
 from envkit.plan.paths import EXPECT_FILE, HARNESS_DIR, HARNESS_FILE
+
+if TYPE_CHECKING:
+    from envkit.engine import Engine, RunResult
 
 
 EXPECT_ENV = "ENVKIT_EXPECT_JSON"
@@ -57,15 +58,14 @@ def harness_command(timeout: float, quick: bool, *, profile_expect: bool = False
     return ["python3", f"{HARNESS_DIR}/{HARNESS_FILE}", "--expect", f"{HARNESS_DIR}/{EXPECT_FILE}"] + rest
 
 
-def with_profile_expectation(loaded: LoadedProfile, settings: dict) -> dict:
-    """``settings`` plus the profile's expectation in the container's environment.
+def with_profile_expectation(plan: EnvPlan, run: RunSettings) -> RunSettings:
+    """``run`` plus the plan's expectation in the container's environment (``EXPECT_ENV``).
 
     ``validate --image`` checks the PROFILE it was given, not the expectation baked into the image.
     """
-    env = settings.get("environment") or {}
-    env = dict(env) if isinstance(env, dict) else dict(e.split("=", 1) for e in env)
-    env[EXPECT_ENV] = expectation_json(loaded.profile, RunSettings.from_profile(loaded.profile)).decode()
-    return {**settings, "environment": env}
+    env = dict(run.env)
+    env[EXPECT_ENV] = plan.expectation.decode()
+    return run.replace(env=tuple(env.items()))
 
 
 def label_mismatch(loaded: LoadedProfile, labels: dict[str, str]) -> str | None:
@@ -82,21 +82,24 @@ def label_mismatch(loaded: LoadedProfile, labels: dict[str, str]) -> str | None:
     return None
 
 
-def container_settings(loaded: LoadedProfile, *, default: bool) -> tuple[dict, list[str]]:
-    """docker-py settings for the profile (or Docker's defaults), and notes about what was left out."""
-    kw = sdk_kwargs(RunSettings.from_profile(loaded.profile),
-                    volume_source=lambda v: str(loaded.resolve(v.source)) if v.is_relative else v.source)
+def container_settings(plan: EnvPlan, *, default: bool) -> tuple[RunSettings, list[str]]:
+    """The container's settings for the profile (or Docker's defaults), and notes about what was left out.
+
+    Volume sources are made absolute against the profile's folder. The container starts as the
+    image's user (no ``start_as_root``): the user the harness measures for.
+    """
+    loaded = plan.loaded
+    rs = plan.settings.with_sources(lambda src: str(loaded.resolve(src)))
     notes = []
     # The harness reads nothing from bind mounts; a missing host path would make Docker create it as root.
     vols = []
-    for spec in kw.pop("volumes", []):
-        src = spec.split(":", 1)[0]
-        (vols.append(spec) if Path(src).exists() else notes.append(f"volume {spec!r} skipped: {src} does not exist"))
-    if vols:
-        kw["volumes"] = vols
+    for v in rs.volumes:
+        spec = ":".join([v.source, v.target] + ([v.mode] if v.mode else []))
+        (vols.append(v) if Path(v.source).exists() else notes.append(f"volume {spec!r} skipped: {v.source} does not exist"))
+    rs = rs.replace(volumes=tuple(vols), start_as_root=False)
     if default:
-        kw = {k: v for k, v in kw.items() if k in ("device_requests", "environment")}
-    return kw, notes
+        rs = RunSettings.engine_defaults().replace(gpus=rs.gpus, env=rs.env)
+    return rs, notes
 
 
 def daemon_default_shm(engine: Engine) -> str:
@@ -116,11 +119,17 @@ def daemon_default_shm(engine: Engine) -> str:
     return "/dev/shm 64 MiB, Docker's built-in default; no default-shm-size found for the local daemon"
 
 
-def run_harness(engine: Engine, image: str, settings: dict, *, timeout: float, quick: bool, label: str) -> dict:
+def has_profile_expectation(run: RunSettings) -> bool:
+    """True when ``run`` carries the profile's expectation (:func:`with_profile_expectation`)."""
+    return any(key == EXPECT_ENV for key, _ in run.env)
+
+
+def run_harness(engine: Engine, image: str, run: RunSettings, *, timeout: float, quick: bool, label: str) -> dict:
     """Run the harness in a fresh container; return its JSON report (EngineError if it produced none)."""
-    command = harness_command(timeout, quick, profile_expect=EXPECT_ENV in (settings.get("environment") or {}))
-    result: RunResult = engine.run(image, command, settings=settings,
-                                   labels={LABEL: "1", "io.envkit.run": label}, timeout=timeout)
+    command = harness_command(timeout, quick, profile_expect=has_profile_expectation(run))
+    from envkit.engine import LABEL  # here, not at the top: building the CLI's parser imports every command module
+
+    result: RunResult = engine.run(image, command, run, labels={LABEL: "1", "io.envkit.run": label}, timeout=timeout)
     if result.timed_out:
         raise EngineError(f"the harness ({label} settings) did not finish within {timeout:g} s; the container was "
                           "removed", hint="raise --timeout, or use --quick")
@@ -182,16 +191,19 @@ def render_comparison(profile: str, image: str, generated: dict, default: dict |
 def run(profile_path: Path | None, *, image: str | None, compare_default: bool, as_json: bool, timeout: float,
         quick: bool, out: TextIO, err: TextIO, engine: Engine | None = None) -> int:
     loaded = load_profile(profile_path)
+    from envkit.imagebuild import build_image, connect  # here, not at the top: building the CLI's parser imports every command module
+    from envkit.leftovers import sweep
+
     engine = connect(engine)
-    if image is not None:
-        report_warnings(build_plan(loaded), False, err)
-        sweep(engine, err)  # (build_image sweeps when it builds)
     if image is None:
-        image, _ = build_image(loaded, engine, tag=None, no_cache=False, err=err)
-        settings, notes = container_settings(loaded, default=False)
+        image, plan = build_image(loaded, engine, tag=None, no_cache=False, err=err)  # it sweeps and warns
+        settings, notes = container_settings(plan, default=False)
     else:
-        settings, notes = container_settings(loaded, default=False)
-        settings = with_profile_expectation(loaded, settings)
+        plan = build_plan(loaded)
+        report_warnings(plan, False, err)
+        sweep(engine, err)
+        settings, notes = container_settings(plan, default=False)
+        settings = with_profile_expectation(plan, settings)
         mismatch = label_mismatch(loaded, engine.image_labels(image))
         if mismatch:
             notes.append(mismatch)
@@ -203,9 +215,9 @@ def run(profile_path: Path | None, *, image: str | None, compare_default: bool, 
     if compare_default:
         print(f"envkit: running the harness again with Docker's defaults ({daemon_default_shm(engine)})",
               file=err, flush=True)
-        dsettings, _ = container_settings(loaded, default=True)
-        if EXPECT_ENV in (settings.get("environment") or {}):
-            dsettings = with_profile_expectation(loaded, dsettings)
+        dsettings, _ = container_settings(plan, default=True)
+        if has_profile_expectation(settings):
+            dsettings = with_profile_expectation(plan, dsettings)
         default = run_harness(engine, image, dsettings, timeout=timeout, quick=quick, label="default")
     verdict = generated["verdict"]
     # The image's real Python against the profile's (image.python, or what the base's name implies).
@@ -220,3 +232,21 @@ def run(profile_path: Path | None, *, image: str | None, compare_default: bool, 
     else:
         print(render_comparison(loaded.profile.name, image, generated, default), file=out)
     return 1 if verdict == "fail" else 0
+
+
+# ---------------------------------------------------------------- command line (envkit.commands' contract)
+HELP = "build, then run the harness in a container with the profile's settings"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    profile_argument(parser)
+    parser.add_argument("--image", default=None, help="validate this image instead of building")
+    parser.add_argument("--compare-default", action="store_true", help="also run under Docker's defaults, side by side")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--timeout", type=seconds, default=300.0, help="seconds for each harness run (default 300)")
+    parser.add_argument("--quick", action="store_true", help="fewer batches and a smaller transfer buffer")
+
+
+def main(args: argparse.Namespace) -> int:
+    return run(resolve_profile(args.profile), image=args.image, compare_default=args.compare_default, as_json=args.json,
+               timeout=args.timeout, quick=args.quick, out=sys.stdout, err=sys.stderr)

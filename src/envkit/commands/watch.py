@@ -3,6 +3,9 @@
 The same code runs in the image as ``python3 -m envkit_runtime watch ...`` and in a
 training script as ``envkit_runtime.ShmWatch().start()``.
 
+Its options are the companion's own, so it takes its raw argv (``raw_argv`` in
+:data:`envkit.commands.COMMANDS`).
+
 Example:
     >>> # run(["--pid", "1234", "--interval", "0.5"]) -> 0 (2 on bad input)
 """
@@ -14,3 +17,11 @@ def run(argv: list[str]) -> int:
     from envkit.harness.shmwatch import main
 
     return main(argv)
+
+
+# ---------------------------------------------------------------- command line (envkit.commands' contract)
+HELP = "watch /dev/shm and a DataLoader's workers; warn before shm runs out"
+
+
+def main(argv: list[str]) -> int:
+    return run(argv)

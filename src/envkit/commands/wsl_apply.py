@@ -21,6 +21,8 @@ Example:
 
 from __future__ import annotations
 
+import argparse
+import sys
 from pathlib import Path
 from typing import TextIO
 
@@ -76,3 +78,20 @@ def run(profile_path: Path | None, wslconfig: Path, dry_run: bool, out: TextIO, 
     print("Run `wsl --shutdown` from Windows (PowerShell or cmd) so WSL restarts with these settings; "
           "WSL reads .wslconfig only when its VM starts.", file=out)
     return 0
+
+
+# ---------------------------------------------------------------- command line (envkit.commands' contract)
+HELP = "WSL2 helpers"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="wsl_command", required=True, metavar="COMMAND")
+    apply = sub.add_parser("apply", help="merge the profile's keys into a .wslconfig (backup first)")
+    # No default profile here: its example values would silently land in a real .wslconfig.
+    apply.add_argument("profile", type=Path, metavar="PROFILE", help="profile YAML with a wsl: section")
+    apply.add_argument("--wslconfig", type=Path, required=True, help="path to .wslconfig (%%UserProfile%%\\.wslconfig)")
+    apply.add_argument("--dry-run", action="store_true")
+
+
+def main(args: argparse.Namespace) -> int:
+    return run(args.profile, args.wslconfig, args.dry_run, sys.stdout, sys.stderr)

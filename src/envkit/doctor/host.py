@@ -15,8 +15,8 @@ looked up under ``root``. What cannot live in a file tree comes from
 A fixture host without a file answers "unknown" (None). With ``root`` "/",
 the real calls are made (``os.statvfs``, ``resource.getrlimit``,
 ``shutil.which``). The Docker engine is only ever asked through envkit's one
-engine seam, :class:`envkit.engine.docker.DockerEngine` (``connect()`` then
-``ping()``, loaded lazily); ``Host.engine_ping`` replaces that call in tests.
+engine seam, :func:`envkit.engine.connect` (then ``ping()`` and ``close()``,
+loaded lazily); ``Host.engine_ping`` replaces that call in tests.
 
 Example:
     >>> h = Host(Path("/nonexistent"), environ={})
@@ -26,7 +26,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -157,17 +156,14 @@ class Host:
 
 
 def engine_ping() -> dict[str, Any]:
-    """``DockerEngine.connect().ping()`` through :mod:`envkit.engine`; raises EngineError without an engine."""
-    from envkit.engine.docker import DockerEngine  # lazily: loads docker-py only when the doctor asks
+    """``connect().ping()`` through :mod:`envkit.engine`; raises EngineError without an engine."""
+    from envkit.engine import connect  # lazily: loads docker-py only when the doctor asks
 
-    engine = DockerEngine.connect()
+    engine = connect()
     try:
         return engine.ping()
     finally:
-        close = getattr(getattr(engine, "client", None), "close", None)
-        if callable(close):
-            with contextlib.suppress(Exception):  # closing a half-dead connection must not hide the answer
-                close()
+        engine.close()
 
 
 DEFAULT_SOCKET = "/var/run/docker.sock"

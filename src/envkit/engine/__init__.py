@@ -1,16 +1,19 @@
 """The one seam between envkit and a container engine (after repo2docker's engine.py).
 
-Contract: all container-engine use goes through :class:`Engine`, in plain data; every
-failure is an :class:`~envkit.errors.EngineError` (or :class:`BuildFailed`) with a
-``hint``, never a raw traceback. This module knows nothing of Docker: the Docker
-implementation, with everything Docker-specific (docker-py keyword arguments, daemon
-error texts, the classic builder's stream), is :mod:`envkit.engine.docker`, which
-imports this module and never the reverse. Everything envkit creates carries the
-label ``LABEL=1``.
+Contract: all container-engine use goes through :class:`Engine`, in envkit's own types (a
+container's settings are a :class:`~envkit.runsettings.RunSettings`); every failure is an
+:class:`~envkit.errors.EngineError` (or :class:`BuildFailed`) with a ``hint``, never a raw
+traceback. This module knows nothing of Docker: the Docker implementation, with everything
+Docker-specific (docker-py's arguments and types, daemon error texts, the classic builder's
+stream), is :mod:`envkit.engine.docker`. Only :func:`connect` here imports it (lazily, so
+importing this module never loads docker-py); every other module asks :func:`connect` for an
+engine. Everything envkit creates carries the label ``LABEL=1``.
 
 Example:
     >>> RunResult(exit_code=0, stdout="ok\\n", stderr="")
     RunResult(exit_code=0, stdout='ok\\n', stderr='', timed_out=False)
+    >>> eng = connect()                                                  # doctest: +SKIP
+    >>> eng.run("envkit/demo:dev", ["python3", "-V"], RunSettings.from_profile(profile), timeout=60)  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -18,9 +21,12 @@ from __future__ import annotations
 import abc
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from envkit.errors import EngineError
+
+if TYPE_CHECKING:
+    from envkit.runsettings import RunSettings
 
 LABEL = "io.envkit.managed"
 
@@ -69,13 +75,15 @@ class Engine(abc.ABC):
         """
 
     @abc.abstractmethod
-    def run(self, image: str, command: list[str], *, settings: dict[str, Any],
+    def run(self, image: str, command: list[str], run: RunSettings, *,
             labels: dict[str, str] | None = None, timeout: float = 600) -> RunResult:
-        """Run ``command`` in a fresh container (always removed).
+        """Run ``command`` in a fresh container with the settings ``run`` (always removed).
 
-        ``settings``: the engine's own container options, built from
-        :class:`~envkit.runsettings.RunSettings` by the implementation's module
-        (for Docker, :func:`envkit.engine.docker.sdk_kwargs`).
+        Every field of ``run`` applies (``None`` and empty ones leave the engine's default);
+        volume sources must be absolute (:meth:`~envkit.runsettings.RunSettings.with_sources`
+        resolves a profile's relative ones); ``start_as_root`` starts the container as root.
+        ``labels`` go on the container besides the engine's own; after ``timeout`` seconds the
+        container is killed and the result says ``timed_out``.
         """
 
     @abc.abstractmethod
@@ -105,3 +113,27 @@ class Engine(abc.ABC):
     def image_labels(self, image: str) -> dict[str, str]:
         """The labels of ``image`` ({} when the engine cannot tell); ``validate --image`` compares them."""
         return {}
+
+    def export_image(self, image: str, write: Callable[[bytes], object], *,
+                     labels: dict[str, str] | None = None) -> tuple[str, list[str]]:
+        """Stream ``image``'s file system (a tar, through a created, never started container carrying
+        only ``labels``, removed afterwards) to ``write``; return the image id and its ``Env``.
+
+        EngineError (with a hint) when the image is missing or the engine cannot export.
+        """
+        raise EngineError("this engine cannot export an image's file system")
+
+    def close(self) -> None:
+        """Release the connection (an engine is not used after this); a no-op where there is none."""
+        return None
+
+
+def connect(labels: dict[str, str] | None = None) -> Engine:
+    """The engine of this host (Docker through DOCKER_HOST or its default socket), connected.
+
+    ``labels`` go on everything it creates. EngineError with a hint when no engine answers.
+    The Docker implementation (and docker-py) is imported here, only when an engine is needed.
+    """
+    from envkit.engine.docker import DockerEngine
+
+    return DockerEngine.connect(labels)

@@ -1,14 +1,15 @@
 """The Docker implementation of :class:`envkit.engine.Engine`, over the Docker SDK (docker-py).
 
-Everything that knows Docker lives here: the SDK's keyword arguments from
-:class:`~envkit.runsettings.RunSettings` (:func:`sdk_kwargs`), the classic builder's
-stream (:class:`BuildStreamParser`), the daemon's error texts (:func:`explain_start_error`).
-docker-py itself is imported only inside the functions that call it, so importing this
-module (and ``envkit generate``) never loads it.
+Everything that knows Docker lives here: docker-py's ``containers.create`` arguments from
+:class:`~envkit.runsettings.RunSettings` (:func:`create_kwargs`, the only such translation), the
+classic builder's stream (:class:`BuildStreamParser`), the daemon's error texts
+(:func:`explain_start_error`). docker-py itself is imported only inside the functions that call
+it, so importing this module (and ``envkit generate``) never loads it. Only
+:func:`envkit.engine.connect` imports this module.
 
 Example:
     >>> eng = DockerEngine.connect()                                     # doctest: +SKIP
-    >>> eng.run("envkit/demo:dev", ["python3", "-V"], settings={}, timeout=60)  # doctest: +SKIP
+    >>> eng.run("envkit/demo:dev", ["python3", "-V"], RunSettings.from_profile(profile), timeout=60)  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from envkit.engine import LABEL, BuildEvent, BuildFailed, Engine, RunResult
 from envkit.engine.dockerd import _RLIMITS, find_dockerd, parse_proc_limits, read_daemon
 from envkit.errors import EngineError
 from envkit.leftovers import owner_labels
-from envkit.runsettings import RunSettings
+from envkit.runsettings import RunSettings, Ulimit
 
 BASE_IMAGE_HINT = ("build it first with `envkit build`, or for the local base image run "
                    "`sudo bash docker/base-image.sh` (no registry is needed)")
@@ -93,47 +94,6 @@ class BuildStreamParser:
         return events
 
 
-def _parse_volume(spec: str) -> tuple[str, dict[str, str]]:
-    """``"src:dst[:mode]"`` -> ``(src, {"bind": dst, "mode": mode})``; tolerates ``C:\\x``."""
-    head, _, mode = spec.rpartition(":")  # a trailing "ro" / "rw" / "ro,Z" has no slash
-    spec, mode = (head, mode) if ":" in head and not re.search(r"[/\\]", mode) else (spec, "rw")
-    src, _, dst = spec.rpartition(":")
-    if not src or not dst.startswith("/"):
-        raise EngineError(f"bad volume {spec!r}: expected 'SRC:/container/path[:ro|rw]'")
-    return src, {"bind": dst, "mode": mode}
-
-
-def to_create_kwargs(settings: dict[str, Any]) -> dict[str, Any]:
-    """Map envkit's plain run settings to docker-py ``containers.create`` kwargs.
-
-    ulimits ``[{"name","soft","hard"}]`` -> ``docker.types.Ulimit`` (``"unlimited"`` -> -1);
-    device_requests ``[{"count","device_ids","capabilities"}]`` -> ``docker.types.DeviceRequest``;
-    volumes ``["src:dst[:mode]"]`` -> binds dict. Everything else passes through unchanged.
-    """
-    from docker.types import DeviceRequest, Ulimit
-    kw = dict(settings)
-    if kw.get("ulimits"):  # hard defaults to soft, as with `docker run --ulimit name=N`
-        kw["ulimits"] = [u if isinstance(u, Ulimit) else Ulimit(
-            name=u["name"], soft=_as_limit(u.get("soft")),
-            hard=_as_limit(u.get("hard", u.get("soft")))) for u in kw["ulimits"]]
-    reqs = []  # device_requests: accept plain dicts or ready DeviceRequest objects
-    for d in kw.get("device_requests") or []:
-        if not isinstance(d, DeviceRequest):
-            caps = d.get("capabilities") or [["gpu"]]
-            if all(isinstance(c, str) for c in caps):
-                caps = [list(caps)]  # ["gpu"] is one AND-set of capabilities: [["gpu"]]
-            # Docker rejects count together with device_ids; no ids and no count = all GPUs.
-            count = _as_limit(d.get("count", 0 if d.get("device_ids") else -1))
-            d = DeviceRequest(driver=d.get("driver", ""), count=count,
-                              device_ids=d.get("device_ids"), capabilities=caps)
-        reqs.append(d)
-    if reqs:
-        kw["device_requests"] = reqs
-    if isinstance(kw.get("volumes"), (list, tuple)):
-        kw["volumes"] = dict(_parse_volume(v) for v in kw["volumes"])
-    return kw
-
-
 def fmt_limit(name: str, value: int) -> str:
     """Human form of a limit value: bytes for byte limits, ``unlimited`` for -1."""
     if value < 0 or value >= 2**63 - 1:  # RLIM_INFINITY as read by resource.getrlimit
@@ -146,7 +106,7 @@ def fmt_limit(name: str, value: int) -> str:
     return str(value)
 
 
-def explain_start_error(message: str, settings: dict[str, Any],
+def explain_start_error(message: str, ulimits: tuple[Ulimit, ...],
                         host_limit: Callable[[str], tuple[int, int, str] | None]) -> EngineError:
     """Turn a daemon create/start error into an EngineError a user can act on.
 
@@ -158,14 +118,11 @@ def explain_start_error(message: str, settings: dict[str, Any],
     if "could not select device driver" in low or "nvidia-container-cli" in low:
         return EngineError(f"GPUs were requested but the engine cannot provide them: {message}",
                            hint=GPU_HINT)
-    ulimits = [{"name": u.name, "soft": u.soft, "hard": u.hard} if hasattr(u, "name") else u
-               for u in settings.get("ulimits") or []]  # plain dicts or docker.types.Ulimit
     if ulimits and any(k in low for k in ("rlimit", "ulimit", "operation not permitted")):
         m = re.search(r"rlimit type (\d+)", low)
-        u = next((u for u in ulimits if m and _RLIMITS.get(u["name"], (-1,))[0] == int(m[1])),
+        u = next((u for u in ulimits if m and _RLIMITS.get(u.name, (-1,))[0] == int(m[1])),
                  ulimits[0])  # runc names only the first limit it failed on
-        name, soft = u["name"], _as_limit(u.get("soft"))
-        hard = _as_limit(u.get("hard", soft))
+        name, soft, hard = u.name, u.soft, u.hard
         want = fmt_limit(name, soft) + ("" if hard == soft else f" (hard {fmt_limit(name, hard)})")
         have = host_limit(name)
         limit = (f", but the Docker daemon's hard limit for {name} is {fmt_limit(name, have[1])}"
@@ -184,14 +141,24 @@ def explain_start_error(message: str, settings: dict[str, Any],
     return EngineError(f"the engine could not start the container: {message}")
 
 
-def _as_limit(v: Any) -> int:
-    return -1 if v in (None, "unlimited", "infinity") else int(v)
+def create_kwargs(rs: RunSettings) -> dict[str, Any]:
+    """docker-py ``containers.create`` keyword arguments for ``rs``, in docker-py's own types.
 
+    ulimits -> ``docker.types.Ulimit``; a GPU request -> one ``docker.types.DeviceRequest``
+    (capability ``gpu``; "all" is count -1; ids, never together with a count); volumes -> the
+    SDK's binds mapping ``{source: {"bind": target, "mode": mode}}`` ("rw" when the profile names
+    none), built from the typed volumes, whose sources must be absolute. Binds, not
+    ``docker.types.Mount``: the profile's modes include SELinux relabelling (``z``, ``Z``), which
+    only a bind expresses; the mapping, not bind strings, because docker-py derives the
+    container's volume paths from strings correctly only for the modes ``ro`` and ``rw``. The
+    mapping is keyed by source: of two volumes with one source, the later one is mounted.
+    ``start_as_root`` -> ``user="root"``.
+    """
+    from docker.types import DeviceRequest, Ulimit as SdkUlimit
 
-def sdk_kwargs(rs: RunSettings, volume_source=lambda v: v.source) -> dict:
-    """docker-py ``containers.create`` keyword arguments (plain data; the engine seam builds SDK types)."""
-    # No start_as_root here: validate runs the harness as the image's user, the user it measures for.
-    kw: dict = {"ipc_mode": rs.ipc}
+    kw: dict[str, Any] = {}
+    if rs.ipc is not None:
+        kw["ipc_mode"] = rs.ipc
     if rs.init:
         kw["init"] = True
     if rs.shm_size is not None:
@@ -205,19 +172,25 @@ def sdk_kwargs(rs: RunSettings, volume_source=lambda v: v.source) -> dict:
     if rs.memory is not None:
         kw["mem_limit"] = rs.memory
     if rs.ulimits:
-        kw["ulimits"] = [{"name": u.name, "soft": u.soft, "hard": u.hard} for u in rs.ulimits]
+        kw["ulimits"] = [SdkUlimit(name=u.name, soft=u.soft, hard=u.hard) for u in rs.ulimits]
     if rs.gpus is not None:
         if rs.gpus == "all":
-            req = {"count": -1, "capabilities": [["gpu"]]}
+            req = DeviceRequest(driver="", count=-1, capabilities=[["gpu"]])
         elif isinstance(rs.gpus, int):
-            req = {"count": rs.gpus, "capabilities": [["gpu"]]}
-        else:
-            req = {"device_ids": [str(g) for g in tuple(rs.gpus)], "capabilities": [["gpu"]]}
+            req = DeviceRequest(driver="", count=rs.gpus, capabilities=[["gpu"]])
+        else:  # Docker rejects a count together with device ids
+            req = DeviceRequest(driver="", count=0, device_ids=[str(g) for g in tuple(rs.gpus)],
+                                capabilities=[["gpu"]])
         kw["device_requests"] = [req]
     if rs.volumes:
-        kw["volumes"] = [":".join([volume_source(v), v.target] + ([v.mode] if v.mode else [])) for v in rs.volumes]
+        for v in rs.volumes:
+            if v.is_relative:
+                raise EngineError(f"volume {v.source}:{v.target}: the source must be an absolute path here")
+        kw["volumes"] = {v.source: {"bind": v.target, "mode": v.mode or "rw"} for v in rs.volumes}
     if rs.env:
         kw["environment"] = dict(rs.env)
+    if rs.start_as_root:
+        kw["user"] = "root"
     return kw
 
 
@@ -318,11 +291,11 @@ class DockerEngine(Engine):
                               log=list(parser.tail), hint=hint)
         return parser.image_id
 
-    def run(self, image: str, command: list[str], *, settings: dict[str, Any],
+    def run(self, image: str, command: list[str], run: RunSettings, *,
             labels: dict[str, str] | None = None, timeout: float = 600) -> RunResult:
-        errors, rexc, kwargs = self._errors, self._requests_exc, to_create_kwargs(settings)
-        # Our own unique name (a caller's is overridden) lets the finally remove the container
-        # even if interrupted between the daemon creating it and create() returning.
+        errors, rexc, kwargs = self._errors, self._requests_exc, create_kwargs(run)
+        # Our own unique name lets the finally remove the container even if interrupted between
+        # the daemon creating it and create() returning.
         name = kwargs["name"] = f"envkit-run-{uuid.uuid4().hex[:12]}"
         try:
             try:
@@ -339,7 +312,7 @@ class DockerEngine(Engine):
             except TypeError as exc:  # docker-py rejects unknown keyword arguments
                 raise EngineError(f"unsupported container setting: {exc}") from None
             except errors.APIError as exc:
-                raise explain_start_error(str(exc.explanation or exc), settings,
+                raise explain_start_error(str(exc.explanation or exc), run.ulimits,
                                           self._host_limit) from None
             timed_out = False
             try:
@@ -405,6 +378,30 @@ class DockerEngine(Engine):
             raise EngineError(f"image {image!r} not found: {exc.explanation}", hint=BASE_IMAGE_HINT) from None
         except self._errors.APIError as exc:
             raise EngineError(f"the engine failed while inspecting {image}: {exc.explanation or exc}") from None
+
+    def export_image(self, image: str, write: Callable[[bytes], object], *,
+                     labels: dict[str, str] | None = None) -> tuple[str, list[str]]:
+        try:
+            img = self.client.images.get(image)
+        except self._errors.DockerException as exc:  # ImageNotFound, APIError
+            raise EngineError(f"image {image}: {exc}", hint=f"build it first: envkit build --tag {image}") from None
+        # Created, never started: export needs a container, not a running one. Only the caller's
+        # labels (not envkit's run label, which test suites sweep); removed below whatever happens.
+        try:
+            container = self.client.containers.create(img.id, command=["true"], labels=dict(labels or {}))
+        except self._errors.APIError as exc:
+            raise EngineError(f"the engine could not create a container of {image}: {exc.explanation or exc}") from None
+        try:
+            for chunk in container.export():
+                write(chunk)
+        finally:
+            with contextlib.suppress(Exception):  # already gone (removed by someone else): nothing left to clean up
+                container.remove(force=True)
+        return img.id, img.attrs.get("Config", {}).get("Env") or []
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):  # closing a half-dead connection must not hide the caller's answer
+            self.client.close()
 
     def remove_labeled(self, label_key: str = LABEL) -> int:
         n = 0
