@@ -54,7 +54,7 @@ COMMANDS = ("generate", "flags", "init", "schema", "harness", "watch", "lock", "
 
 
 class _Unused:
-    """Stands in for the parsers of the subcommands not asked for (building all of them cost ~8 ms a run)."""
+    """Stands in for the parsers of the subcommands not asked for (building all of them is start-up time every run would pay)."""
 
     def add_argument(self, *args: object, **kw: object) -> None:
         return None

@@ -1,7 +1,7 @@
 """SHA-256 for what envkit hashes on every run (profile hash, output manifest, caches, lock inputs).
 
-CPython's own SHA-256 module is used when present: ``hashlib`` first loads OpenSSL (about 3 ms of
-every ``envkit generate``, issue 13) for digests of a few kilobytes. Same algorithm, same result.
+CPython's own SHA-256 module is used when present: ``hashlib`` first loads OpenSSL (start-up time
+every ``envkit generate`` would pay) for digests of a few kilobytes. Same algorithm, same result.
 
 Example:
     >>> sha256_hex(b"envkit")[:12]

@@ -38,7 +38,7 @@ _OFFICIAL = re.compile(r"^(?:(?:docker\.io/)?library/)?python:(3\.\d{1,2})(?:[.\
 @functools.lru_cache(maxsize=1)
 def table() -> dict:
     """The recorded table: ``{"source": ..., "read_on": "YYYY-MM-DD", "releases": {version: [pythons]}}``."""
-    # A plain file in the package (importlib.resources cost ~5 ms of import on every run).
+    # A plain file in the package (importing importlib.resources is start-up time every run would pay).
     text = (Path(__file__).resolve().parent / "data" / "torch_pythons.json").read_text(encoding="utf-8")
     return json.loads(text)
 

@@ -1,8 +1,8 @@
 """``@record``: the part of ``@dataclass`` envkit's CLI path uses, without importing ``dataclasses``.
 
 Why: ``dataclasses`` imports ``inspect`` (and with it ``ast``, ``dis``, ``tokenize``), and each
-``@dataclass`` compiles generated code; together about 20 ms of every ``envkit generate`` run
-(issue 13: generate at hpccm's speed). A record has ``__init__`` (positional or keyword, defaults,
+``@dataclass`` compiles generated code; together start-up time on every ``envkit generate`` run
+(a budgeted time: benchmarks/bench_generate.py). A record has ``__init__`` (positional or keyword, defaults,
 ``field(default_factory=...)``), ``__repr__``, ``__eq__``, and with ``frozen=True`` ``__hash__`` and
 no assignment. Type checkers see ``dataclasses.dataclass`` itself, so constructors stay checked.
 

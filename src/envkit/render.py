@@ -71,7 +71,7 @@ def _dockerfile_str(value: object) -> str:
 
 # What a YAML reader takes raw (its printable set, less what it reads as a line break or byte-order mark:
 # NEL, U+2028, U+2029, U+FEFF); JSON with ensure_ascii=False leaves the rest raw, so they are escaped here.
-# Ranges, not a regular expression: compiling that character class cost ~8 ms of every Kubernetes run.
+# Ranges, not a regular expression: compiling that character class is start-up time every Kubernetes run would pay.
 YAML_RAW_SAFE = ((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x7E), (0xA0, 0x2027), (0x202A, 0xD7FF), (0xE000, 0xFEFE),
                  (0xFF00, 0xFFFD), (0x10000, 0x10FFFF))
 

@@ -1,7 +1,7 @@
 """envkit's templates: the part of Jinja2's language they use, compiled to Python once and cached.
 
-Why not Jinja2 itself: importing it cost about a third of an ``envkit generate`` run (issue 13:
-generate at hpccm's speed), for fourteen templates that use a small part of it. The language and
+Why not Jinja2 itself: importing it is a large part of an ``envkit generate`` run (whose
+start-up time is budgeted: benchmarks/bench_generate.py), for fourteen templates that use a small part of it. The language and
 its whitespace rules are Jinja2's, as envkit configured it: ``{{ expr }}``, ``{% if/elif/else %}``,
 ``{% for a, b in xs %}`` (with ``loop.first``/``loop.last``/``loop.index``, and ``{% else %}``),
 ``{% set %}``, ``{% macro %}``, ``{% import "file" as name %}``, ``{# comments #}``, filters

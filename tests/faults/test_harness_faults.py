@@ -1,4 +1,4 @@
-"""The harness names what really failed and owns every descendant (issue 10). Real DataLoaders."""
+"""The harness names what really failed and owns every descendant. Real DataLoaders."""
 
 from __future__ import annotations
 

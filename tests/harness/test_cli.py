@@ -44,7 +44,7 @@ def test_json_report_healthy_exit_0(run_cli, write_expect, small_loader):
     assert by["pinned_transfer"]["status"] == "skip" and "CUDA" in by["pinned_transfer"]["message"]
     assert report["verdict"] in ("pass", "warn")
     assert "loader: batch" in p.stderr  # progress goes to stderr, never stdout
-    # Which workload ran, and from which expectation file (issue 9: the built-in one hides failures).
+    # Which workload ran, and from which expectation file (the built-in one would hide failures).
     w = report["workload"]
     assert w["source"] == "expectation" and os.path.isabs(w["expect_file"])
     assert w["expect_file"].endswith(".json") and w["batch_size"] == small_loader["batch_size"]

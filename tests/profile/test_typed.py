@@ -98,7 +98,7 @@ def test_validators_run_once_fields_are_valid():
 
 
 def test_sections_compile_on_first_use():
-    # A run that never reads a section's fields never compiles them (import time: issue 13).
+    # A run that never reads a section's fields never compiles them (start-up time every run would pay).
     class Late(BaseModel):
         y: int = 1
 

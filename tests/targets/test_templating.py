@@ -1,5 +1,5 @@
 """envkit.templating against Jinja2 itself: the same text for every template generate renders, and for the
-whitespace and language corners the templates rely on (Jinja2 configured as envkit used it until issue 13)."""
+whitespace and language corners the templates rely on (Jinja2 configured as envkit's templates need it)."""
 
 from __future__ import annotations
 

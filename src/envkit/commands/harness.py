@@ -3,8 +3,9 @@
 The harness itself takes expectations as JSON (it is standard library + torch
 only); this wrapper derives them from a profile, exactly as ``generate`` does.
 
-Example:
-    >>> # run(Path("envkit.yaml"), ["--quick", "--json"]) -> 0 | 1 | 2
+Called as::
+
+    run(Path("envkit.yaml"), ["--quick", "--json"]) -> 0 | 1 | 2
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 The same code runs in the image as ``python3 -m envkit_runtime watch ...`` and in a
 training script as ``envkit_runtime.ShmWatch().start()``.
 
-Example:
-    >>> # run(["--pid", "1234", "--interval", "0.5"]) -> 0 (2 on bad input)
+Called as::
+
+    run(["--pid", "1234", "--interval", "0.5"]) -> 0 (2 on bad input)
 """
 
 from __future__ import annotations

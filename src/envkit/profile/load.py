@@ -76,7 +76,7 @@ class LoadedProfile:
 
 def default_profile_text() -> str:
     """The embedded default profile, comments included (what ``envkit init`` writes)."""
-    # A plain file beside this module (the wheel installs it there); importlib.resources cost ~5 ms to import.
+    # A plain file beside this module (the wheel installs it there); importing importlib.resources is start-up time every run would pay.
     return (Path(__file__).resolve().parent / "default.yaml").read_text(encoding="utf-8")
 
 

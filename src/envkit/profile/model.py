@@ -11,7 +11,7 @@ Example:
 """
 
 # No `from __future__ import annotations`: the models' hints are evaluated once, by Python, at class
-# creation, instead of by typing.get_type_hints at first validation (about 9 ms of every run).
+# creation, instead of by typing.get_type_hints at first validation, which every run would pay.
 
 from typing import TYPE_CHECKING, Annotated, Literal, Union
 
@@ -88,7 +88,7 @@ class Image(Model):
     ca_certificates: tuple[str, ...] = ()
     proxy: Proxy | None = None
     workdir: AbsPath = "/workspace"
-    # uv installs torch several times faster than pip (issue 13); pip stays for indexes or
+    # uv installs torch several times faster than pip; pip stays for indexes or
     # tooling uv does not handle. Both read the same find_links, index, proxy and CA settings.
     installer: Literal["uv", "pip"] = "uv"
     # True when the image compiles CUDA extensions and so needs a nvidia/cuda:*-devel base (nvcc,

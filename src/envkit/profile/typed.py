@@ -1,7 +1,7 @@
 """Typed, frozen models validated once from plain data: the small part of pydantic's API the profile uses.
 
-Why not pydantic itself: importing it and building the profile's models took about 150 ms of every
-``envkit generate`` run, more than hpccm needs for a whole recipe (issue 13). The profile needs far
+Why not pydantic itself: importing it and building the profile's models is a large part of every
+``envkit generate`` run, whose start-up time is budgeted (benchmarks/bench_generate.py). The profile needs far
 less than pydantic offers: ``Annotated`` types with constraints, ``Literal``, unions, tuples, dicts,
 nested models, before/after validators, ``model_validate``/``model_dump``/``model_copy`` and a JSON
 Schema. Models are declared exactly as pydantic models are (the same names: ``BaseModel``, ``Field``,

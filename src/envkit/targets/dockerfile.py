@@ -265,8 +265,8 @@ def project_sources(ctx: GenContext) -> list[str]:
 def is_direct(ctx: GenContext) -> bool:
     """Whether the image is one chain of layers with the venv installed in place (no build stage).
 
-    A stage copying the venv into the final image writes and commits it twice (about 15 s of a
-    ~50 s cold build for the CPU wheel here, far more for CUDA's several GB); only a wheelhouse in
+    A stage copying the venv into the final image writes and commits it twice (a large share of
+    a cold build even for the CPU wheel, far more for CUDA's several GB); only a wheelhouse in
     the build context needs that, since its ``COPY`` layer ships even if a later step deletes it.
     Without one, torch comes from an index and every installer file can be removed in the RUN that
     made it, so nothing is stored dead either way (measured in benchmarks/bench_build.py). Credentials
