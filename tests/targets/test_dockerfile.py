@@ -393,6 +393,7 @@ def _distribution_python() -> str:
     return exe if found else ""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("python", [sys.executable, _distribution_python()], ids=["this-python", "distribution"])
 def test_the_seed_wheels_are_the_ones_python_m_venv_installs(tmp_path, python):
     """SEED_WHEEL_PY finds the wheels `python -m venv` installs, for a Python with bundled wheels (ensurepip/_bundled:
