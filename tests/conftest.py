@@ -1,7 +1,14 @@
-"""Shared test helpers: repository paths, the official schemas, and CLI runners.
+"""Shared test helpers: repository paths, the official schemas, CLI runners, and the test tiers.
 
 Isolation (pipx's conftest style): every test runs with a clean ENVKIT_* environment
 and inside its own temporary directory, so no test sees another's files.
+
+Tiers (pypa/build's style): the unit tier runs by default; each other tier runs only when its
+flag is given (``--run-docker``, ``--run-clients``, ``--run-slurm``, ``--run-e2e``, ``--run-slow``,
+or ``--run-all``) and is skipped with a reason naming the flag otherwise. ``TIERS`` maps each tier to
+what selects it, in one place; a test belongs to the first tier that selects it. Within a tier that
+was asked for, ENVKIT_REQUIRE_DOCKER=1 / ENVKIT_REQUIRE_SLURM=1 turn a missing engine or cluster
+into a failure instead of a skip.
 """
 
 from __future__ import annotations
@@ -25,6 +32,77 @@ SCHEMAS = ROOT / "schemas"
 
 def in_ci() -> bool:
     return os.environ.get("ENVKIT_REQUIRE_DOCKER") == "1" or os.environ.get("CI") == "true"
+
+
+# tier -> (its flag, its marker). tests/e2e is the e2e tier by location (marked `e2e` here). The first
+# match wins: tests/e2e and the Slurm tests also carry `docker` and `slow`, but --run-e2e alone runs tests/e2e.
+TIERS = {
+    "e2e": ("--run-e2e", "e2e"),
+    "slurm": ("--run-slurm", "slurm"),
+    "clients": ("--run-clients", "clients"),
+    "docker": ("--run-docker", "docker"),
+    "slow": ("--run-slow", "slow"),
+}
+E2E_DIR = Path(__file__).resolve().parent / "e2e"
+# Fixtures that reach a real engine: a test using one must be in a tier that is not the unit tier.
+ENGINE_FIXTURES = {"e2e_dir", "e2e_image", "engine", "docker_engine", "slurm_project"}
+# Generated inputs per kind in tests/faults/test_fuzz.py: a quick default, 2 000 in CI (the README's test command).
+FUZZ_EXAMPLES_DEFAULT = 200
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("envkit tiers")
+    for tier, (flag, _marker) in TIERS.items():
+        group.addoption(flag, action="store_true", default=False, help=f"run the {tier} tier (skipped by default)")
+    group.addoption("--run-all", action="store_true", default=False, help="run every tier")
+    group.addoption("--fuzz-examples", type=int, default=None, metavar="N",
+                    help=f"hypothesis examples per input kind in tests/faults/test_fuzz.py (default "
+                         f"$ENVKIT_FUZZ_EXAMPLES or {FUZZ_EXAMPLES_DEFAULT}; CI passes 2000)")
+
+
+def fuzz_examples(config) -> int:
+    given = config.getoption("--fuzz-examples")
+    if given is None:
+        given = int(os.environ.get("ENVKIT_FUZZ_EXAMPLES", FUZZ_EXAMPLES_DEFAULT))
+    if given < 1:
+        raise pytest.UsageError(f"--fuzz-examples must be at least 1, not {given}")
+    return given
+
+
+FUZZ_PROFILE = "envkit-fuzz"
+
+
+def pytest_configure(config):
+    from hypothesis import settings
+
+    # tests/faults/test_fuzz.py builds its settings on this profile (max_examples only; the rest is its own).
+    settings.register_profile(FUZZ_PROFILE, max_examples=fuzz_examples(config))
+
+
+def tier_of(item) -> str:
+    """The test's tier: the first in TIERS that selects it, else "unit"."""
+    in_e2e = E2E_DIR in Path(str(item.fspath)).parents
+    for tier, (_flag, marker) in TIERS.items():
+        if (tier == "e2e" and in_e2e) or item.get_closest_marker(marker) is not None:
+            return tier
+    return "unit"
+
+
+def pytest_collection_modifyitems(config, items):
+    run_all = config.getoption("--run-all")
+    for item in items:
+        if E2E_DIR in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.e2e)
+        tier = tier_of(item)
+        if tier == "unit":
+            engine = ENGINE_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+            if engine:
+                raise pytest.UsageError(f"{item.nodeid} uses {sorted(engine)} (a real engine) but is in no tier: "
+                                        f"mark it docker, clients or slurm")
+            continue
+        flag = TIERS[tier][0]
+        if not (run_all or config.getoption(flag)):
+            item.add_marker(pytest.mark.skip(reason=f"{tier} tier: not run without {flag} (or --run-all)"))
 
 
 KEEP_ENV = ("ENVKIT_REQUIRE_DOCKER", "ENVKIT_REQUIRE_SLURM", "ENVKIT_BASE_IMAGE", "ENVKIT_UPDATE_GOLDEN")

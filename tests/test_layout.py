@@ -4,8 +4,10 @@ each target's name appears only in its own module, its template and the registry
 from __future__ import annotations
 
 import ast
+import io
 import re
 import subprocess
+import tokenize
 
 from envkit.targets import TARGETS
 from tests.conftest import ROOT
@@ -128,3 +130,37 @@ def test_every_command_comes_from_the_registry_and_keeps_its_contract():
         assert isinstance(module.HELP, str) and module.HELP, name
         assert callable(module.main), name
         assert command.raw_argv or callable(module.add_arguments), name
+
+
+ISSUE_NUMBER = re.compile(r"\bissue\s*#?\d+", re.I)
+
+
+def _comments(path) -> list[tuple[int, str]]:
+    """(line, text) of every comment and docstring in a Python file."""
+    text = path.read_text()
+    found = [(tok.start[0], tok.string) for tok in tokenize.generate_tokens(io.StringIO(text).readline)
+             if tok.type == tokenize.COMMENT]
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = node.body[0] if node.body else None
+            if isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant) and isinstance(doc.value.value, str):
+                found.append((doc.lineno, doc.value.value))
+    return found
+
+
+def test_no_commented_out_docstring_example():
+    """A docstring example runs as a doctest, or it is not written as one: no ``>>> #`` in src/."""
+    stray = [f"{p.relative_to(ROOT)}:{n}" for p in sorted(SRC.rglob("*.py"))
+             for n, line in enumerate(p.read_text().splitlines(), 1) if ">>> #" in line]
+    assert not stray, f"commented-out docstring examples (make each a real example or remove it): {stray}"
+
+
+def test_comments_state_the_constraint_not_the_issue():
+    """No issue numbers in src/'s comments and docstrings or in templates/: a comment says what must hold."""
+    stray = [f"{p.relative_to(ROOT)}:{n}" for p in sorted(SRC.rglob("*.py")) for n, text in _comments(p)
+             if ISSUE_NUMBER.search(text)]
+    others = [p for p in sorted((ROOT / "templates").rglob("*")) if p.is_file()]
+    others += [p for p in sorted(SRC.rglob("*")) if p.is_file() and p.suffix in (".yaml", ".j2", ".sh")]
+    stray += [f"{p.relative_to(ROOT)}:{n}" for p in others
+              for n, line in enumerate(p.read_text().splitlines(), 1) if ISSUE_NUMBER.search(line)]
+    assert not stray, f"issue numbers in comments (state the constraint instead): {stray}"

@@ -7,8 +7,9 @@ is removed afterwards, whatever happens. Progress streams to ``err`` as
 ``[step N/M]`` lines with the layer output, control characters neutralised
 (:mod:`envkit.termtext`).
 
-Example:
-    >>> # build_image(load_profile(None), connect(None), tag=None, no_cache=False, err=sys.stderr)
+Called as::
+
+    build_image(load_profile(None), connect(None), tag=None, no_cache=False, err=sys.stderr)
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ longer matches its recorded hash was edited by someone (or was never ours):
 ``write_outputs`` refuses to touch any file until ``force=True``, and then
 keeps a backup (``FILE.envkit-bak-<UTC time>``) of each such file before replacing it.
 
-Example:
-    >>> # write_outputs(Path("out"), files, force=False) -> WriteReport(written=[...], unchanged=[...], backups=[])
+Called as::
+
+    write_outputs(Path("out"), files, force=False) -> WriteReport(written=[...], unchanged=[...], backups=[])
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import pytest
 
 from envkit.profile.load import _model_in
 from envkit.profile.model import Profile
-from tests.conftest import ROOT
+from tests.conftest import ROOT, TIERS
 
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 PAGES = [ROOT / "README.md", *DOCS]
@@ -42,6 +42,11 @@ def test_ci_runs_exactly_the_readme_test_command():
     blocks = re.findall(r"```bash\n(.*?)\n```", readme.split("## The two commands", 1)[1], re.S)
     test_cmd = blocks[1].strip()
     assert "ruff check" in test_cmd and "mypy" in test_cmd and "pytest" in test_cmd
+    # CI runs every tier (a tier without its flag is skipped) and the fuzz tier's full 2 000 examples.
+    pytest_args = test_cmd.rsplit("pytest", 1)[1].split()
+    missing = [flag for flag, _ in TIERS.values() if flag not in pytest_args]
+    assert not missing, f"the README's test command lacks the tier flags {missing}"
+    assert "--fuzz-examples=2000" in pytest_args
     ci = (ROOT / ".ci" / "run").read_text()
     assert "ENVKIT_REQUIRE_DOCKER=1" in ci
     assert test_cmd in ci.splitlines()

@@ -1,5 +1,5 @@
 """The direct layout against the real engine: torch from an index (as the NGC-style example takes it from
-the PyTorch index), installed in place in one chain of layers (issue 13).
+the PyTorch index), installed in place in one chain of layers.
 
 The index is tests/localindex.py on the Docker bridge, serving the torch CPU wheel and its dependencies;
 the team's requirements file and pip_packages come from PyPI through the host CA bundle. One cold build

@@ -71,7 +71,7 @@ def test_envkit_check_fails_under_default_shm_and_passes_with_generated_flags(e2
 
 
 def test_a_package_change_ships_only_its_files_and_an_upgrade_leaves_no_old_files(e2e_image, e2e_dir, engine):
-    """The packages stage over torch's (issue 13): the final stage takes torch's venv from the cached build stage
+    """The packages stage over torch's: the final stage takes torch's venv from the cached build stage
     and only the packages' delta; a package the torch stage installed, pinned lower here, is replaced, not doubled."""
     tag = "envkit/e2e-delta:test"
     (e2e_dir / "delta.yaml").write_text(ngc_profile(base_image(), tag=tag,

@@ -1,4 +1,4 @@
-"""validate --image with another PROFILE than the image's: the PROFILE's expectation is checked (issue 10)."""
+"""validate --image with another PROFILE than the image's: the PROFILE's expectation is checked."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Generation is all or nothing and safe to run twice at once (issue 10).
+"""Generation is all or nothing and safe to run twice at once.
 
 Full disk: a small tmpfs mounted by the test (root); read-only: chmod plus a
 read-only bind mount. Concurrency: a second run while the output folder's lock

@@ -1,4 +1,4 @@
-"""Malformed input of every kind is exit 2 with one located message (issue 10), never exit 70."""
+"""Malformed input of every kind is exit 2 with one located message, never exit 70."""
 
 from __future__ import annotations
 

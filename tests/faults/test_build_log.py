@@ -1,4 +1,4 @@
-"""Terminal escapes in build output are neutralised before they reach the user's terminal (issue 10)."""
+"""Terminal escapes in build output are neutralised before they reach the user's terminal."""
 
 from __future__ import annotations
 

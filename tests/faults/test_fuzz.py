@@ -1,8 +1,9 @@
-"""Property tier (issue 10): generated profiles, .wslconfig texts and expectation JSON.
+"""Property tier: generated profiles, .wslconfig texts and expectation JSON.
 
 For every input: no exit 70, no traceback, exit 0 or 2 only, and nothing written
-on error. 2 000 examples per input kind (``ENVKIT_FUZZ_EXAMPLES`` overrides),
-derandomized so CI is stable; the commands run in-process through
+on error. 200 examples per input kind by default, 2 000 in CI (the README's test command passes
+``--fuzz-examples=2000``; ``ENVKIT_FUZZ_EXAMPLES`` also sets it; tests/conftest.py registers the
+profile), derandomized so CI is stable; the commands run in-process through
 ``envkit.cli.main`` (a subprocess per example would take minutes).
 """
 
@@ -11,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import shutil
 import string
 import tempfile
@@ -27,9 +27,9 @@ from envkit.harness.checks_sys import check_cpus, check_gpus, check_shm, check_u
 from envkit.harness.errors import UsageError as HarnessUsageError
 from envkit.harness.expect import load_expect, resolve_loader
 from envkit.wslmerge import decode_config, merge_ini
+from tests.conftest import FUZZ_PROFILE
 
-EXAMPLES = int(os.environ.get("ENVKIT_FUZZ_EXAMPLES", "2000"))
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+FUZZ = settings(settings.get_profile(FUZZ_PROFILE), deadline=None, derandomize=True, database=None,
                 suppress_health_check=list(HealthCheck))
 
 _parser = envkit.cli.build_parser()

@@ -1,4 +1,4 @@
-"""The harness names what really failed and owns every descendant (issue 10). Real DataLoaders."""
+"""The harness names what really failed and owns every descendant. Real DataLoaders."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import sys
 import time
 import uuid
 from pathlib import Path
+
+import pytest
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parents[1] / "src"
@@ -25,6 +27,7 @@ def _loader_check(res) -> dict:
     return {c["name"]: c for c in doc["checks"]}["loader"]
 
 
+@pytest.mark.slow
 def test_a_factory_returning_42_is_named_not_called_unpicklable():
     res = _harness("--dataset", "fault_datasets:forty_two", "--json", "--quick", "--num-workers", "2",
                    "--timeout", "60")
@@ -34,6 +37,7 @@ def test_a_factory_returning_42_is_named_not_called_unpicklable():
     assert "int" in loader["measured"]["detail"], loader["measured"]["detail"]
 
 
+@pytest.mark.slow
 def test_a_raising_len_is_named_with_the_datasets_own_frame():
     res = _harness("--dataset", "fault_datasets:bad_len", "--json", "--quick", "--num-workers", "2",
                    "--timeout", "60")
@@ -58,6 +62,7 @@ def _sleepers(marker: str) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 def test_processes_started_in_a_new_session_are_reported_and_killed():
     marker = f"envkit-fault-{uuid.uuid4().hex}"
     res = _harness("--dataset", "fault_datasets:escapes", "--json", "--quick", "--num-workers", "2",

@@ -1,4 +1,4 @@
-"""Leftovers of killed runs are swept, and nothing else is (issue 10).
+"""Leftovers of killed runs are swept, and nothing else is.
 
 Real engine: a process runs a container through ``DockerEngine.run`` and is
 SIGKILLed; ``envkit clean`` then removes that container (its owner is gone) and

@@ -1,4 +1,4 @@
-"""Files that are not envkit's to replace are never replaced (issue 10).
+"""Files that are not envkit's to replace are never replaced.
 
 A device, a FIFO, a socket or a folder where envkit would write is refused with
 exit 1 naming what it is; a symlink is followed and the file it names is edited

@@ -1,4 +1,4 @@
-"""validate --image checks the PROFILE's expectation and reports a different profile label (issue 10).
+"""validate --image checks the PROFILE's expectation and reports a different profile label.
 
 Unit tier over the fake engine (the wiring) plus the in-container snippet run for
 real with this Python; the real-engine case is tests/e2e/test_validate_image.py.

@@ -32,6 +32,7 @@ REPORT_SCHEMA = {
 }
 
 
+@pytest.mark.slow
 def test_json_report_healthy_exit_0(run_cli, write_expect, small_loader):
     p = run_cli("--json", "--quick", "--expect", write_expect(small_loader, {"gpus": "none"}))
     assert p.returncode == 0, p.stderr
@@ -44,12 +45,13 @@ def test_json_report_healthy_exit_0(run_cli, write_expect, small_loader):
     assert by["pinned_transfer"]["status"] == "skip" and "CUDA" in by["pinned_transfer"]["message"]
     assert report["verdict"] in ("pass", "warn")
     assert "loader: batch" in p.stderr  # progress goes to stderr, never stdout
-    # Which workload ran, and from which expectation file (issue 9: the built-in one hides failures).
+    # Which workload ran, and from which expectation file (the built-in one would hide failures).
     w = report["workload"]
     assert w["source"] == "expectation" and os.path.isabs(w["expect_file"])
     assert w["expect_file"].endswith(".json") and w["batch_size"] == small_loader["batch_size"]
 
 
+@pytest.mark.slow
 def test_failing_check_exits_1(run_cli, write_expect):
     # the profile wants a GPU; this machine has none (the loader part is kept tiny)
     p = run_cli("--json", "--quick", "--num-workers", "0", "--expect", write_expect({"batch_size": 4}, {"gpus": "all"}))
@@ -60,6 +62,7 @@ def test_failing_check_exits_1(run_cli, write_expect):
     assert gpus["status"] == "fail" and "--gpus all" in gpus["remedy"]
 
 
+@pytest.mark.slow
 def test_table_without_json(run_cli, small_loader, write_expect):
     p = run_cli("--quick", "--num-workers", "1", "--expect", write_expect(small_loader))
     assert p.returncode == 0, p.stderr
@@ -121,6 +124,7 @@ def test_invalid_expect_exits_2(run_cli, tmp_path, content):
     assert str(path) in p.stderr or "expect" in p.stderr
 
 
+@pytest.mark.slow
 def test_failing_dataset_via_cli_reports_classification(run_cli, small_loader, write_expect):
     p = run_cli("--json", "--quick", "--dataset", "harness_datasets:segfault", "--expect", write_expect(small_loader))
     assert p.returncode == 1
@@ -186,6 +190,7 @@ def test_torch_missing_only_when_torch_itself_is_absent(monkeypatch):
     assert not cli.torch_missing()
 
 
+@pytest.mark.slow
 def test_torch_numpy_warning_does_not_leak_without_numpy(tmp_path, write_expect, small_loader):
     # numpy "absent": importing torch then warns "Failed to initialize NumPy: No module named 'numpy'"
     hide = _fake_package(tmp_path / "hide", "numpy", "No module named 'numpy'")
@@ -202,6 +207,7 @@ def test_torch_numpy_warning_does_not_leak_without_numpy(tmp_path, write_expect,
     assert "NumPy" not in p.stdout
 
 
+@pytest.mark.slow
 def test_loader_child_and_spawned_workers_do_not_warn_about_numpy(tmp_path, monkeypatch, small_loader):
     from envkit.harness.expect import resolve_loader
     from envkit.harness.loader import make_run, run_loader_child

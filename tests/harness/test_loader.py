@@ -45,6 +45,7 @@ def test_quick_runs_fewer_batches():
     assert c["measured"]["batches"] == plan_batches(1, 2, quick=True)[0] < plan_batches(1, 2)[0]
 
 
+@pytest.mark.slow
 def test_hang_is_detected_within_timeout_and_cleaned_up():
     lines = []
     start = time.monotonic()
@@ -87,6 +88,7 @@ def test_user_dataset_smaller_than_needed_is_iterated_again():
     assert c["measured"]["epochs"] >= 2  # 256 samples = 4 batches < the planned 10
 
 
+@pytest.mark.slow
 def test_holding_the_first_batch_until_the_pipeline_is_full_is_not_a_hang():
     """Slow but healthy: every batch arrives within the 1 s timeout, the hold for the full pipeline takes longer.
 

@@ -162,6 +162,7 @@ def test_cpuset_mems_read_back_from_a_real_container(tmp_path):
         "harness numa check: " + check["status"] + ": " + check["message"]]))
 
 
+@pytest.mark.slow
 def test_harness_report_has_the_numa_check_only_when_asked():
     from envkit.harness.core import run_checks
     report = run_checks({"envkit_expect": 1, "loader": {"num_workers": 0, "batch_size": 2, "sample_shape": [4]},

@@ -35,6 +35,7 @@ def need_unshare():
         pytest.skip(reason)
 
 
+@pytest.mark.slow
 def test_starved_shm_is_shm_exhausted(need_unshare, run_cli, write_expect):
     loader = {"num_workers": 2, "batch_size": 64, "sample_shape": [3, 128, 128], "dtype": "float32",
               "prefetch_factor": 2}  # one batch alone is 12 MiB > 8 MiB
@@ -52,6 +53,7 @@ def test_starved_shm_is_shm_exhausted(need_unshare, run_cli, write_expect):
     assert "shm" in ld["message"] and f"--shm-size={size}" in ld["remedy"]
 
 
+@pytest.mark.slow
 def test_pipeline_peak_is_reached_on_every_run(need_unshare, run_cli, write_expect):
     """/dev/shm that holds three 6 MiB batches but not the pipeline's five (2 workers x prefetch 2 + the held one).
 
@@ -70,6 +72,7 @@ def test_pipeline_peak_is_reached_on_every_run(need_unshare, run_cli, write_expe
         assert ld["status"] == "fail" and ld["measured"]["failure"] == "shm_exhausted", ld
 
 
+@pytest.mark.slow
 def test_loader_check_fills_the_pipeline(run_cli, write_expect):
     loader = {"num_workers": 2, "batch_size": 8, "sample_shape": [3, 32, 32], "dtype": "float32",
               "prefetch_factor": 3}

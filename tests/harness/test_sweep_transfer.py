@@ -20,6 +20,7 @@ def test_recommend_is_smallest_within_5_percent():
     assert sweep.worker_counts(64)[-1] == 32
 
 
+@pytest.mark.slow
 def test_sweep_and_plot_through_run_checks(tmp_path):
     pytest.importorskip("matplotlib")  # the [plot] extra; the test command installs it
     png = tmp_path / "sweep.png"
@@ -68,6 +69,7 @@ def test_pinned_transfer_skip_test_runs_where_cuda_is_present(monkeypatch):
         pytest.fail(f"the skip-path test skipped itself on a CUDA host: {exc}")
 
 
+@pytest.mark.slow
 def test_plot_to_unwritable_path_records_plot_error(tmp_path, capsys):
     pytest.importorskip("matplotlib")  # without it the plot fails earlier, with "not installed"
     s = resolve_loader({"envkit_expect": 1, "loader": {"batch_size": 4, "sample_shape": [4]}}, usable=1)

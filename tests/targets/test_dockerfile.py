@@ -221,7 +221,7 @@ def test_envkit_check_runs_the_harness_with_the_baked_expectation(tmp_path):
 
 @pytest.mark.parametrize("profile", [None, *example_profiles()], ids=lambda p: p.name if p else "default")
 def test_no_dockerfile_sets_omp_num_threads_by_default(profile, tmp_path):
-    """OMP_NUM_THREADS=1 would make the main process's CPU ops single-threaded (issue 9 item 2)."""
+    """OMP_NUM_THREADS=1 would make the main process's CPU ops single-threaded."""
     path = copy_example(profile.name, tmp_path) if profile else None
     files = {f.path: f.content for f in render_all(load_profile(path), tmp_path / "out", ("dockerfile",))}
     assert b"OMP_NUM_THREADS" not in files["Dockerfile"]
@@ -393,6 +393,7 @@ def _distribution_python() -> str:
     return exe if found else ""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("python", [sys.executable, _distribution_python()], ids=["this-python", "distribution"])
 def test_the_seed_wheels_are_the_ones_python_m_venv_installs(tmp_path, python):
     """SEED_WHEEL_PY finds the wheels `python -m venv` installs, for a Python with bundled wheels (ensurepip/_bundled:

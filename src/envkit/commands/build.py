@@ -1,8 +1,9 @@
 """``envkit build``: build the profile's image through the engine (:mod:`envkit.imagebuild`), then check
 that the image's Python is the one the profile says or implies (:mod:`envkit.pythons`).
 
-Example:
-    >>> # run(Path("envkit.yaml"), tag=None, no_cache=False, out=sys.stdout, err=sys.stderr) -> 0
+Called as::
+
+    run(Path("envkit.yaml"), tag=None, no_cache=False, out=sys.stdout, err=sys.stderr) -> 0
 """
 
 from __future__ import annotations

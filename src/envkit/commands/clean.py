@@ -8,8 +8,9 @@ removed with the cache layers only they use, unless a container still uses them;
 tagged images, images pulled by digest, and the layers of current builds stay. Anything else, including another user's live runs on a
 shared engine, is left alone.
 
-Example:
-    >>> # run(out=sys.stdout, err=sys.stderr) -> 0, printing "removed container envkit-run-..." lines
+Called as::
+
+    run(out=sys.stdout, err=sys.stderr) -> 0, printing "removed container envkit-run-..." lines
 """
 
 from __future__ import annotations

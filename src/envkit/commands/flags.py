@@ -3,8 +3,9 @@
 Relative volume sources are made absolute (against the profile's folder), so
 ``eval "docker run $(envkit flags) IMAGE"`` works from any directory.
 
-Example:
-    >>> # run(None, out=sys.stdout) prints: --shm-size=2g --ipc=private --cpuset-cpus=0-7 ...
+Called as::
+
+    run(None, out=sys.stdout) prints: --shm-size=2g --ipc=private --cpuset-cpus=0-7 ...
 """
 
 from __future__ import annotations

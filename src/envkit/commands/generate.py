@@ -1,7 +1,8 @@
 """``envkit generate``: profile → files, after the workload-aware checks.
 
-Example:
-    >>> # run(Path("envkit.yaml"), Path("out"), (), force=False, strict=False, out=sys.stdout, err=sys.stderr)
+Called as::
+
+    run(Path("envkit.yaml"), Path("out"), (), force=False, strict=False, out=sys.stdout, err=sys.stderr)
 """
 
 from __future__ import annotations

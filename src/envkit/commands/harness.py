@@ -6,8 +6,9 @@ only); this wrapper derives them from a profile, exactly as ``generate`` does.
 Its options are the harness's own (``envkit harness --help`` is the harness's help), so it
 takes its raw argv (``raw_argv`` in :data:`envkit.commands.COMMANDS`).
 
-Example:
-    >>> # run(Path("envkit.yaml"), ["--quick", "--json"]) -> 0 | 1 | 2
+Called as::
+
+    run(Path("envkit.yaml"), ["--quick", "--json"]) -> 0 | 1 | 2
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """``envkit init``: write the embedded default profile (with its comments) for the user to edit.
 
-Example:
-    >>> # run(Path("envkit.yaml"), force=False, out=sys.stdout)
+Called as::
+
+    run(Path("envkit.yaml"), force=False, out=sys.stdout)
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@
 torch comes from the profile's wheelhouse (``find_links``) or its variant's index, exactly as the
 Dockerfile installs it; the rest from the default index. Nothing is written when uv fails.
 
-Example:
-    >>> # run(Path("envkit.yaml"), force=False, out=sys.stdout, err=sys.stderr) -> 0
+Called as::
+
+    run(Path("envkit.yaml"), force=False, out=sys.stdout, err=sys.stderr) -> 0
 """
 
 from __future__ import annotations

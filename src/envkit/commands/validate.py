@@ -9,9 +9,10 @@ volume; a GPU request and the environment are kept, so the comparison isolates w
 Exit codes: 0 the generated settings pass (warnings allowed), 1 a check fails,
 2 profile/usage error, 3 engine problem.
 
-Example:
-    >>> # run(Path("envkit.yaml"), image=None, compare_default=True, as_json=False, timeout=300,
-    >>> #     quick=False, out=sys.stdout, err=sys.stderr) -> 0
+Called as::
+
+    run(Path("envkit.yaml"), image=None, compare_default=True, as_json=False, timeout=300,
+        quick=False, out=sys.stdout, err=sys.stderr) -> 0
 """
 
 from __future__ import annotations

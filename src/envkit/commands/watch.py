@@ -6,8 +6,9 @@ training script as ``envkit_runtime.ShmWatch().start()``.
 Its options are the companion's own, so it takes its raw argv (``raw_argv`` in
 :data:`envkit.commands.COMMANDS`).
 
-Example:
-    >>> # run(["--pid", "1234", "--interval", "0.5"]) -> 0 (2 on bad input)
+Called as::
+
+    run(["--pid", "1234", "--interval", "0.5"]) -> 0 (2 on bad input)
 """
 
 from __future__ import annotations

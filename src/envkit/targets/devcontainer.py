@@ -10,8 +10,9 @@ GPUs travel by exactly one mechanism (:func:`gpu_request`). The Dev Containers C
 ``extraRunArgs``; read in the 0.89.0 bundle: ``runArgs`` come first, then ``--gpus all``). Docker
 keeps both device requests, so ``--gpus "device=0,1"`` plus that would hand the container every GPU.
 
-Example:
-    >>> # render(ctx) -> [OutputFile(".devcontainer/devcontainer.json", ...)]
+Called as::
+
+    render(ctx) -> [OutputFile(".devcontainer/devcontainer.json", ...)]
 """
 
 from __future__ import annotations

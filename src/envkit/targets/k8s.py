@@ -5,8 +5,9 @@ module adds only what the plain-Job shape needs: torchrun's static rendezvous
 at pod index 0 through the Service, with the node rank from the Job's
 completion index.
 
-Example:
-    >>> # render(ctx) -> [OutputFile("k8s.yaml", ...)] when the profile has a cluster: section, else []
+Called as::
+
+    render(ctx) -> [OutputFile("k8s.yaml", ...)] when the profile has a cluster: section, else []
 """
 
 from __future__ import annotations

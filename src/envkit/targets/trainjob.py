@@ -15,8 +15,9 @@ trainer's command runs the preflight first, in the same container (same image,
 /dev/shm and resources): ``sh -c 'envkit-check && exec torchrun "$@"'``. The
 torch plugin hands torchrun its rendezvous through PET_* variables.
 
-Example:
-    >>> # render(ctx) -> [OutputFile("trainjob.yaml", ...)] when the profile has a cluster: section, else []
+Called as::
+
+    render(ctx) -> [OutputFile("trainjob.yaml", ...)] when the profile has a cluster: section, else []
 """
 
 from __future__ import annotations
