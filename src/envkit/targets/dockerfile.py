@@ -1,6 +1,9 @@
-"""Dockerfile (+ .dockerignore, envkit-check): the build-time half of the profile.
+"""Dockerfile (+ .dockerignore, envkit-check, envkit-delta.sh): the build-time half of the profile.
 
-Decisions made here, not in the template:
+This module gathers what the Dockerfile is decided from (:func:`inputs`, from the image plan) and the
+files it copies; :mod:`envkit.targets.dockerfile_steps` turns those inputs into stages of typed steps,
+with the texts a failing step prints from :mod:`envkit.targets.dockerfile_messages`, and
+templates/Dockerfile.j2 only lays the steps out. The decisions, none of them in the template:
 - classic-builder syntax (docker-py builds with it; no RUN --mount, no heredocs), in the layout
   the image plan chose (:class:`envkit.plan.image.Layout`): ``direct``, one chain of layers where
   the venv is installed in place (uv lives in /tmp for the RUN that uses it); or stages: ``system``
@@ -14,6 +17,8 @@ Decisions made here, not in the template:
   import without it) unless the profile's packages or requirement files name it: with torch in the
   staged layout, in the packages' layer in the direct one; every later install is constrained to the torch actually installed, so a
   package pinning another torch fails the build instead of replacing the variant;
+- the packages stage's delta is a script of its own (templates/envkit-delta.sh, shellcheck-checked),
+  copied into that stage only: the final stage copies the venv and the delta, never the script;
 - no placebo lines: nothing about /dev/shm, sysctl or ulimits, which are run-time settings;
 - CA certificates land before the first download, and pip/uv/requests/OpenSSL are pointed at the
   system bundle (pip ignores it otherwise: it ships certifi; uv reads SSL_CERT_FILE);

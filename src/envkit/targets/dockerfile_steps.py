@@ -233,7 +233,20 @@ def _pin_torch(pin_file: str) -> Command:
 
 
 def stages(v: Inputs) -> list[Stage]:
-    """The Dockerfile's stages for ``v``: one in the direct layout; else system, build, [packages,] final."""
+    """The Dockerfile's stages for ``v``: one in the direct layout; else system, build, [packages,] final.
+
+    >>> v = Inputs(header="#", base_ref="debian:bookworm", layout_direct=False, packages_stage=True, installer="pip",
+    ...            proxy=False, certs=False, apt_packages=("python3",), ca_env=(), user=ImageUser("dev", 1000, 1000, False),
+    ...            workdir="/w", torch=TorchInstall("torch==2.5.1+cpu", None, ("/tmp/envkit-wheels/00",), ("numpy",)),
+    ...            lock=False, lock_index_url=None, requirements=(), pip_packages=("pillow",), entrypoint=False, env=(),
+    ...            labels=(), project=False, install_project=False)
+    >>> [(s.name, s.base) for s in stages(v)]
+    [('system', 'debian:bookworm'), ('build', 'system'), ('packages', 'build'), (None, 'system')]
+    >>> [c.text for c in stages(v)[2].steps[1].commands]
+    ['sh /opt/envkit-build/envkit-delta.sh snapshot /opt/venv /opt/envkit-build/files-before']
+    >>> stages(v)[2].steps[2].commands[0].failure.startswith("envkit: installing image.pip_packages failed")
+    True
+    """
     system = _Steps()
     _system_steps(v, system)
     first_comments = _layout_comments(v) + (
