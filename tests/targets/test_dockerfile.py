@@ -482,3 +482,11 @@ esac
     assert not any(c.startswith("python3 ") for c in calls[1:])
     assert calls[-1] == "uv pip install --index-url https://download.pytorch.org/whl/cpu torch==2.5.1"
     assert not any((tmp_path / "tmp").iterdir()), "uv and the seed list are removed in the RUN that used them"
+
+
+def test_the_dockerfile_template_only_lays_out_the_steps_python_decided():
+    """Stages, steps and the texts a failing step prints are decided in targets/dockerfile_steps.py (texts in
+    dockerfile_messages.py); the template names no layout, no package tool and no message."""
+    template = (ROOT / "templates" / "Dockerfile.j2").read_text()
+    for decided in ("envkit:", "direct", "packages_stage", "lock", "torch", "installer", "pip", "uv", "find", "comm", "tar"):
+        assert not re.search(rf"\b{decided}\b", template), f"{decided!r} in templates/Dockerfile.j2: decide it in Python"

@@ -260,18 +260,15 @@ def stages(v: Inputs) -> list[Stage]:
     out = [Stage("system", v.base_ref, tuple(system.steps), first_comments)]
     build = _Steps()
     _build_steps(v, build)
+    packages = _Steps() if v.packages_stage else build  # without a packages stage, its steps end the build stage
+    _packages_steps(v, packages)
     out.append(Stage("build", "system", tuple(build.steps), (f"The environment is installed in this stage; only {VENV} leaves it.",),
                      gap=True))
-    packages = _Steps()
     if v.packages_stage:
-        _packages_steps(v, packages)
         out.append(Stage("packages", "build", tuple(packages.steps), (
             "The profile's packages in a stage of their own over torch's: a change to them starts here, and the",
             "final stage takes torch's environment from \"build\" (unchanged, cached) and from this stage only what",
             "these installs added, changed or removed, not the whole environment again."), gap=True))
-    else:
-        _packages_steps(v, build)
-        out[-1] = Stage("build", "system", tuple(build.steps), out[-1].comments, gap=True)
     final = _Steps()
     _final_steps(v, final)
     _tail_steps(v, final)
