@@ -79,9 +79,13 @@ def test_with_a_wheelhouse_the_profiles_packages_get_a_stage_over_torchs(tmp_pat
         assert "torch==2.5.1" in build and "pillow" not in build and "pillow" in packages
         # The packages' stage lists torch's environment (path, type, size, mtime), installs, and takes the delta
         # against the list: mtimes survive image layers, ctimes do not (a ctime delta held all of torch).
-        assert packages.index("> /opt/envkit-build/files-before") < packages.index("pillow") \
-            < packages.index("comm -13 /opt/envkit-build/files-before /opt/envkit-build/files-after")
-        assert "-cnewer" not in text and "%T@" in packages
+        script = (ROOT / "templates" / "envkit-delta.sh").read_text()
+        assert packages.index("COPY envkit-delta.sh /opt/envkit-build/") \
+            < packages.index("envkit-delta.sh snapshot /opt/venv /opt/envkit-build/files-before") \
+            < packages.index("pillow") < packages.index("envkit-delta.sh delta /opt/venv /opt/envkit-build/files-before")
+        assert "-cnewer" not in script and "%T@" in script
+        # The script is the packages stage's only: the final stage copies the venv and the delta, nothing else.
+        assert "envkit-delta.sh" not in build + final
         assert "xargs -r -d '\\n' rm -rf -- < /opt/venv/.envkit-removed" in final
     else:
         assert "envkit-delta" not in text and "files-before" not in text
@@ -302,17 +306,20 @@ def test_hadolint_accepts_every_generated_dockerfile(profile, installer, tmp_pat
 
 @pytest.mark.skipif(sys.platform != "linux", reason="GNU find/tar/comm, as in the Debian/Ubuntu bases")
 def test_the_packages_delta_ships_new_changed_and_recorded_files_and_lists_removed_ones(tmp_path):
-    """The packages stage's two list/delta RUNs, run by sh on a fake venv (paths moved under tmp_path).
+    """The packages stage's two RUNs of envkit-delta.sh (the script the build context carries), run by sh on a
+    fake venv (paths moved under tmp_path), so the delta algorithm is tested without Docker.
 
     Covers what a Docker build cannot stage on demand: a file an install rewrote with the same size and
     modification time (an installer keeping a wheel's times) still ships, because the package's RECORD names it.
     """
     (tmp_path / "gen").mkdir()
-    text = render(tmp_path / "gen", image=f'  torch: {{version: "2.5.1", variant: cpu, {WHEELS}}}\n  pip_packages: [pkg]\n')[
-        "Dockerfile"].decode()
+    files = render(tmp_path / "gen", image=f'  torch: {{version: "2.5.1", variant: cpu, {WHEELS}}}\n  pip_packages: [pkg]\n')
+    text = files["Dockerfile"].decode()
     packages = re.split(r"^(?=FROM )", text, flags=re.M)[3]
     before, _install, delta = runs(packages)
     root = tmp_path / "fs"
+    (root / "opt/envkit-build").mkdir(parents=True)
+    (root / "opt/envkit-build/envkit-delta.sh").write_bytes(files["envkit-delta.sh"])
 
     def sh(cmd: str) -> None:
         for path in ("/opt/venv", "/opt/envkit-build", "/opt/envkit-delta"):
@@ -320,12 +327,12 @@ def test_the_packages_delta_ships_new_changed_and_recorded_files_and_lists_remov
         subprocess.run(["sh", "-eu", "-c", cmd], check=True, capture_output=True, text=True)
 
     site = root / "opt/venv/lib/python3.11/site-packages"
-    (root / "opt/envkit-build").mkdir(parents=True)
     (site / "pkg-1.0.dist-info").mkdir(parents=True)
     (root / "opt/venv/bin").mkdir()
     (site / "torchish.py").write_text("kept\n")
     (site / "old.py").write_text("removed by the install\n")
     (site / "pkg.py").write_text("version = 1\n")
+    (site / "grown.py").write_text("v1\n")
     (site / "pkg-1.0.dist-info" / "RECORD").write_text("pkg.py,,\n")
     os.utime(site / "pkg.py", (1_600_000_000, 1_600_000_000))
     sh(before)
@@ -336,13 +343,14 @@ def test_the_packages_delta_ships_new_changed_and_recorded_files_and_lists_remov
     (site / "new.py").write_text("added\n")
     (site / "pkg-1.0.dist-info" / "RECORD").write_text("pkg.py,,\nnew.py,,\n../../../bin/pkg-cli,,\nmissing.py,,\n")
     (site / "old.py").unlink()
+    (site / "grown.py").write_text("version two\n")  # changed, and its size with it: the quick check sees it
     sh(delta)
 
     out = root / "opt/envkit-delta"
     shipped = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
     sp = "lib/python3.11/site-packages"
-    assert shipped == sorted([".envkit-removed", "bin/pkg-cli", f"{sp}/new.py", f"{sp}/pkg-1.0.dist-info/RECORD",
-                              f"{sp}/pkg.py"]), shipped
+    assert shipped == sorted([".envkit-removed", "bin/pkg-cli", f"{sp}/grown.py", f"{sp}/new.py",
+                              f"{sp}/pkg-1.0.dist-info/RECORD", f"{sp}/pkg.py"]), shipped  # not torchish.py
     assert (out / sp / "pkg.py").read_text() == "version = 2\n"  # by the RECORD: size and time alone missed it
     assert (out / ".envkit-removed").read_text() == f"{root}/opt/venv/{sp}/old.py\n"  # /opt/venv/... in an image
 
@@ -402,7 +410,7 @@ def test_the_seed_wheels_are_the_ones_python_m_venv_installs(tmp_path, python):
     3.12), at those versions, and the pip wheel it names is one of them."""
     import json
 
-    from envkit.targets.dockerfile import SEED_WHEEL_PY
+    from envkit.targets.dockerfile_steps import SEED_WHEEL_PY
 
     if not python:
         pytest.skip("no distribution python3 with WHEEL_PKG_DIR on this machine")
@@ -475,3 +483,11 @@ esac
     assert not any(c.startswith("python3 ") for c in calls[1:])
     assert calls[-1] == "uv pip install --index-url https://download.pytorch.org/whl/cpu torch==2.5.1"
     assert not any((tmp_path / "tmp").iterdir()), "uv and the seed list are removed in the RUN that used them"
+
+
+def test_the_dockerfile_template_only_lays_out_the_steps_python_decided():
+    """Stages, steps and the texts a failing step prints are decided in targets/dockerfile_steps.py (texts in
+    dockerfile_messages.py); the template names no layout, no package tool and no message."""
+    template = (ROOT / "templates" / "Dockerfile.j2").read_text()
+    for decided in ("envkit:", "direct", "packages_stage", "lock", "torch", "installer", "pip", "uv", "find", "comm", "tar"):
+        assert not re.search(rf"\b{decided}\b", template), f"{decided!r} in templates/Dockerfile.j2: decide it in Python"

@@ -28,6 +28,8 @@ ENTRYPOINT_PATH = posixpath.join(posixpath.dirname(CHECK_PATH), ENTRYPOINT_FILE)
 # copy onto the venv, and the list of paths they removed, deleted in the final stage.
 DELTA_DIR = "/opt/envkit-delta"
 REMOVED_LIST = ".envkit-removed"
+# The script that takes that delta (templates/envkit-delta.sh), in the build context and in the packages stage's BUILD_DIR.
+DELTA_SCRIPT = "envkit-delta.sh"
 LOCK_FILE_NAME = "envkit.lock.txt"
 BUILD_DIR = "/opt/envkit-build"
 WHEELS_IN_IMAGE = "/tmp/envkit-wheels"

@@ -1,6 +1,9 @@
-"""Dockerfile (+ .dockerignore, envkit-check): the build-time half of the profile.
+"""Dockerfile (+ .dockerignore, envkit-check, envkit-delta.sh): the build-time half of the profile.
 
-Decisions made here, not in the template:
+This module gathers what the Dockerfile is decided from (:func:`inputs`, from the image plan) and the
+files it copies; :mod:`envkit.targets.dockerfile_steps` turns those inputs into stages of typed steps,
+with the texts a failing step prints from :mod:`envkit.targets.dockerfile_messages`, and
+templates/Dockerfile.j2 only lays the steps out. The decisions, none of them in the template:
 - classic-builder syntax (docker-py builds with it; no RUN --mount, no heredocs), in the layout
   the image plan chose (:class:`envkit.plan.image.Layout`): ``direct``, one chain of layers where
   the venv is installed in place (uv lives in /tmp for the RUN that uses it); or stages: ``system``
@@ -14,6 +17,8 @@ Decisions made here, not in the template:
   import without it) unless the profile's packages or requirement files name it: with torch in the
   staged layout, in the packages' layer in the direct one; every later install is constrained to the torch actually installed, so a
   package pinning another torch fails the build instead of replacing the variant;
+- the packages stage's delta is a script of its own (templates/envkit-delta.sh, shellcheck-checked),
+  copied into that stage only: the final stage copies the venv and the delta, never the script;
 - no placebo lines: nothing about /dev/shm, sysctl or ulimits, which are run-time settings;
 - CA certificates land before the first download, and pip/uv/requests/OpenSSL are pointed at the
   system bundle (pip ignores it otherwise: it ships certifi; uv reads SSL_CERT_FILE);
@@ -31,39 +36,15 @@ import os
 
 from envkit import __version__
 from envkit.plan.paths import (
-    BUILD_DIR, CA_BUNDLE, CHECK_FILE, CHECK_PATH, CONSTRAINTS_IN_RUN, CONTEXT_DIR, DELTA_DIR, ENTRYPOINT_FILE,
-    ENTRYPOINT_PATH, EXPECT_FILE, HARNESS_DIR, HARNESS_FILE, LOCK_FILE_NAME, REMOVED_LIST, SEED_IN_RUN, UV_IN_RUN,
-    VENV, WHEELS_IN_IMAGE,
+    CA_BUNDLE, CHECK_FILE, CONTEXT_DIR, DELTA_SCRIPT, ENTRYPOINT_FILE, EXPECT_FILE, HARNESS_DIR, HARNESS_FILE,
+    LOCK_FILE_NAME, VENV, WHEELS_IN_IMAGE,
 )
+from envkit.render import templates_dir
 from envkit.runsettings import proxy_build_args, remaps_user
 from envkit.targets import GenContext, OutputFile
+from envkit.targets.dockerfile_steps import ImageUser, Inputs, TorchInstall, stages
 
 BASE_APT = ("ca-certificates", "python3", "python3-venv")
-# uv is installed with pip (same proxy and CA settings) where it is used: in the build stage, or in /tmp
-# for the one RUN of the direct layout; pinned, so a rebuild installs the same resolver.
-UV_VERSION = "0.13.9"
-# With uv, the venv is created --without-pip and seeded by uv from the wheels `python -m venv` would
-# install: the same files, compiled by uv's workers instead of by ensurepip's own pip run (2.7 s
-# here), and that pip, run from its wheel, installs uv. With argv[1] "pip" this prints that pip
-# wheel's path; with "requirements", the packages pinned to those wheels' versions, one per line
-# (uv installs them from the wheels' folder with --find-links, so they are recorded as from an index:
-# installed from the files' paths, `pip freeze` would print `pip @ file:///usr/share/...`); or
-# nothing, and then the Dockerfile runs ensurepip itself. It chooses as ensurepip does (CPython
-# 3.10-3.13 ensurepip/__init__.py): the packages are pip, and setuptools before Python 3.12
-# (gh-95299); they come from the distribution's folder, sysconfig's WHEEL_PKG_DIR (configure
-# --with-wheel-pkg-dir: Debian, Ubuntu and Fedora use /usr/share/python-wheels), if every one is
-# there, else from the wheels bundled in ensurepip/_bundled (python.org builds, python:* images);
-# of several files for one package, the last in sorted order.
-SEED_WHEEL_PY = (
-    'import importlib.util, os, sys, sysconfig; n = ["pip"] + (["setuptools"] if sys.version_info < (3, 12) else []); '
-    'f = lambda d: {x: os.path.join(d, w) for w in (sorted(os.listdir(d)) if d and os.path.isdir(d) else []) '
-    'for x in n if w.startswith(x + "-") and w.endswith(".whl")}; e = importlib.util.find_spec("ensurepip"); '
-    'p = f(sysconfig.get_config_var("WHEEL_PKG_DIR")); '
-    'p = p if len(p) == len(n) else f(e and e.origin and os.path.join(os.path.dirname(e.origin), "_bundled")); '
-    'p = p if len(p) == len(n) else {}; '
-    'print(p.get("pip", "") if sys.argv[1] == "pip" else "\\n".join('
-    'x + "==" + os.path.basename(w)[len(x) + 1:].partition("-")[0] for x, w in p.items()))'
-)
 
 
 def is_python_base(base: str) -> bool:
@@ -90,16 +71,16 @@ def build_args(ctx: GenContext) -> list[tuple[str, str]]:
     return proxy_build_args(ctx.profile)
 
 
-def _torch_install(ctx: GenContext) -> dict | None:
+def _torch_install(ctx: GenContext) -> TorchInstall | None:
     ip = ctx.plan.image
     if ip.torch_requirement is None:
         return None
-    wheels = [f"{WHEELS_IN_IMAGE}/{os.path.basename(d)}" for _, d in ip.wheel_dirs]
-    return {"spec": ip.torch_requirement, "index_url": ip.torch_index_url, "find_links": wheels,
-            "extra": list(ip.torch_extras)}
+    wheels = tuple(f"{WHEELS_IN_IMAGE}/{os.path.basename(d)}" for _, d in ip.wheel_dirs)
+    return TorchInstall(ip.torch_requirement, ip.torch_index_url, wheels, ip.torch_extras)
 
 
-def context(ctx: GenContext) -> dict:
+def inputs(ctx: GenContext) -> Inputs:
+    """What :func:`envkit.targets.dockerfile_steps.stages` decides the Dockerfile's steps from."""
     p = ctx.profile
     image = p.image
     labels = {
@@ -111,51 +92,41 @@ def context(ctx: GenContext) -> dict:
     if image.digest:
         labels["org.opencontainers.image.base.digest"] = image.digest
     ip = ctx.plan.image
-    certs = ip.certs
-    direct = ip.direct
     # pip ships its own CA list (certifi) and ignores the system store unless told;
     # requests and OpenSSL-based tools likewise. Set before the first pip download.
-    ca_env = [(k, CA_BUNDLE) for k in ("CURL_CA_BUNDLE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")
-              if certs and k not in image.env]
+    ca_env = tuple((k, CA_BUNDLE) for k in ("CURL_CA_BUNDLE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")
+                   if ip.certs and k not in image.env)
+    return Inputs(
+        header=ctx.header("#"),
+        base_ref=f"{image.base}@{image.digest}" if image.digest else image.base,
+        layout_direct=ip.direct, packages_stage=ip.packages_stage, installer=image.installer,
+        proxy=bool(build_args(ctx)), certs=bool(ip.certs), apt_packages=tuple(apt_packages(image)), ca_env=ca_env,
+        user=ImageUser(image.user.name, image.user.uid, image.user.gid, image.user.is_root), workdir=image.workdir,
+        torch=_torch_install(ctx),
+        lock=ip.lock is not None, lock_index_url=ip.torch_index_url,
+        requirements=tuple((f.name, f.hashes) for f in ip.requirements), pip_packages=tuple(image.pip_packages),
+        entrypoint=remaps_user(p), env=tuple(sorted(image.env.items())), labels=tuple(sorted(labels.items())),
+        project=bool(ip.project), install_project=image.install_project,
+    )
+
+
+def context(ctx: GenContext) -> dict:
+    """The context of the files beside the Dockerfile (.dockerignore, envkit-check, envkit-entrypoint)."""
+    ip = ctx.plan.image
     return {
         "header": ctx.header("#"),
-        "base_ref": f"{image.base}@{image.digest}" if image.digest else image.base,
-        "labels": sorted(labels.items()),
-        "proxy": bool(build_args(ctx)),
         "context_dir": CONTEXT_DIR,
-        "certs": bool(certs),
-        "apt_packages": apt_packages(image),
+        "certs": bool(ip.certs),
+        "wheels": bool(ip.wheel_dirs),
+        "requirements": bool(ip.requirements),
+        "lock": {"file": LOCK_FILE_NAME} if ip.lock else None,
+        "project": bool(ip.project),
+        "delta_script": DELTA_SCRIPT if ip.packages_stage else None,
         "venv": VENV,
-        "direct": direct,
-        "installer": image.installer,
-        "install": "uv pip install" if image.installer == "uv" else "pip install",
-        "uv_version": UV_VERSION,
-        "uv_dir": UV_IN_RUN,
-        "seed_wheel_py": SEED_WHEEL_PY,
-        # The direct layout's venv is seeded by uv where uv installs in that RUN anyway (torch or the lock).
-        "seed_venv": direct and image.installer == "uv" and bool(image.torch or ip.lock),
-        "seed_file": SEED_IN_RUN,
-        "build_dir": BUILD_DIR,
-        "record_dir": HARNESS_DIR,
-        "constraints": CONSTRAINTS_IN_RUN,
-        "wheels_dir": WHEELS_IN_IMAGE,
         "check_file": CHECK_FILE,
-        # One COPY for both scripts (one step fewer to rebuild after every profile edit): one folder.
-        "entrypoint": ({"file": ENTRYPOINT_FILE, "path": ENTRYPOINT_PATH, "dir": os.path.dirname(CHECK_PATH)}
-                       if remaps_user(p) else None),
-        "check_path": CHECK_PATH,
-        "torch": _torch_install(ctx),
-        "packages_stage": ip.packages_stage,
-        "delta_dir": DELTA_DIR,
-        "removed_list": REMOVED_LIST,
-        "requirements": [{"name": f.name, "hashes": f.hashes} for f in ip.requirements],
-        "lock": {"file": LOCK_FILE_NAME, "index_url": ip.torch_index_url} if ip.lock else None,
-        "project": {"install": image.install_project} if ip.project else None,
-        "pip_packages": list(image.pip_packages),
-        "ca_env": ca_env,
-        "env": sorted(image.env.items()),
-        "user": image.user,
-        "workdir": image.workdir,
+        "entrypoint": {"file": ENTRYPOINT_FILE} if remaps_user(ctx.profile) else None,
+        "user": ctx.profile.image.user,
+        "workdir": ctx.profile.image.workdir,
         "harness_dir": HARNESS_DIR,
         "harness_file": HARNESS_FILE,
         "expect_file": EXPECT_FILE,
@@ -167,8 +138,9 @@ def render(ctx: GenContext) -> list[OutputFile]:
     certificates, wheels, requirement files, the lock and the project's code, all from the image plan."""
     ip = ctx.plan.image
     c = context(ctx)
+    v = inputs(ctx)
     files = [
-        OutputFile("Dockerfile", ctx.render("Dockerfile.j2", **c)),
+        OutputFile("Dockerfile", ctx.render("Dockerfile.j2", header=v.header, stages=stages(v))),
         OutputFile(".dockerignore", ctx.render("dockerignore.j2", **c)),
         OutputFile(HARNESS_FILE, ctx.plan.harness_zipapp),
         OutputFile(EXPECT_FILE, ctx.plan.expectation),
@@ -176,6 +148,8 @@ def render(ctx: GenContext) -> list[OutputFile]:
     ]
     if c["entrypoint"]:
         files.append(OutputFile(ENTRYPOINT_FILE, ctx.render("entrypoint.sh.j2", **c), mode=0o755))
+    if ip.packages_stage:
+        files.append(OutputFile(DELTA_SCRIPT, (templates_dir() / DELTA_SCRIPT).read_bytes()))
     files += [OutputFile(f.context_path, f.data) for f in ip.certs + ip.requirements]
     if ip.lock is not None:
         files.append(OutputFile(ip.lock.context_path, ip.lock.data))
