@@ -193,22 +193,26 @@ def test_oversized_requirements_file_is_refused_at_load(tmp_path):
     assert "Traceback" not in res.stderr and not (tmp_path / "out").exists()
 
 
-def test_a_requirements_file_or_lock_that_grows_after_loading_is_still_bounded(tmp_path):
-    """The Dockerfile target reads the files again (after the loader's check): a file that grew in between is
-    refused as bad input, not read whole; the lock, which the loader does not check, likewise."""
+def test_requirement_files_and_the_lock_are_read_once_at_load_bounded(tmp_path):
+    """The loader reads each requirements file and the lock once, bounded; the build context gets those
+    bytes, so a file that grows afterwards is never read again; a lock over the bound is bad input at load."""
     from envkit.errors import ProfileError
     from envkit.generation import render_all
+    from envkit.plan.paths import LOCK_FILE_NAME
     from envkit.profile import load_profile
-    from envkit.targets.dockerfile import LOCK_FILE_NAME
 
     req = tmp_path / "requirements.txt"
     req.write_text("numpy==1.26.4\n")
     p = tmp_path / "p.yaml"
     p.write_text("envkit: 1\nname: r\nimage:\n  base: debian:bookworm\n  requirements: [requirements.txt]\n")
     loaded = load_profile(p)
-    for grown in (req, tmp_path / LOCK_FILE_NAME):
-        with open(grown, "ab") as f:
-            f.truncate(5 * 1024 * 1024)
-        with pytest.raises(ProfileError, match="at most 4 MiB"):
-            render_all(loaded, tmp_path / "out", ("dockerfile",))
-        req.write_text("numpy==1.26.4\n")
+    with open(req, "ab") as f:
+        f.truncate(5 * 1024 * 1024)
+    files = render_all(loaded, tmp_path / "out", ("dockerfile",))
+    (copied,) = [f for f in files if f.path.endswith("-requirements.txt")]
+    assert copied.content == b"numpy==1.26.4\n"
+    req.write_text("numpy==1.26.4\n")
+    with open(tmp_path / LOCK_FILE_NAME, "ab") as f:
+        f.truncate(5 * 1024 * 1024)
+    with pytest.raises(ProfileError, match="at most 4 MiB"):
+        load_profile(p)
