@@ -110,10 +110,11 @@ def test_commands_reach_in_image_paths_through_the_plan_only():
 
 def test_only_the_engine_factory_imports_the_docker_engine():
     """Commands and the rest ask ``envkit.engine.connect()`` for an engine; only it names the Docker one."""
-    importers = sorted(name for name, deps in _imports().items() if "envkit.engine.docker" in deps)
+    graph = _imports()
+    importers = sorted(name for name, deps in graph.items() if "envkit.engine.docker" in deps)
     assert importers == ["envkit.engine"], importers
-    commands = [name for name in _imports() if name.startswith("envkit.commands")]
-    assert commands and not [c for c in commands if "envkit.engine.docker" in _imports()[c]]
+    commands = [name for name in graph if name.startswith("envkit.commands")]
+    assert commands and not [c for c in commands if "envkit.engine.docker" in graph[c]]
 
 
 def test_every_command_comes_from_the_registry_and_keeps_its_contract():

@@ -34,6 +34,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+@pytest.mark.slow  # a real harness with two DataLoader workers, held for seconds on purpose
 def test_sigkill_of_envkit_harness_during_a_hanging_dataset_leaves_no_descendant(tmp_path):
     from tests.harness.conftest import harness_env as env_for
 
