@@ -51,12 +51,13 @@ def _expected(run_sh: dict, profile) -> dict:
     # The uid remap is for a workstation's bind-mounted project; pods run as the image's user (runAsUser).
     env = {k: v for k, v in run_sh["env"].items() if k != REMAP_ENV}
     return {"resources": resources, "env": env, "mounts": mounts,
-            "caps": ["IPC_LOCK"] if "memlock" in run_sh["ulimits"] else [],
+            # Added capabilities reach a non-root user's effective set nowhere (kubernetes#56374): root only.
+            "caps": ["IPC_LOCK"] if "memlock" in run_sh["ulimits"] and profile.image.user.uid == 0 else [],
             "user": (profile.image.user.uid, profile.image.user.gid, profile.image.user.gid)}
 
 
 def _pod_side(pod: dict, container: dict, resources: dict, env: list) -> dict:
-    assert resources["requests"] == resources["limits"], "requests != limits: not Guaranteed QoS"
+    assert resources["requests"] == resources["limits"], "requests != limits"
     res = {}
     for name, q in resources["limits"].items():
         res[name] = parse_quantity(q) if name == "memory" else int(q)

@@ -153,3 +153,24 @@ def test_classify_details_and_signals():
     # a full *disk* in the dataset is not a shm problem
     text = "Caught OSError in DataLoader worker process 0.\nOSError: [Errno 28] No space left on device: '/data/x'"
     assert classify(text)[0] == "dataset_error"
+
+
+@pytest.mark.parametrize("environ, names", [
+    ({"KUBERNETES_SERVICE_HOST": "10.96.0.1"}, ["Kubernetes", "LimitMEMLOCK=infinity", "containerd", "#56374"]),
+    ({"SLURM_JOB_ID": "42"}, ["Slurm", "ulimit -l", "PropagateResourceLimits", "slurmd", "LimitMEMLOCK=infinity"]),
+])
+def test_a_low_memlock_names_the_remedy_where_it_runs(environ, names):
+    have = {"memlock": lim(65536, 65536), "stack": lim(-1, -1), "nofile": lim(1 << 20, 1 << 20)}
+    c = check_ulimits({"ulimits": {"memlock": lim(-1, -1)}}, limits=have, environ=environ)
+    assert c["status"] == "fail"
+    assert all(n in c["remedy"] for n in names), c["remedy"]
+    assert c["remedy"].startswith("memlock: on ") and "--ulimit memlock=-1:-1" in c["remedy"]
+
+
+def test_the_memlock_remedy_is_docker_s_off_a_cluster_and_for_other_limits():
+    have = {"memlock": lim(65536, 65536), "stack": lim(-1, -1), "nofile": lim(1024, 1024)}
+    local = check_ulimits({"ulimits": {"memlock": lim(-1, -1)}}, limits=have, environ={})
+    assert local["remedy"].startswith("--ulimit memlock=-1:-1") and "LimitMEMLOCK" not in local["remedy"]
+    nofile = check_ulimits({"ulimits": {"nofile": lim(4096, 4096)}}, limits=have,
+                           environ={"KUBERNETES_SERVICE_HOST": "10.96.0.1"})
+    assert nofile["status"] == "fail" and "LimitMEMLOCK" not in nofile["remedy"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import resource
+from collections.abc import Mapping
 
 from . import env as envmod
 from .report import FAIL, PASS, SKIP, WARN, human_bytes, make_check
@@ -153,8 +154,39 @@ def _lower(have: int, want: int) -> bool:
     return have != -1 and have < want
 
 
-def check_ulimits(run: dict, limits: dict | None = None) -> dict:
-    """getrlimit MEMLOCK/STACK/NOFILE vs the profile; fail only when a limit is lower than asked."""
+def where_running(environ: Mapping[str, str] | None = None) -> str:
+    """Where the harness runs, from the variables each scheduler sets: ``kubernetes`` (the kubelet sets
+    KUBERNETES_SERVICE_HOST in every container), ``slurm`` (SLURM_JOB_ID, in every job step), else ``local``.
+
+    >>> where_running({"KUBERNETES_SERVICE_HOST": "10.0.0.1"}), where_running({"SLURM_JOB_ID": "7"}), where_running({})
+    ('kubernetes', 'slurm', 'local')
+    """
+    env = os.environ if environ is None else environ
+    if env.get("KUBERNETES_SERVICE_HOST"):
+        return "kubernetes"
+    if env.get("SLURM_JOB_ID"):
+        return "slurm"
+    return "local"
+
+
+MEMLOCK_REMEDY = {
+    "kubernetes": ("on Kubernetes no pod field raises memlock, and IPC_LOCK is dropped for a non-root user "
+                   "(kubernetes/kubernetes#56374): the node's container runtime sets it; raise the runtime's own "
+                   "limit on every node (containerd's systemd unit: LimitMEMLOCK=infinity, then restart containerd "
+                   "and the pod)"),
+    "slurm": ("on Slurm a step gets the submitting shell's limits (PropagateResourceLimits in slurm.conf; "
+              "`ulimit -l unlimited` before sbatch, or in the batch script up to the hard limit) capped by "
+              "slurmd's own: raise LimitMEMLOCK=infinity in slurmd's systemd unit on every node and restart "
+              "slurmd"),
+}
+
+
+def check_ulimits(run: dict, limits: dict | None = None, environ: Mapping[str, str] | None = None) -> dict:
+    """getrlimit MEMLOCK/STACK/NOFILE vs the profile; fail only when a limit is lower than asked.
+
+    A low memlock's remedy names where the limit comes from (``where_running(environ)``): the node
+    runtime's LimitMEMLOCK on Kubernetes, ``ulimit``/slurmd's limits on Slurm, docker run's flag elsewhere.
+    """
     if limits is None:
         limits = {n: dict(zip(("soft", "hard"), map(_norm, resource.getrlimit(r)), strict=True)) for n, r in ULIMITS.items()}
     want_all = run.get("ulimits") or {}
@@ -175,11 +207,13 @@ def check_ulimits(run: dict, limits: dict | None = None) -> dict:
            "file descriptors of the file_descriptor sharing strategy.")
     summary = ", ".join(f"{n} {limit_text(limits[n]['soft'])}/{limit_text(limits[n]['hard'])}" for n in ULIMITS)
     if low:
+        remedy = (" ".join(flags) + " (docker run, where -1 means unlimited; compose: ulimits: "
+                  "{" + ", ".join(compose) + "}; --ulimit memlock takes bytes while `ulimit -l` prints KiB)")
+        place = where_running(environ)
+        if place in MEMLOCK_REMEDY and any(f.startswith("--ulimit memlock=") for f in flags):
+            remedy = f"memlock: {MEMLOCK_REMEDY[place]}. Elsewhere: {remedy}"
         return make_check("ulimits", FAIL, limits, expected,
-                          f"lower than the profile: {'; '.join(low)}. {why}",
-                          " ".join(flags) + " (docker run, where -1 means unlimited; compose: ulimits: "
-                          "{" + ", ".join(compose) + "}; --ulimit memlock takes bytes while `ulimit -l` "
-                          "prints KiB)")
+                          f"lower than the profile: {'; '.join(low)}. {why}", remedy)
     return make_check("ulimits", PASS, limits, expected,
                       f"soft/hard: {summary}; memlock bounds RDMA/NCCL over InfiniBand, "
                       "not CUDA pinned memory (the driver page-locks it)")

@@ -7,9 +7,12 @@ lay it out. The translation, against run.sh's ``docker run`` flags:
 - ``--shm-size`` -> an ``emptyDir {medium: Memory, sizeLimit}`` at /dev/shm (the
   size the container would see; unsized under ``ipc: host``);
 - ``--cpus``/``--cpuset-cpus`` -> whole CPUs, ``--memory`` -> memory, ``--gpus`` ->
-  ``nvidia.com/gpu``, with requests == limits (Guaranteed QoS);
+  ``nvidia.com/gpu``, with requests == limits (the QoS class: ``qos_class``);
 - the image user -> ``securityContext`` runAsUser/runAsGroup/fsGroup;
-- ``--ulimit memlock`` -> the ``IPC_LOCK`` capability (Kubernetes has no ulimits);
+- ``--ulimit memlock`` -> the ``IPC_LOCK`` capability for a root pod (uid 0) only:
+  Kubernetes has no ulimits, and for a non-zero runAsUser the runtime drops added
+  capabilities from the effective set (kubernetes/kubernetes#56374), so a non-root
+  pod gets the node runtime's memlock limit (a warning says so);
 - ``--env`` -> ``env``; volumes -> PVCs from ``cluster.kubernetes.volumes``, and
   absolute ``run.volumes`` as hostPath when ``host_path_volumes`` is set.
 
@@ -33,6 +36,7 @@ Example:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from envkit.plan.cluster import ClusterPlan, registry_host
@@ -41,6 +45,10 @@ from envkit.plan.paths import CHECK_FILE
 from envkit.targets import GenContext
 
 MASTER_PORT = 29500
+# The QoS rule: https://kubernetes.io/docs/concepts/workloads/pods/pod-qos/ (qos_class).
+QOS_DOC = "https://kubernetes.io/docs/concepts/workloads/pods/pod-qos/"
+# Only these count for QoS: kubernetes/kubernetes pkg/apis/core/v1/helper/qos/qos.go supportedQoSComputeResources.
+QOS_RESOURCES = ("cpu", "memory")
 SHM_VOLUME = "dshm"
 # Pod hostnames are "<job>-<index>" and TrainJob pods "<name>-node-0-<index>-<hash>": keep room under 63.
 NAME_MAX = 40
@@ -110,16 +118,44 @@ class Pod:
         return f"{self.name}-0.{self.name}"
 
 
-def resources(ctx: GenContext, plan: ClusterPlan) -> tuple[tuple[str, str], ...]:
-    """requests == limits for every resource asked (Guaranteed QoS when CPU and memory are both set)."""
+def resources(memory: int | None, plan: ClusterPlan) -> tuple[tuple[str, str], ...]:
+    """requests == limits for every resource asked (``memory``: bytes per node, None: no limit)."""
     out: list[tuple[str, str]] = []
     if plan.cpus is not None:
         out.append(("cpu", str(plan.cpus)))
-    if ctx.settings.memory is not None:
-        out.append(("memory", quantity(ctx.settings.memory)))
+    if memory is not None:
+        out.append(("memory", quantity(memory)))
     if plan.gpus_per_node:
         out.append(("nvidia.com/gpu", str(plan.gpus_per_node)))
     return tuple(out)
+
+
+def qos_class(containers: Iterable[tuple[Mapping[str, str], Mapping[str, str]]]) -> str:
+    """The pod's QoS class from each container's (requests, limits), by the rule of
+    https://kubernetes.io/docs/concepts/workloads/pods/pod-qos/ (init containers count too):
+
+    - Guaranteed: every container has a cpu and a memory request and limit, each request == its limit;
+    - BestEffort: no container has a cpu or memory request or limit;
+    - Burstable: any other pod.
+
+    Only cpu and memory count (``QOS_RESOURCES``): an extended resource such as ``nvidia.com/gpu``
+    does not make a pod Burstable (kubernetes/kubernetes pkg/apis/core/v1/helper/qos/qos.go,
+    ``supportedQoSComputeResources``). Quantities compare as envkit writes them (one spelling each).
+
+    >>> gpu = {"nvidia.com/gpu": "8"}
+    >>> qos_class([(gpu, gpu)]), qos_class([({"cpu": "2"}, {"cpu": "2"})])
+    ('BestEffort', 'Burstable')
+    >>> full = {"cpu": "2", "memory": "1Gi", **gpu}
+    >>> qos_class([(full, full), (full, full)])
+    'Guaranteed'
+    """
+    pairs = [({k: v for k, v in req.items() if k in QOS_RESOURCES}, {k: v for k, v in lim.items() if k in QOS_RESOURCES})
+             for req, lim in containers]
+    if not any(req or lim for req, lim in pairs):
+        return "BestEffort"
+    if all(set(req) == set(lim) == set(QOS_RESOURCES) and req == lim for req, lim in pairs):
+        return "Guaranteed"
+    return "Burstable"
 
 
 def volumes(ctx: GenContext) -> tuple[Volume, ...]:
@@ -148,10 +184,10 @@ def pod(ctx: GenContext) -> Pod:
         image=plan.image,
         workdir=p.image.workdir,
         env=tuple((key, kube_escape(value)) for key, value in ctx.settings.env),
-        resources=resources(ctx, plan),
+        resources=resources(ctx.settings.memory, plan),
         run_as_user=p.image.user.uid,
         run_as_group=p.image.user.gid,
-        capabilities=("IPC_LOCK",) if any(u.name == "memlock" for u in ctx.settings.ulimits) else (),
+        capabilities=("IPC_LOCK",) if any(u.name == "memlock" for u in ctx.settings.ulimits) and p.image.user.uid == 0 else (),
         volumes=volumes(ctx),
         node_selector=tuple(sorted(k.node_selector.items())),
         tolerations=tuple(tuple((key, val) for key, val in t.model_dump(exclude_none=True).items())
@@ -195,11 +231,21 @@ def kube_warnings(plan: EnvPlan) -> list[str]:
         out.append(f"run.numa: {KUBE} cannot name a pod's memory node (--cpuset-mems={run.numa}); the kubelet's "
                    "Topology Manager (policy single-numa-node) keeps a Guaranteed pod's CPUs, memory and GPUs "
                    "on one node")
-    missing = [key for key, given in (("run.cpus", run.cpus is not None or run.cpuset is not None),
-                                      ("run.memory", run.memory is not None)) if not given]
-    if missing:
-        out.append(f"{missing[0]}: {' and '.join(missing)} not set, so pods get Burstable QoS (no exclusive "
-                   "cores, /dev/shm bounded by no memory limit); set run.cpus and run.memory for Guaranteed QoS")
+    cluster = plan.cluster
+    asked = dict(resources(plan.settings.memory, cluster)) if cluster is not None else {}
+    qos = qos_class([(asked, asked)])  # every container of the pod asks the same
+    if cluster is not None and qos != "Guaranteed":
+        missing = [key for key, given in (("run.cpus", "cpu" in asked), ("run.memory", "memory" in asked))
+                   if not given]
+        lacks = [what for key, what in (("run.cpus", "no exclusive cores"),
+                                        ("run.memory", "/dev/shm bounded by no memory limit")) if key in missing]
+        out.append(f"{missing[0]}: {' and '.join(missing)} not set, so pods get {qos} QoS ({', '.join(lacks)}; "
+                   f"the rule: {QOS_DOC}); set run.cpus and run.memory for Guaranteed QoS")
+    if "memlock" in run.ulimits and p.image.user.uid != 0:
+        out.append(f"run.ulimits.memlock: {KUBE} cannot raise memlock for a non-root pod (image.user uid "
+                   f"{p.image.user.uid}): the runtime drops added capabilities such as IPC_LOCK for a non-zero "
+                   "runAsUser (kubernetes/kubernetes#56374), so pods get the node runtime's limit (containerd's "
+                   "systemd unit: LimitMEMLOCK=infinity), which the preflight checks")
     for name in (u for u in sorted(run.ulimits) if u != "memlock"):
         out.append(f"run.ulimits.{name}: {KUBE} cannot set ulimits per pod (kubernetes#3595); pods get the "
                    "node's container-runtime default, which the preflight checks")

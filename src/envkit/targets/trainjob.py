@@ -1,9 +1,21 @@
-"""trainjob.yaml: a Kubeflow Trainer v2 ``TrainJob`` on the stock ``torch-distributed`` runtime.
+"""trainjob.yaml: a Kubeflow Trainer ``TrainJob`` on the stock ``torch-distributed`` runtime.
+
+Needs Kubeflow Trainer >= v2.2.0: ``spec.runtimePatches`` first exists there (v2.0.0 had
+``podSpecOverrides``, v2.1.0 ``podTemplateOverrides``; each release's CRD,
+charts/kubeflow-trainer/crds/trainer.kubeflow.org_trainjobs.yaml). Checked against v2.2.0
+and v2.3.0: the CRD schema and the validating webhook's rules (tests/cluster/trainer_webhook.py).
 
 The trainer sets nodes, processes per node, image, command, env and resources;
-the rest of the pod (the /dev/shm volume, PVCs, the user, IPC_LOCK, node
-selection) goes in through ``spec.runtimePatches`` -- the stock runtime mounts
-no /dev/shm. Field names are those of the v2.3.0 CRD (schemas/kubernetes/):
+the rest of the pod (the /dev/shm volume, PVCs, the user, IPC_LOCK for a root pod,
+node selection) goes in through ``spec.runtimePatches`` -- the stock runtime mounts
+no /dev/shm. The patch's ``manager`` must be a domain-prefixed path (the webhook runs
+``IsDomainPrefixedPath`` on it: kubeflow/trainer v2.3.0
+pkg/runtime/framework/plugins/jobset/jobset.go:176, v2.2.0 :129); ``PATCH_MANAGER`` is
+``envkit.io/envkit``, in the form of Trainer's own ``trainer.kubeflow.org/kubeflow-sdk`` and
+Kueue's ``kueue.x-k8s.io/manager``: a domain naming the tool, a path naming the writer, so
+its entry never collides with theirs (each manager owns its entry). The trainer's env goes in
+``trainer.env``, never in the patch: the webhook rejects env in a ``node`` container patch
+(jobset.go:205 at v2.3.0). Field names are those of the v2.3.0 CRD (schemas/kubernetes/):
 ``runtimePatches[].trainingRuntimeSpec.template.spec.replicatedJobs[].template
 .spec.template.spec`` (pod patch) with ``containers[]`` (env, securityContext,
 volumeMounts of a container the runtime already has: ``node``).
@@ -13,7 +25,11 @@ container the runtime already defines (name, env, securityContext,
 volumeMounts; no image or command), and torch-distributed has none. So the
 trainer's command runs the preflight first, in the same container (same image,
 /dev/shm and resources): ``sh -c 'envkit-check && exec torchrun "$@"'``. The
-torch plugin hands torchrun its rendezvous through PET_* variables.
+torch plugin hands torchrun its rendezvous through PET_* variables (PET_NNODES,
+PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT: torch.go
+EnforceMLPolicy, v2.3.0 :145-166) and no rendezvous backend, so torchrun runs its
+default static backend: the store's host is node rank 0, decided by rank, never
+by matching the endpoint against the node's addresses (docs/cluster.md).
 
 Called as::
 
@@ -28,7 +44,7 @@ from envkit.targets.kube import kube_warnings, Pod, kube_escape, pod, tidy
 
 RUNTIME = "torch-distributed"
 REPLICATED_JOB = CONTAINER = "node"  # the stock runtime's replicated job and trainer container
-PATCH_MANAGER = "envkit"
+PATCH_MANAGER = "envkit.io/envkit"  # a domain-prefixed path: the webhook requires one
 # Rendered only for a profile with a cluster: section (its registry line says so); asked for by name
 # without one, generate exits 2.
 
