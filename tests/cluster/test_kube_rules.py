@@ -20,7 +20,8 @@ FULL = {"cpu": "4", "memory": "8Gi"}
     ([({"cpu": "2", "memory": "8Gi"}, FULL)], "Burstable"),  # a request below its limit
     ([({"cpu": "4"}, {"cpu": "4"})], "Burstable"),
     ([({"memory": "8Gi"}, {"memory": "8Gi"})], "Burstable"),
-    ([({}, {"memory": "8Gi"})], "Burstable"),  # a limit alone
+    ([({}, {"memory": "8Gi"})], "Burstable"),  # a limit alone: its request defaults to it, still no cpu
+    ([({}, FULL)], "Guaranteed"),  # limits alone: the requests default to them
     ([({}, {})], "BestEffort"),
     ([(GPU, GPU)], "BestEffort"),  # nvidia.com/gpu alone: no cpu or memory request or limit
 ])

@@ -45,7 +45,6 @@ from envkit.plan.paths import CHECK_FILE
 from envkit.targets import GenContext
 
 MASTER_PORT = 29500
-# The QoS rule: https://kubernetes.io/docs/concepts/workloads/pods/pod-qos/ (qos_class).
 QOS_DOC = "https://kubernetes.io/docs/concepts/workloads/pods/pod-qos/"
 # Only these count for QoS: kubernetes/kubernetes pkg/apis/core/v1/helper/qos/qos.go supportedQoSComputeResources.
 QOS_RESOURCES = ("cpu", "memory")
@@ -140,7 +139,9 @@ def qos_class(containers: Iterable[tuple[Mapping[str, str], Mapping[str, str]]])
 
     Only cpu and memory count (``QOS_RESOURCES``): an extended resource such as ``nvidia.com/gpu``
     does not make a pod Burstable (kubernetes/kubernetes pkg/apis/core/v1/helper/qos/qos.go,
-    ``supportedQoSComputeResources``). Quantities compare as envkit writes them (one spelling each).
+    ``supportedQoSComputeResources``). Requests are read as the API server stores them: a limit
+without a request gets the limit as its request. Quantities compare as envkit writes them
+(one spelling each).
 
     >>> gpu = {"nvidia.com/gpu": "8"}
     >>> qos_class([(gpu, gpu)]), qos_class([({"cpu": "2"}, {"cpu": "2"})])
@@ -149,8 +150,10 @@ def qos_class(containers: Iterable[tuple[Mapping[str, str], Mapping[str, str]]])
     >>> qos_class([(full, full), (full, full)])
     'Guaranteed'
     """
-    pairs = [({k: v for k, v in req.items() if k in QOS_RESOURCES}, {k: v for k, v in lim.items() if k in QOS_RESOURCES})
-             for req, lim in containers]
+    pairs = []
+    for req, lim in containers:
+        limits = {k: v for k, v in lim.items() if k in QOS_RESOURCES}
+        pairs.append(({**limits, **{k: v for k, v in req.items() if k in QOS_RESOURCES}}, limits))
     if not any(req or lim for req, lim in pairs):
         return "BestEffort"
     if all(set(req) == set(lim) == set(QOS_RESOURCES) and req == lim for req, lim in pairs):
