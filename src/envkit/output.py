@@ -62,9 +62,16 @@ def sha256(data: bytes) -> str:
 
 
 def file_sha256(path: Path) -> str:
-    """The sha256 of a regular file's content, read in 1 MiB pieces (wheels are GBs)."""
+    """The sha256 of a regular file's content, read in 1 MiB pieces (wheels are GBs).
+
+    Opened without blocking and checked with ``fstat``: anything else (a FIFO swapped in) is refused.
+    """
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with open(fd, "rb") as f:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise FileRefused(f"{path}: is {kind_of(mode)}, not a regular file; nothing was written")
         while chunk := f.read(1 << 20):
             h.update(chunk)
     return h.hexdigest()
@@ -92,7 +99,7 @@ def same_copy(src: Path, dst: Path, known: dict[str, str] | None = None) -> bool
         a, b = src.stat(), dst.stat()
     except OSError:
         return False
-    if not stat.S_ISREG(b.st_mode):
+    if not (stat.S_ISREG(a.st_mode) and stat.S_ISREG(b.st_mode)):
         return False
     if (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino):
         return True

@@ -108,6 +108,16 @@ def test_a_wheel_removed_from_the_wheelhouse_is_pruned(tmp_path):
     assert ".envkit/wheels/00/b-1-py3-none-any.whl" in _manifest(tmp_path)
 
 
+def test_a_requirement_file_dropped_from_the_profile_leaves_the_context_even_when_edited(tmp_path):
+    _write(tmp_path, {"a.txt": "six\n", "b.txt": "idna\n"})
+    assert _gen(tmp_path, HEAD + "  requirements: [a.txt, b.txt]\n")[0] == 0
+    (tmp_path / "out" / ".envkit" / "requirements" / "01-b.txt").write_text("idna\nevil\n")
+    code, out, err = _gen(tmp_path, HEAD + "  requirements: [a.txt]\n")
+    assert code == 0, err
+    assert _context(tmp_path) == {".envkit/requirements/00-a.txt"}
+    assert "removed" in out and "01-b.txt" in out
+
+
 @pytest.mark.parametrize("how", ["new inode (rsync -a, tar x)", "in place (cp -p) into a copied file"])
 def test_an_edit_keeping_size_and_mtime_is_copied(tmp_path, monkeypatch, how):
     in_place = how.startswith("in place")
@@ -186,6 +196,8 @@ def test_only_image_ship_secrets_takes_a_pattern_out_of_the_list(tmp_path):
     code, _, err = _gen(tmp_path, COPY + "  ship_secrets: [.aws/configs]\n")
     assert code == 2
     assert "envkit.yaml:6:" in err and "image.ship_secrets[0]" in err and "did you mean '.aws/config'?" in err
+    schema = json.loads(run_envkit("schema").stdout)
+    assert schema["$defs"]["Image"]["properties"]["ship_secrets"]["items"]["enum"] == list(SECRETS)
 
 
 def test_the_documented_credential_list_is_the_built_in_one():

@@ -46,8 +46,8 @@ class OutputFile:
     path: str
     content: bytes
     mode: int = 0o644
-    # Set for inputs copied into the build context (wheels): written by linking or copying
-    # ``source``; ``content`` is then empty and edits to the copy are not tracked.
+    # Set for inputs copied into the build context (wheels, the project): written by linking or
+    # copying ``source`` (a regular file), judged by content (envkit.output.same_copy); ``content`` is then empty.
     source: Path | None = None
 
 
