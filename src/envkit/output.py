@@ -6,6 +6,17 @@ longer matches its recorded hash was edited by someone (or was never ours):
 ``write_outputs`` refuses to touch any file until ``force=True``, and then
 keeps a backup (``FILE.envkit-bak-<UTC time>``) of each such file before replacing it.
 
+Files copied into the build context (wheels, the project's code: an :class:`OutputFile` with a
+``source``) are linked or copied, and judged by content, never by size and time (``cp -p``,
+``rsync -a`` and ``tar x`` keep both across an edit). The rule, :func:`same_copy`: a copy that
+is the source's own inode (a hard link) is the same file, so the same content; any other copy is
+the same only when its sha256 equals the source's. Each copy's sha256 goes into the manifest with
+the copy's ``(dev, inode, size, mtime_ns, ctime_ns)``; while those are unchanged the recorded
+digest is reused, so an unchanged hard-linked multi-GB wheel is never read again (any write to
+the inode moves its ctime, which no user call can set back). A folder the caller names in
+``exact`` (the build context's ``.envkit/``) holds exactly the files given: anything else there
+is removed and reported in ``pruned``.
+
 Called as::
 
     write_outputs(Path("out"), files, force=False) -> WriteReport(written=[...], unchanged=[...], backups=[])
@@ -13,20 +24,21 @@ Called as::
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
 import os
 import signal
+import stat
 import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from envkit.errors import EnvkitError, OutputConflict
-from envkit.safeio import FileRefused, read_bounded, replace_file, stage_file, write_target
+from envkit.safeio import FileRefused, kind_of, read_bounded, replace_file, stage_file, write_target
 from envkit.targets import OutputFile
 
 MANIFEST = ".envkit-manifest.json"
@@ -42,22 +54,81 @@ class WriteReport:
     backups: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)  # unedited files of a target the profile no longer has
     kept: list[str] = field(default_factory=list)  # edited ones, left in place
+    pruned: list[str] = field(default_factory=list)  # in an exact folder, but no longer among the files
 
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _read_manifest(out_dir: Path) -> tuple[dict[str, str], dict[str, str]]:
-    """The recorded sha256 of each file envkit wrote, and the target that owns it (when recorded)."""
+def file_sha256(path: Path) -> str:
+    """The sha256 of a regular file's content, read in 1 MiB pieces (wheels are GBs).
+
+    Opened without blocking and checked with ``fstat``: anything else (a FIFO swapped in) is refused.
+    """
+    h = hashlib.sha256()
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with open(fd, "rb") as f:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise FileRefused(f"{path}: is {kind_of(mode)}, not a regular file; nothing was written")
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+Signature = tuple[int, int, int, int, int]
+
+
+def signature(st: os.stat_result) -> Signature:
+    """What a copy's recorded digest is trusted for: (dev, inode, size, mtime_ns, ctime_ns)."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def same_copy(src: Path, dst: Path, known: dict[str, str] | None = None) -> bool:
+    """True when ``dst`` holds what ``src`` holds: the same inode (a hard link), else the same sha256.
+
+    ``known`` caches digests by path (:func:`_digest`), so the manifest's are reused.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp()); a, b = d / "a", d / "b"
+    >>> _ = a.write_bytes(b"one"), b.write_bytes(b"two"); os.utime(b, ns=(a.stat().st_atime_ns, a.stat().st_mtime_ns))
+    >>> same_copy(a, b), same_copy(a, a)
+    (False, True)
+    """
+    try:
+        a, b = src.stat(), dst.stat()
+    except OSError:
+        return False
+    if not (stat.S_ISREG(a.st_mode) and stat.S_ISREG(b.st_mode)):
+        return False
+    if (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino):
+        return True
+    known = {} if known is None else known
+    return a.st_size == b.st_size and _digest(src, known) == _digest(dst, known)
+
+
+def _digest(path: Path, known: dict[str, str]) -> str:
+    key = str(path)
+    if key not in known:
+        known[key] = file_sha256(path)
+    return known[key]
+
+
+def _read_manifest(out_dir: Path) -> tuple[dict[str, str], dict[str, str], dict[str, Signature]]:
+    """The recorded sha256 of each file envkit wrote, the target that owns it (when recorded), and the
+    signature each copied file had when its sha256 was taken."""
     try:
         data = json.loads(read_bounded(out_dir / MANIFEST, MANIFEST_MAX, "an envkit manifest"))
-        files, owners = data.get("files", {}), data.get("owners", {})
+        files, owners, copies = data.get("files", {}), data.get("owners", {}), data.get("copies", {})
         files = {str(k): str(v) for k, v in files.items()} if isinstance(files, dict) else {}
         owners = {str(k): str(v) for k, v in owners.items()} if isinstance(owners, dict) else {}
-        return files, owners
+        sigs: dict[str, Signature] = {}
+        for k, v in (copies.items() if isinstance(copies, dict) else ()):
+            if isinstance(v, list) and len(v) == 5 and all(isinstance(n, int) for n in v):
+                sigs[str(k)] = (v[0], v[1], v[2], v[3], v[4])
+        return files, owners, sigs
     except (EnvkitError, ValueError, AttributeError, RecursionError):
-        return {}, {}
+        return {}, {}, {}
 
 
 def atomic_write(path: Path, data: bytes, mode: int | None = 0o644) -> Path:
@@ -110,15 +181,19 @@ def write_backup(path: Path, raw: bytes | None = None) -> Path:
             raise FileRefused(f"{target}: cannot write the backup: {e.strerror}; nothing was changed") from None
 
 
-def _same_copy(src: Path, dst: Path) -> bool:
+def _check_regular(src: Path) -> None:
+    """Refuse (exit 1) a source that is no longer a regular file; it is never opened."""
     try:
-        a, b = src.stat(), dst.stat()
-    except OSError:
-        return False
-    return a.st_size == b.st_size and (a.st_ino == b.st_ino or int(a.st_mtime) == int(b.st_mtime))
+        mode = src.stat().st_mode
+    except OSError as e:
+        raise FileRefused(f"{src}: cannot read it: {e.strerror or e}; nothing was written") from None
+    if not stat.S_ISREG(mode):
+        raise FileRefused(f"{src}: is {kind_of(mode)}, not a regular file; nothing was written")
 
 
 def _stage_copy(src: Path, tmp: Path) -> None:
+    """Link (or copy) ``src`` to ``tmp``; anything but a regular file is refused, never opened."""
+    _check_regular(src)
     try:
         os.link(src, tmp)  # wheels are large: a hard link costs nothing when on one filesystem
     except OSError:
@@ -152,7 +227,7 @@ def lock_wait() -> float:
     return wait
 
 
-@contextmanager
+@contextlib.contextmanager
 def output_lock(out_dir: Path, wait: float | None = None):
     """Hold an exclusive ``flock`` on the output folder itself (no lock file is left behind).
 
@@ -212,7 +287,8 @@ def check_output_folder(out_dir: Path) -> None:
 
 
 def write_outputs(out_dir: Path, files: list[OutputFile], *, force: bool = False,
-                  owners: dict[str, str] | None = None, requested: tuple[str, ...] | None = None) -> WriteReport:
+                  owners: dict[str, str] | None = None, requested: tuple[str, ...] | None = None,
+                  exact: tuple[str, ...] = ()) -> WriteReport:
     """Write ``files`` under ``out_dir``, all or nothing; raise ``OutputConflict`` (writing nothing) on edited files.
 
     Every file is first written (and fsync-ed) into a staging folder in ``out_dir``
@@ -225,6 +301,10 @@ def write_outputs(out_dir: Path, files: list[OutputFile], *, force: bool = False
     the targets rendered: a file the manifest says a requested target made, that
     it no longer makes (e.g. the WSL files once ``wsl:`` is removed), is removed
     when unedited and reported in ``removed``, else kept and reported in ``kept``.
+
+    ``exact`` names folders (relative to ``out_dir``) that hold exactly the files given under
+    them: anything else there (a file the project no longer has, a wheel gone from the
+    wheelhouse, something put there by hand) is removed, edited or not, and reported in ``pruned``.
     """
     if out_dir.is_symlink() and not out_dir.is_dir() or out_dir.exists() and not out_dir.is_dir():
         raise FileRefused(f"{out_dir}: exists and is not a folder; nothing was written")
@@ -234,7 +314,7 @@ def write_outputs(out_dir: Path, files: list[OutputFile], *, force: bool = False
         raise FileRefused(f"{out_dir}: cannot create the output folder: {e.strerror or e}") from None
     with output_lock(out_dir):
         _sweep_stale_staging(out_dir)
-        return _write_locked(out_dir, files, force, owners or {}, requested)
+        return _write_locked(out_dir, files, force, owners or {}, requested, exact)
 
 
 def _staging_dir(out_dir: Path) -> Path:
@@ -243,18 +323,67 @@ def _staging_dir(out_dir: Path) -> Path:
     return Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out_dir))
 
 
+def _under(path: str, folders: tuple[str, ...]) -> bool:
+    return any(path == d or path.startswith(d.rstrip("/") + "/") for d in folders)
+
+
+def _unchanged_copy(f: OutputFile, dest: Path, manifest: dict[str, str], sigs: dict[str, Signature],
+                    known: dict[str, str]) -> str | None:
+    """The sha256 of ``dest`` when it already holds what ``f.source`` holds (:func:`same_copy`), else None."""
+    assert f.source is not None
+    try:
+        b = dest.stat()
+    except OSError:
+        return None
+    if not stat.S_ISREG(b.st_mode):
+        return None
+    if f.path in manifest and sigs.get(f.path) == signature(b):
+        known[str(dest)] = manifest[f.path]  # unchanged since it was hashed: its ctime says so
+    if not same_copy(f.source, dest, known):
+        return None
+    return _digest(dest, known)
+
+
+def _strays(out_dir: Path, exact: tuple[str, ...], made: set[str]) -> tuple[list[str], list[Path]]:
+    """Entries under the ``exact`` folders that are not in ``made`` (never followed into a link), and
+    those folders' subfolders, deepest first (removed when they end up empty)."""
+    strays: list[str] = []
+    folders: list[Path] = []
+    for d in exact:
+        top = out_dir / d
+        if top.is_symlink() or not top.is_dir():
+            continue
+        for root, dirs, names in os.walk(top, onerror=lambda e: None):
+            here = Path(root)
+            folders.append(here)
+            for name in names + [d for d in dirs if (here / d).is_symlink()]:
+                rel = (here / name).relative_to(out_dir).as_posix()
+                if rel not in made:
+                    strays.append(rel)
+    return sorted(strays), sorted(folders, key=lambda p: len(p.parts), reverse=True)
+
+
 def _write_locked(out_dir: Path, files: list[OutputFile], force: bool, owners: dict[str, str],
-                  requested: tuple[str, ...] | None) -> WriteReport:
-    manifest, manifest_owners = _read_manifest(out_dir)
+                  requested: tuple[str, ...] | None, exact: tuple[str, ...] = ()) -> WriteReport:
+    manifest, manifest_owners, sigs = _read_manifest(out_dir)
     report = WriteReport()
     conflicts: list[str] = []
     plan: list[tuple[OutputFile, Path]] = []
     chmods: list[tuple[Path, int]] = []
+    known: dict[str, str] = {}  # sha256 by path, each file read once per run
+    copies: dict[str, Signature] = {}  # the copies' signatures, recorded with their sha256
     for f in files:
         dest = write_target(out_dir / f.path)  # follows a symlink; refuses devices, FIFOs, sockets, folders
         if f.source is not None:
-            if _same_copy(f.source, dest):
+            digest = _unchanged_copy(f, dest, manifest, sigs, known)
+            if digest is not None:
                 report.unchanged.append(f.path)
+                manifest[f.path] = digest
+                copies[f.path] = signature(dest.stat())
+                src_st, dest_st = f.source.stat(), dest.stat()
+                if (src_st.st_ino, src_st.st_dev) != (dest_st.st_ino, dest_st.st_dev) and \
+                        (src_st.st_mode & 0o777) != (dest_st.st_mode & 0o777):
+                    chmods.append((dest, src_st.st_mode & 0o777))  # a copy, not a link: its mode follows
             else:
                 plan.append((f, dest))
             continue
@@ -275,12 +404,17 @@ def _write_locked(out_dir: Path, files: list[OutputFile], force: bool, owners: d
             f"not overwriting {listed}: changed since envkit wrote it (or not written by envkit); nothing was written",
             hint="move your changes into the profile, or pass --force (envkit keeps a FILE.envkit-bak-<time> copy of each)",
         )
-    prune = _orphans(out_dir, files, manifest, manifest_owners, requested, report)
+    made = {f.path for f in files}
+    prune = _orphans(out_dir, files, manifest, manifest_owners, requested, report, exact)
+    strays, folders = _strays(out_dir, exact, made)
+    for path in [p for p in manifest if _under(p, exact) and p not in made]:
+        if path not in strays:
+            prune.append(path)  # recorded, already gone: forget it
     for f in files:
         if f.path in owners:
             manifest_owners[f.path] = owners[f.path]
     staged: list[tuple[Path, Path]] = []  # (temporary, destination)
-    staging = _staging_dir(out_dir) if plan or prune or chmods else None
+    staging = _staging_dir(out_dir) if plan or prune or chmods or strays else None
     try:
         try:
             for f, dest in plan:
@@ -294,24 +428,29 @@ def _write_locked(out_dir: Path, files: list[OutputFile], force: bool, owners: d
                     tmp.parent.mkdir(parents=True, exist_ok=True)
                     if f.source is not None:
                         _stage_copy(f.source, tmp)
+                        manifest[f.path] = file_sha256(tmp)  # what was linked or copied, not what was compared
                     else:
                         tmp.write_bytes(f.content)
                         with open(tmp, "rb") as fh:
                             os.fsync(fh.fileno())
                         os.chmod(tmp, f.mode)
                 else:
-                    tmp = stage_file(dest, f.content if f.source is None else f.source.read_bytes(), f.mode)
+                    if f.source is not None:
+                        _check_regular(f.source)
+                    data = f.content if f.source is None else f.source.read_bytes()
+                    tmp = stage_file(dest, data, f.mode)
+                    if f.source is not None:
+                        manifest[f.path] = sha256(data)
                 staged.append((tmp, dest))
                 if f.source is None:
                     manifest[f.path] = sha256(f.content)
-            for path in prune:
+            for path in prune + strays:
                 manifest.pop(path, None)
                 manifest_owners.pop(path, None)
-            doc = {"envkit_manifest": 1, "files": dict(sorted(manifest.items())),
-                   "owners": dict(sorted((k, v) for k, v in manifest_owners.items() if k in manifest))}
+                copies.pop(path, None)
             if staging is not None:
                 tmp = staging / MANIFEST
-                tmp.write_bytes((json.dumps(doc, indent=2) + "\n").encode())
+                tmp.write_bytes(_manifest_bytes(manifest, manifest_owners, copies))
                 os.chmod(tmp, 0o644)
                 staged.append((tmp, out_dir / MANIFEST))
             for f, dest in plan:
@@ -326,8 +465,11 @@ def _write_locked(out_dir: Path, files: list[OutputFile], force: bool, owners: d
                 os.replace(tmp, dest)
             for dest, mode in chmods:
                 os.chmod(dest, mode)
-            for path in prune:
+            for path in prune + strays:
                 (out_dir / path).unlink(missing_ok=True)
+            for folder in folders:
+                with contextlib.suppress(OSError):
+                    folder.rmdir()  # only when empty
         except OSError as e:
             raise FileRefused(f"{out_dir}: cannot put the files in place: {e.strerror or e}") from None
         finally:
@@ -341,20 +483,46 @@ def _write_locked(out_dir: Path, files: list[OutputFile], force: bool, owners: d
             import shutil
 
             shutil.rmtree(staging, ignore_errors=True)
+    _record_copies(out_dir, [f for f, _ in plan if f.source is not None], manifest, manifest_owners, copies)
     report.written = [f.path for f, _ in plan]
-    report.removed = [p for p in prune]
+    report.removed = [p for p in prune if not _under(p, exact)]
+    report.pruned = [p for p in strays if _under(p, exact)]
     return report
 
 
+def _manifest_bytes(manifest: dict[str, str], owners: dict[str, str], copies: dict[str, Signature]) -> bytes:
+    doc = {"envkit_manifest": 1, "files": dict(sorted(manifest.items())),
+           "owners": dict(sorted((k, v) for k, v in owners.items() if k in manifest)),
+           "copies": {k: list(v) for k, v in sorted(copies.items()) if k in manifest}}
+    return (json.dumps(doc, indent=2) + "\n").encode()
+
+
+def _record_copies(out_dir: Path, written: list[OutputFile], manifest: dict[str, str], owners: dict[str, str],
+                   copies: dict[str, Signature]) -> None:
+    """Record the signatures of the copies just put in place (their rename moved their ctime).
+
+    Best effort: the manifest in place is already complete and right; without the signatures the
+    next run hashes those copies again.
+    """
+    if not written:
+        return
+    for f in written:
+        with contextlib.suppress(OSError):
+            copies[f.path] = signature((out_dir / f.path).stat())
+    with contextlib.suppress(OSError, EnvkitError):
+        replace_file(out_dir / MANIFEST, _manifest_bytes(manifest, owners, copies), 0o644)
+
+
 def _orphans(out_dir: Path, files: list[OutputFile], manifest: dict[str, str], owners: dict[str, str],
-             requested: tuple[str, ...] | None, report: WriteReport) -> list[str]:
-    """Paths envkit wrote for a rendered target that no longer makes them, and that are unedited."""
+             requested: tuple[str, ...] | None, report: WriteReport, exact: tuple[str, ...] = ()) -> list[str]:
+    """Paths envkit wrote for a rendered target that no longer makes them, and that are unedited
+    (the ``exact`` folders are not judged here: everything there that is not made goes)."""
     if requested is None:
         return []
     made = {f.path for f in files}
     prune = []
     for path in sorted(manifest):
-        if path in made or owners.get(path) not in requested:
+        if path in made or owners.get(path) not in requested or _under(path, exact):
             continue
         p = out_dir / path
         if not p.exists() and not p.is_symlink():

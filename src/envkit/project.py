@@ -7,8 +7,11 @@ pattern excluding everything under it; like docker-py, case-insensitive and with
 character, not an escape; envkit's own generated ``.dockerignore`` is not the user's),
 envkit's outputs (the generated files, an output folder inside the project, ``.envkit/``), the torch
 wheelhouses (they belong to the build stage, not the code), version-control and cache folders, and
-files that look like secrets (``.env``, keys, certificates' private halves, credentials) — which no
-``!`` exception brings back: a secret in an image is readable by everyone who can pull it.
+the well-known credential files of :data:`SECRETS` (``.env``, keys, ``.aws/credentials``,
+``.kube/config``, ``terraform.tfstate``...) — which no ``!`` exception brings back: a secret in an
+image is readable by everyone who can pull it. Only the profile's ``image.ship_secrets`` can take
+a pattern out of that list. Only regular files are taken: a FIFO, socket or device is skipped and
+named (:attr:`Selection.skipped`), never opened.
 
 Example:
     >>> ignored("src/.env", []), ignored("deploy/id_rsa.pub", []), ignored("train.py", ["*.py"])
@@ -17,16 +20,20 @@ Example:
     (False, True)
     >>> ignored("token1.json", ["token[0-9].json"]), ignored("tokenA.json", ["token[!0-9].json"])
     (True, True)
+    >>> secret_pattern("infra/.aws/credentials"), secret_pattern("home/.ssh/known_hosts"), secret_pattern("a.py")
+    ('.aws/credentials', '.ssh/', None)
 """
 
 from __future__ import annotations
 
 import os
+import stat
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from envkit.safeio import DOCKERIGNORE_MAX, read_bounded
+from envkit.safeio import DOCKERIGNORE_MAX, kind_of, read_bounded
 
 # Generated next to the profile by `envkit generate -o .` (envkit.targets); never project code.
 ENVKIT_OUTPUTS = ("Dockerfile", ".dockerignore", "compose.yaml", "run.sh", "envkit-check", "envkit-entrypoint",
@@ -34,9 +41,15 @@ ENVKIT_OUTPUTS = ("Dockerfile", ".dockerignore", "compose.yaml", "run.sh", "envk
                   ".envkit-manifest.json", ".envkit", ".devcontainer")
 SKIP_DIRS = (".git", ".hg", ".svn", ".venv", "venv", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache",
              ".ipynb_checkpoints", ".tox", ".nox")
-# Secrets by name, anywhere in the tree; a `!` line in .dockerignore cannot bring them back.
-SECRETS = (".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*",
-           ".netrc", ".pypirc", ".npmrc", ".git-credentials", "*.kubeconfig", "kubeconfig", "credentials.json",
+# Well-known credential files, anywhere in the tree; a `!` line in .dockerignore cannot bring them back,
+# only the profile's image.ship_secrets can. A pattern without "/" matches a file's name; one with "/"
+# matches the path's last components (".aws/credentials" matches "infra/.aws/credentials"); one ending
+# in "/" is a folder, left out whole. Documented in docs/robustness.md ("What never ships").
+SECRETS = (".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "*.ppk", "id_rsa*", "id_dsa*", "id_ecdsa*",
+           "id_ed25519*", ".netrc", ".pypirc", ".npmrc", ".pgpass", ".git-credentials", "*.kubeconfig", "kubeconfig",
+           "credentials.json", "service-account*.json", "*service-account*.json", "terraform.tfstate*",
+           ".aws/credentials", ".aws/config", ".docker/config.json", ".kube/config",
+           "gcloud/application_default_credentials.json", ".config/gcloud/", ".ssh/",
            ".envkit-bak-*", "*.envkit-bak-*")
 
 
@@ -83,9 +96,42 @@ def read_dockerignore(base_dir: Path) -> list[str]:
     return [line for line in (raw.strip() for raw in text.splitlines()) if line and not line.startswith("#")]
 
 
-def is_secret(name: str) -> bool:
-    """True when a file name looks like a secret (:data:`SECRETS`); no ``!`` pattern brings it back."""
-    return any(fnmatchcase(name, s) for s in SECRETS)
+def _tail_matches(parts: list[str], pattern: str) -> bool:
+    want = pattern.split("/")
+    return len(parts) >= len(want) and all(fnmatchcase(p, w) for p, w in zip(parts[-len(want):], want, strict=True))
+
+
+def secret_pattern(rel: str, allowed: tuple[str, ...] = ()) -> str | None:
+    """The :data:`SECRETS` pattern that keeps file ``rel`` (a /-separated path) out of the image, if any.
+
+    ``allowed``: patterns the profile ships deliberately (``image.ship_secrets``); they keep nothing out.
+
+    >>> secret_pattern("deploy/service-account-prod.json"), secret_pattern("state/terraform.tfstate.backup")
+    ('service-account*.json', 'terraform.tfstate*')
+    >>> secret_pattern(".ssh/config", allowed=(".ssh/",)) is None
+    True
+    """
+    parts = rel.split("/")
+    for pattern in SECRETS:
+        if pattern in allowed:
+            continue
+        if pattern.endswith("/"):  # a folder: anything under it
+            folder = pattern.rstrip("/")
+            if any(_tail_matches(parts[:n], folder) for n in range(1, len(parts))):
+                return pattern
+        elif _tail_matches(parts, pattern):
+            return pattern
+    return None
+
+
+def secret_folder(rel_dir: str, allowed: tuple[str, ...] = ()) -> bool:
+    """True when folder ``rel_dir`` is one of :data:`SECRETS`' folders (``.ssh/``), so a walk skips it."""
+    return secret_pattern(rel_dir + "/-", allowed) in {p for p in SECRETS if p.endswith("/")}
+
+
+def is_secret(rel: str, allowed: tuple[str, ...] = ()) -> bool:
+    """True when ``rel`` is a well-known credential file (:func:`secret_pattern`); no ``!`` pattern brings it back."""
+    return secret_pattern(rel, allowed) is not None
 
 
 def ignored(rel: str, rules: list[str]) -> bool:
@@ -95,18 +141,32 @@ def ignored(rel: str, rules: list[str]) -> bool:
     :func:`project_files` compiles it once for a whole tree).
     """
     parts = rel.split("/")
-    if is_secret(parts[-1]):
+    if is_secret(rel):
         return True
     ignore = DockerIgnore(rules)
     return ignore.excluded(rel) or not all(ignore.descends("/".join(parts[:n])) for n in range(1, len(parts)))
 
 
-def project_files(base_dir: Path, *, exclude_dirs: tuple[Path, ...] = ()) -> list[str]:
-    """The files to copy, as sorted /-separated paths relative to ``base_dir`` (symlinks left out)."""
+@dataclass(frozen=True)
+class Selection:
+    """What :func:`select_project` takes: ``files`` (sorted /-separated paths), and ``skipped``: each
+    entry that is not a regular file (a FIFO, socket or device), as (path, what it is)."""
+
+    files: tuple[str, ...]
+    skipped: tuple[tuple[str, str], ...]
+
+
+def select_project(base_dir: Path, *, exclude_dirs: tuple[Path, ...] = (), ship: tuple[str, ...] = ()) -> Selection:
+    """The files to copy from ``base_dir`` (symlinks left out) and the special files skipped.
+
+    Every entry is judged by ``lstat`` alone: nothing is opened, so a FIFO cannot block the walk.
+    ``ship``: :data:`SECRETS` patterns the profile ships deliberately (``image.ship_secrets``).
+    """
     rules = read_dockerignore(base_dir)
     ignore = DockerIgnore(rules) if rules else None
     skip = {d.resolve() for d in exclude_dirs}
     out: list[str] = []
+    skipped: list[tuple[str, str]] = []
     for root, dirs, files in os.walk(base_dir):
         here = Path(root)
         rel_root = here.relative_to(base_dir).as_posix()
@@ -115,12 +175,27 @@ def project_files(base_dir: Path, *, exclude_dirs: tuple[Path, ...] = ()) -> lis
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not (top and d in ENVKIT_OUTPUTS)
                          and (here / d).resolve() not in skip and not (here / d).is_symlink()
                          and not (here / d / ".envkit-manifest.json").exists()
+                         and not secret_folder(prefix + d, ship)
                          and (ignore is None or ignore.descends(prefix + d)))
         for name in sorted(files):
             rel = prefix + name
-            if (top and name in ENVKIT_OUTPUTS) or (here / name).is_symlink() or is_secret(name):
+            if (top and name in ENVKIT_OUTPUTS) or is_secret(rel, ship):
                 continue
             if ignore is not None and ignore.excluded(rel):
                 continue
+            try:
+                mode = os.lstat(here / name).st_mode
+            except OSError:
+                continue  # gone meanwhile
+            if stat.S_ISLNK(mode):
+                continue
+            if not stat.S_ISREG(mode):
+                skipped.append((rel, kind_of(mode)))
+                continue
             out.append(rel)
-    return out
+    return Selection(tuple(out), tuple(skipped))
+
+
+def project_files(base_dir: Path, *, exclude_dirs: tuple[Path, ...] = (), ship: tuple[str, ...] = ()) -> list[str]:
+    """The files to copy, as sorted /-separated paths relative to ``base_dir`` (:func:`select_project`)."""
+    return list(select_project(base_dir, exclude_dirs=exclude_dirs, ship=ship).files)

@@ -46,6 +46,8 @@ def file_warnings(profile: Profile, image: ImagePlan) -> list[str]:
             out.append(f"image.torch.find_links: no torch {torch.version}+{torch.variant} wheel in "
                        f"{', '.join(torch.find_links)} (found: {', '.join(sorted(wheels)) or 'none'}); the build "
                        f"will look for it on the index instead (pip download torch=={torch.version} --no-deps -d <dir>)")
+    for key, path, kind in image.skipped:
+        out.append(f"{key}: skipped {path!r}: it is {kind}, and only regular files are copied into the build context")
     return out
 
 

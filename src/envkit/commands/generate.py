@@ -18,7 +18,7 @@ from envkit.generation import render_owned, report_warnings
 from envkit.output import check_output_folder, write_outputs
 from envkit.plan.envplan import build_plan
 from envkit.profile import load_profile
-from envkit.targets import TARGET_NAMES, required_section
+from envkit.targets import TARGET_NAMES, exact_folders, required_section
 
 
 def run(profile_path: Path | None, out_dir: Path, targets: tuple[str, ...], *, force: bool, strict: bool,
@@ -34,11 +34,14 @@ def run(profile_path: Path | None, out_dir: Path, targets: tuple[str, ...], *, f
     plan = build_plan(loaded, out_dir)
     report_warnings(plan, strict, err, requested)
     files, owners = render_owned(plan, requested)
-    report = write_outputs(out_dir, files, force=force, owners=owners, requested=tuple(requested))
+    exact = tuple(d for t in requested for d in exact_folders(t, loaded.profile))
+    report = write_outputs(out_dir, files, force=force, owners=owners, requested=tuple(requested), exact=exact)
     for path in report.written:
         print(f"wrote {out_dir / path}", file=out)
     for path in report.removed:
         print(f"removed {out_dir / path} (its target is no longer in the profile)", file=out)
+    for path in report.pruned:
+        print(f"removed {out_dir / path} (no longer part of the build context)", file=out)
     for path in report.kept:
         print(f"envkit: warning: kept {out_dir / path}: its target is no longer in the profile, "
               "but the file was edited (delete it yourself if unneeded)", file=err)

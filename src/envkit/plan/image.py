@@ -29,12 +29,15 @@ from __future__ import annotations
 
 import enum
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from envkit.pem import certificate_blocks
 from envkit.plan.paths import CONTEXT_DIR, LOCK_FILE_NAME
 from envkit.plan.requirements import decode, has_credentials, has_hashes, names_numpy, requirements_of
 from envkit.profile import LoadedProfile
+from envkit.safeio import kind_of
 
 TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
 
@@ -90,6 +93,8 @@ class ImagePlan:
     wheels: tuple[LinkedFile, ...]
     project: tuple[LinkedFile, ...]
     credentials: bool
+    # What is left out for not being a regular file (a FIFO, socket or device): (key, path, what it is).
+    skipped: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def direct(self) -> bool:
@@ -131,13 +136,12 @@ def image_plan(loaded: LoadedProfile, out_dir: Path) -> ImagePlan:
         for i, (rel, data) in enumerate((rel, loaded.input_bytes(rel)) for rel in image.requirements))
     lock = (InputFile(LOCK_FILE_NAME, f"{CONTEXT_DIR}/{LOCK_FILE_NAME}", loaded.lock, True)
             if loaded.lock is not None else None)
-    # update-ca-certificates wants *.crt.
+    # update-ca-certificates wants *.crt; the image gets the certificate blocks only (envkit.pem).
     certs = tuple(InputFile(rel, f"{CONTEXT_DIR}/certs/{i:02d}-{os.path.splitext(os.path.basename(rel))[0]}.crt",
-                            loaded.input_bytes(rel))
+                            certificate_blocks(loaded.input_bytes(rel)))
                   for i, rel in enumerate(image.ca_certificates))
     wheel_dirs = tuple((rel, f"{CONTEXT_DIR}/wheels/{i:02d}") for i, rel in enumerate(torch.find_links if torch else ()))
-    wheels = tuple(LinkedFile(f"{folder}/{w.name}", w) for rel, folder in wheel_dirs
-                   for w in sorted(loaded.resolve(rel).glob("*.whl")))
+    wheels, skipped = _wheels(loaded, wheel_dirs)
     texts = [torch.index_url or ""] if torch else []
     texts += [f.text for f in requirements] + ([lock.text] if lock else [])
     credentials = has_credentials(texts)
@@ -152,23 +156,43 @@ def image_plan(loaded: LoadedProfile, out_dir: Path) -> ImagePlan:
     # numpy goes in with torch only when nothing the profile installs names it: else the profile's pin would
     # replace it in a later layer and torch's layer would keep a dead copy.
     torch_extras = () if names_numpy(req_lines) else lock_extras
+    project, project_skipped = _project(loaded, out_dir)
     return ImagePlan(layout=layout, torch_requirement=spec, torch_index_url=index,
                      torch_extras=torch_extras if torch else (), lock_extras=lock_extras if torch else (),
                      requirements=requirements, lock=lock, certs=certs, wheel_dirs=wheel_dirs, wheels=wheels,
-                     project=_project(loaded, out_dir), credentials=credentials)
+                     project=project, credentials=credentials, skipped=skipped + project_skipped)
 
 
-def _project(loaded: LoadedProfile, out_dir: Path) -> tuple[LinkedFile, ...]:
-    """The profile folder's files copied into the image (image.copy_project)."""
+def _wheels(loaded: LoadedProfile, wheel_dirs: tuple[tuple[str, str], ...]
+            ) -> tuple[tuple[LinkedFile, ...], tuple[tuple[str, str, str], ...]]:
+    """The wheelhouses' ``*.whl`` files that are regular files (a link to one counts), and the others."""
+    wheels: list[LinkedFile] = []
+    skipped: list[tuple[str, str, str]] = []
+    for rel, folder in wheel_dirs:
+        for w in sorted(loaded.resolve(rel).glob("*.whl")):
+            try:
+                mode = w.stat().st_mode  # stat, never open: a FIFO would block
+            except OSError:
+                continue  # a dangling link, or gone meanwhile
+            if stat.S_ISREG(mode):
+                wheels.append(LinkedFile(f"{folder}/{w.name}", w))
+            else:
+                skipped.append(("image.torch.find_links", f"{rel.rstrip('/')}/{w.name}", kind_of(mode)))
+    return tuple(wheels), tuple(skipped)
+
+
+def _project(loaded: LoadedProfile, out_dir: Path) -> tuple[tuple[LinkedFile, ...], tuple[tuple[str, str, str], ...]]:
+    """The profile folder's files copied into the image (image.copy_project), and the special files left out."""
     p = loaded.profile
     if not p.copies_project:
-        return ()
-    from envkit.project import project_files
+        return (), ()
+    from envkit.project import select_project
 
     torch = p.image.torch
     wheelhouses = tuple(loaded.resolve(d) for d in (torch.find_links if torch else ()))
+    chosen = select_project(loaded.base_dir, exclude_dirs=wheelhouses + (out_dir,), ship=p.image.ship_secrets)
     out = []
-    for rel in project_files(loaded.base_dir, exclude_dirs=wheelhouses + (out_dir,)):
+    for rel in chosen.files:
         src = loaded.base_dir / rel
-        out.append(LinkedFile(f"{CONTEXT_DIR}/project/{rel}", src, src.stat().st_mode & 0o777))
-    return tuple(out)
+        out.append(LinkedFile(f"{CONTEXT_DIR}/project/{rel}", src, src.lstat().st_mode & 0o777))
+    return tuple(out), tuple(("image.copy_project", rel, kind) for rel, kind in chosen.skipped)

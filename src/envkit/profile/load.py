@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import typing
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from envkit import __version__
 from envkit.errors import ProfileError
+from envkit.pem import certificate_blocks, private_key_at
 from envkit.plan.paths import LOCK_FILE_NAME
 from envkit.profile.model import Profile
 from envkit.profile.yamlsrc import _dotted, read_yaml
@@ -122,11 +124,44 @@ def load_profile_bytes(raw: bytes, source: str, base_dir: Path) -> LoadedProfile
     return LoadedProfile(profile, source, base_dir, hashlib.sha256(canonical.encode()).hexdigest(), inputs, lock, note)
 
 
+def project_tree(base_dir: Path) -> Path:
+    """Where the profile's own files may lie: the git work tree holding ``base_dir`` (the nearest folder
+    above it with a ``.git``), else ``base_dir`` itself; resolved."""
+    base = Path(base_dir).resolve()
+    for folder in (base, *base.parents):
+        if (folder / ".git").exists():
+            return folder
+    return base
+
+
+def outside_tree(path: Path, base_dir: Path) -> str | None:
+    """Why ``path`` (symlinks followed) lies outside the profile's folder and its git work tree, or None.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp())
+    >>> outside_tree(d / "requirements.txt", d) is None, "outside" in outside_tree(Path("/etc/passwd"), d)
+    (True, True)
+    """
+    base, tree = Path(base_dir).resolve(), project_tree(base_dir)
+    real = path.resolve()
+    if real == tree or tree in real.parents:
+        return None
+    where = f"the profile's folder ({base})" if tree == base else f"the git work tree that holds the profile ({tree})"
+    via = f" (a symbolic link to {real})" if real != Path(os.path.normpath(path.absolute())) else ""
+    return (f"lies outside {where}{via}; it is copied into the build context and the image, so only the "
+            "project's own files may be named: copy it into the project")
+
+
 def _read_lock(base_dir: Path) -> bytes | None:
-    """envkit.lock.txt beside the profile (bounded: it is copied into the build context), None without one."""
+    """envkit.lock.txt beside the profile (bounded: it is copied into the build context), None without one.
+
+    A lock that is a symbolic link out of the profile's folder and its git work tree is refused (exit 2).
+    """
     path = Path(base_dir) / LOCK_FILE_NAME
     if not path.is_file():
         return None
+    problem = outside_tree(path, base_dir)
+    if problem:
+        raise ProfileError(f"{path}: {problem}")
     return read_bounded(path, REQUIREMENTS_MAX, "a lock file (envkit.lock.txt)")
 
 
@@ -162,6 +197,9 @@ def _check_files(profile: Profile, pos: dict, source: str, base_dir: Path) -> tu
                 data = _check_pem(p, rel, key + (i,), pos, source, problems)
                 if data is not None:
                     inputs[rel] = data
+            elif key == ("image", "requirements") and (problem := outside_tree(p, base_dir)):
+                line, col = pos.get(key + (i,), (0, 0))
+                problems.append(f"{source}:{line}:{col}: {_dotted(key + (i,))}: {rel!r} {problem}")
             elif key == ("image", "requirements"):
                 try:  # read to choose the Dockerfile's layout and copied into the build context: bounded
                     inputs[rel] = read_bounded(p, REQUIREMENTS_MAX, "a requirements file")
@@ -215,14 +253,21 @@ def _check_mount_sources(profile: Profile, pos: dict, source: str, base_dir: Pat
 
 
 def _check_pem(p: Path, rel: str, key: tuple, pos: dict, source: str, problems: list[str]) -> bytes | None:
-    """A certificate file: regular, at most CERT_MAX bytes (it is copied into the image), holding a PEM block."""
+    """A certificate file: regular, at most CERT_MAX bytes (it is copied into the image), holding a PEM
+    certificate block and no private key (:mod:`envkit.pem`; the image gets the certificate blocks only)."""
     line, col = pos.get(key, (0, 0))
     try:
         data = read_bounded(p, CERT_MAX, "a PEM certificate file")
     except ProfileError as e:
         problems.append(f"{source}:{line}:{col}: {_dotted(key)}: {e}")
         return None
-    if b"-----BEGIN CERTIFICATE-----" not in data:
+    key_at = private_key_at(data)
+    if key_at is not None:
+        problems.append(f"{source}:{line}:{col}: {_dotted(key)}: {rel!r} holds a private key ({key_at[1]} on its "
+                        f"line {key_at[0]}); a CA file is copied into the image, readable by everyone who can pull "
+                        "it: name a file holding the CA certificates only")
+        return None
+    if not certificate_blocks(data):
         problems.append(f"{source}:{line}:{col}: {_dotted(key)}: {rel!r} holds no PEM certificate "
                         "(expected '-----BEGIN CERTIFICATE-----')")
         return None

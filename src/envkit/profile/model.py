@@ -24,6 +24,7 @@ from envkit.profile.types import (
     WholeText,
 )
 from envkit.profile.wsl import Wsl
+from envkit.project import SECRETS
 from envkit.units import ULIMIT_NAMES, did_you_mean, parse_cpuset
 
 if TYPE_CHECKING:  # the dtypes are the harness's DTYPE_ITEMSIZE keys; a checker sees a string
@@ -118,6 +119,10 @@ class Image(Model):
         description="Copy the profile's folder into image.workdir; default: true with a cluster section, else false.")
     # `pip install --no-deps .` of the copied project (it needs a pyproject.toml or setup.py).
     install_project: bool = Field(False, description="pip install --no-deps the copied project (needs its pyproject.toml or setup.py).")
+    # The built-in credential patterns (envkit.project.SECRETS) the copied project deliberately ships.
+    ship_secrets: tuple[SecretPattern, ...] = Field((),
+        description="Built-in secret patterns (e.g. '.aws/config') whose files image.copy_project copies anyway; "
+                    "by default none ships.")
 
     @field_validator("base")
     @classmethod
@@ -158,6 +163,17 @@ class Ulimit(Model):
         if self.hard != -1 and (self.soft == -1 or self.soft > self.hard):
             raise ValueError(f"soft limit {self.soft} is above hard limit {self.hard}")
         return self
+
+
+def _secret_pattern(pattern: str) -> str:
+    if pattern not in SECRETS:
+        raise ValueError(f"{pattern!r} is not one of envkit's built-in secret patterns{did_you_mean(pattern, SECRETS)}; "
+                         f"they are: {', '.join(SECRETS)}")
+    return pattern
+
+
+# One of envkit.project.SECRETS, spelt as the list spells it.
+SecretPattern = Annotated[str, AfterValidator(_secret_pattern), Field(json_schema_extra={"enum": list(SECRETS)})]
 
 
 def _ulimit_name(name: str) -> str:

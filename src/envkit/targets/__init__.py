@@ -13,7 +13,8 @@ one module, its template(s), one line here, a golden folder and a parser in
 profile section a target renders from, if any (the cluster targets' ``"cluster"``:
 :func:`required_section`); without that section the target renders nothing and its module is not
 even imported. A target module may define ``warnings(plan)`` (what it cannot express:
-:func:`target_warnings`); no list of names elsewhere spells either.
+:func:`target_warnings`) and ``EXACT_FOLDERS``, the folders it fills whole (:func:`exact_folders`);
+no list of names elsewhere spells either.
 
 Example:
     >>> TARGET_NAMES[:2]
@@ -45,8 +46,8 @@ class OutputFile:
     path: str
     content: bytes
     mode: int = 0o644
-    # Set for inputs copied into the build context (wheels): written by linking or copying
-    # ``source``; ``content`` is then empty and edits to the copy are not tracked.
+    # Set for inputs copied into the build context (wheels, the project): written by linking or
+    # copying ``source`` (a regular file), judged by content (envkit.output.same_copy); ``content`` is then empty.
     source: Path | None = None
 
 
@@ -155,6 +156,19 @@ def target_warnings(name: str, plan: EnvPlan) -> list[str]:
         return []
     warn = getattr(target_module(name), "warnings", None)
     return list(warn(plan)) if warn is not None else []
+
+
+def exact_folders(name: str, profile) -> tuple[str, ...]:
+    """Folders target ``name`` fills whole (its module's optional ``EXACT_FOLDERS``): after a run they
+    hold exactly what it rendered there (:func:`envkit.output.write_outputs`' ``exact``).
+
+    >>> from envkit.profile import load_profile
+    >>> exact_folders("dockerfile", load_profile(None).profile), exact_folders("run", load_profile(None).profile)
+    (('.envkit',), ())
+    """
+    if not _applies(name, profile):
+        return ()
+    return tuple(getattr(target_module(name), "EXACT_FOLDERS", ()))
 
 
 def render_targets(ctx: GenContext, names: tuple[str, ...] = TARGET_NAMES) -> list[OutputFile]:

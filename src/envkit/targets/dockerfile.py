@@ -45,6 +45,9 @@ from envkit.targets import GenContext, OutputFile
 from envkit.targets.dockerfile_steps import ImageUser, Inputs, TorchInstall, stages
 
 BASE_APT = ("ca-certificates", "python3", "python3-venv")
+# The build context's copies (certificates, wheels, requirement files, the lock, the project) hold
+# exactly what the image plan lists: a file the project or a wheelhouse no longer has is removed.
+EXACT_FOLDERS = (CONTEXT_DIR,)
 
 
 def is_python_base(base: str) -> bool:
