@@ -57,9 +57,9 @@ HELP = "build the image through the Docker engine"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     profile_argument(parser)
-    parser.add_argument("--tag", default=None)
-    parser.add_argument("--no-cache", action="store_true")
+    parser.add_argument("--tag", default=None, help="the image's tag (default: the profile's image.tag)")
+    parser.add_argument("--no-cache", action="store_true", help="build every step again, using no cached layer")
 
 
 def main(args: argparse.Namespace) -> int:
-    return run(resolve_profile(args.profile), tag=args.tag, no_cache=args.no_cache, out=sys.stdout, err=sys.stderr)
+    return run(resolve_profile(args), tag=args.tag, no_cache=args.no_cache, out=sys.stdout, err=sys.stderr)

@@ -45,4 +45,4 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    return run(resolve_profile(args.profile), out=sys.stdout, err=sys.stderr)
+    return run(resolve_profile(args), out=sys.stdout, err=sys.stderr)

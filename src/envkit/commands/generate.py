@@ -63,5 +63,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    return run(resolve_profile(args.profile), args.output, tuple(args.target), force=args.force, strict=args.strict,
+    return run(resolve_profile(args), args.output, tuple(args.target), force=args.force, strict=args.strict,
                out=sys.stdout, err=sys.stderr)

@@ -134,4 +134,4 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    return run(resolve_profile(args.profile), force=args.force, out=sys.stdout, err=sys.stderr)
+    return run(resolve_profile(args), force=args.force, out=sys.stdout, err=sys.stderr)
