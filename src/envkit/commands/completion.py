@@ -8,10 +8,10 @@ profile goes, ``*.yaml`` / ``*.yml`` files.
 Example:
     >>> import argparse
     >>> p = argparse.ArgumentParser(prog="envkit"); sub = p.add_subparsers()
-    >>> g = sub.add_parser("generate", help="render"); _ = g.add_argument("--target", choices=["run", "k8s"])
+    >>> g = sub.add_parser("generate", help="render"); _ = g.add_argument("--shell", choices=["sh", "ksh"])
     >>> [(n.words, [o.flags for o in n.options]) for n in nodes(p)]
-    [((), [['-h', '--help']]), (('generate',), [['-h', '--help'], ['--target']])]
-    >>> 'complete -c envkit -n "__envkit_at generate" -l target -x -a "run k8s"' in fish_script(p)
+    [((), [['-h', '--help']]), (('generate',), [['-h', '--help'], ['--shell']])]
+    >>> 'complete -c envkit -n "__envkit_at generate" -l shell -x -a "sh ksh"' in fish_script(p)
     True
 """
 

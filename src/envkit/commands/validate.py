@@ -197,7 +197,7 @@ def run(profile_path: Path | None, *, image: str | None, compare_default: bool, 
 
     engine = connect(engine)
     if image is None:
-        image, plan = build_image(loaded, engine, tag=None, no_cache=False, err=err)  # it sweeps and warns
+        image, plan, _ = build_image(loaded, engine, tag=None, no_cache=False, err=err)  # it sweeps and warns
         settings, notes = container_settings(plan, default=False)
     else:
         plan = build_plan(loaded)
