@@ -125,6 +125,8 @@ def fish_script(parser: argparse.ArgumentParser) -> str:
     for node in all_nodes:
         at = " ".join(node.words)
         cond = f'-n "__envkit_at {at}"' if at else '-n "__fish_use_subcommand"'
+        if at and node.commands:  # not once one of its own subcommands is on the line
+            cond = f'-n "__envkit_at {at}; and not __fish_seen_subcommand_from {" ".join(node.commands)}"'
         for name, text in node.commands.items():
             lines.append(f"complete -c {PROG} {cond} -a {name} -d {_fish_quote(text)}")
         for opt in node.options:
@@ -150,7 +152,7 @@ Register-ArgumentCompleter -Native -CommandName envkit, envkit.exe -ScriptBlock 
     param($wordToComplete, $commandAst, $cursorPosition)
     $words = @($commandAst.CommandElements | Select-Object -Skip 1 | ForEach-Object { $_.ToString() })
     if ($wordToComplete -ne '' -and $words.Count -gt 0) { $words = @($words | Select-Object -SkipLast 1) }
-    $path = @()
+    $path = @('envkit')
     foreach ($w in $words) {
         $key = (@($path + $w) -join ' ')
         if (-not $w.StartsWith('-') -and $script:EnvkitTree.PSObject.Properties[$key]) { $path += $w }
@@ -197,7 +199,8 @@ Register-ArgumentCompleter -Native -CommandName envkit, envkit.exe -ScriptBlock 
 
 def powershell_script(parser: argparse.ArgumentParser) -> str:
     """A ``Register-ArgumentCompleter`` for envkit over the parser's tree, embedded as JSON."""
-    tree = {" ".join(n.words): {"commands": n.commands, "profile": n.profile,
+    # Keyed by the command line's words, envkit's own first: ConvertFrom-Json refuses an empty key.
+    tree = {" ".join((PROG, *n.words)): {"commands": n.commands, "profile": n.profile,
                                  "options": [{"flags": o.flags, "help": o.help, "choices": o.choices,
                                               "takes_value": o.takes_value, "profile": o.profile} for o in n.options]}
             for n in nodes(parser)}
