@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import io
+import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -85,6 +87,33 @@ def test_bash_completion_is_sourced_and_completes_commands_targets_and_profiles(
     assert _bash_complete(tmp_path, "envkit", "lock", "-f", "") == ["ci.yml", "team.yaml"]
     assert _bash_complete(tmp_path, "envkit", "wsl", "ap") == ["apply"]
     assert _bash_complete(tmp_path, "envkit", "harness", "--pro") == ["--profile"]
+
+
+@pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed")
+def test_fish_completion_completes_commands_targets_and_profiles(tmp_path):
+    (tmp_path / "envkit.fish").write_text(script(build_parser(), "fish"))
+    for name in ("team.yaml", "ci.yml", "notes.txt"):
+        (tmp_path / name).write_text("")
+
+    def complete(line: str) -> list[str]:
+        res = subprocess.run(["fish", "--no-config", "-c", f"source envkit.fish; complete -C {shlex.quote(line)}"],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert res.returncode == 0 and not res.stderr, (line, res.stderr)
+        return sorted(w.split("\t")[0] for w in res.stdout.splitlines())
+
+    assert complete("envkit gen") == ["generate"]
+    assert complete("envkit generate --target k") == ["k8s"]
+    assert complete("envkit flags ") == ["ci.yml", "team.yaml"]
+    assert complete("envkit lock -f ") == ["ci.yml", "team.yaml"]
+    assert complete("envkit wsl ") == ["apply"]
+    assert complete("envkit completion ") == sorted(SHELLS)
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
+def test_zsh_completion_parses(tmp_path):
+    (tmp_path / "_envkit").write_text(script(build_parser(), "zsh"))
+    res = subprocess.run(["zsh", "-n", str(tmp_path / "_envkit")], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
 
 
 @pytest.mark.parametrize("shell", SHELLS)

@@ -48,6 +48,7 @@ class Node:
     options: list[Option] = field(default_factory=list)
     commands: dict[str, str] = field(default_factory=dict)  # name -> help
     profile: bool = False
+    values: list[str] = field(default_factory=list)  # the choices of its positional arguments
 
 
 def _profile(action: argparse.Action) -> bool:
@@ -65,10 +66,12 @@ def nodes(parser: argparse.ArgumentParser, words: tuple[str, ...] = ()) -> list[
                 node.commands[name] = helps.get(name, "")
                 below += nodes(subparser, words + (name,))
         elif action.option_strings:
-            node.options.append(Option(list(action.option_strings), action.help or "",
+            node.options.append(Option(list(action.option_strings), (action.help or "").replace("%%", "%"),
                                        [str(c) for c in action.choices or ()], action.nargs != 0, _profile(action)))
         elif _profile(action):
             node.profile = True
+        else:
+            node.values += [str(c) for c in action.choices or ()]
     return [node, *below]
 
 
@@ -107,7 +110,8 @@ def _fish_quote(text: str) -> str:
 
 def fish_script(parser: argparse.ArgumentParser) -> str:
     """fish ``complete`` lines; ``__envkit_at WORDS`` is true when the command line is at exactly that command."""
-    suffixes = " ".join(PROFILE_SUFFIXES)
+    profiles = "(__envkit_profiles)"
+    pattern = "(" + "|".join(s.replace(".", "\\.") for s in PROFILE_SUFFIXES) + ")$"
     lines = [f"# fish completion for {PROG} (envkit completion fish)",
              "function __envkit_at",
              "    set -l words (commandline -opc)",
@@ -117,8 +121,18 @@ def fish_script(parser: argparse.ArgumentParser) -> str:
              "        string match -q -- '-*' $w; and continue",
              "        set -a path $w",
              "    end",
-             "    test (count $path) -ge (count $argv); or return 1",
-             "    test \"$path[1..(count $argv)]\" = \"$argv\"",
+             "    set -l n (count $argv)",
+             "    test (count $path) -ge $n; or return 1",
+             "    test \"$path[1..$n]\" = \"$argv\"",
+             "end",
+             "function __envkit_profiles",
+             "    for f in (commandline -ct)*",  # a glob matching nothing is empty in `for`
+             "        if test -d $f",
+             "            echo $f/",
+             f"        else if string match -qr -- '{pattern}' $f",
+             "            echo $f",
+             "        end",
+             "    end",
              "end",
              f"complete -c {PROG} -f"]
     all_nodes = nodes(parser)
@@ -134,12 +148,14 @@ def fish_script(parser: argparse.ArgumentParser) -> str:
             if opt.choices:
                 spec += f" -x -a {_fish_quote(' '.join(opt.choices))}"
             elif opt.profile:
-                spec += f' -r -a "(__fish_complete_suffix {suffixes})"'
+                spec += f' -x -a "{profiles}"'
             elif opt.takes_value:
                 spec += " -r -F"
             lines.append(f"complete -c {PROG} {cond} {spec} -d {_fish_quote(opt.help)}")
         if node.profile:
-            lines.append(f'complete -c {PROG} {cond} -a "(__fish_complete_suffix {suffixes})"')
+            lines.append(f'complete -c {PROG} {cond} -a "{profiles}"')
+        if node.values:
+            lines.append(f"complete -c {PROG} {cond} -a {_fish_quote(' '.join(node.values))}")
     return "\n".join(lines) + "\n"
 
 
@@ -183,6 +199,11 @@ Register-ArgumentCompleter -Native -CommandName envkit, envkit.exe -ScriptBlock 
         }
         return $results
     }
+    foreach ($v in $node.values) {
+        if ($v -like "$wordToComplete*") {
+            $results += [System.Management.Automation.CompletionResult]::new($v, $v, 'ParameterValue', $v)
+        }
+    }
     foreach ($c in $node.commands.PSObject.Properties) {
         if ($c.Name -like "$wordToComplete*") {
             $results += [System.Management.Automation.CompletionResult]::new($c.Name, $c.Name, 'Command', $c.Value)
@@ -200,7 +221,7 @@ Register-ArgumentCompleter -Native -CommandName envkit, envkit.exe -ScriptBlock 
 def powershell_script(parser: argparse.ArgumentParser) -> str:
     """A ``Register-ArgumentCompleter`` for envkit over the parser's tree, embedded as JSON."""
     # Keyed by the command line's words, envkit's own first: ConvertFrom-Json refuses an empty key.
-    tree = {" ".join((PROG, *n.words)): {"commands": n.commands, "profile": n.profile,
+    tree = {" ".join((PROG, *n.words)): {"commands": n.commands, "profile": n.profile, "values": n.values,
                                  "options": [{"flags": o.flags, "help": o.help, "choices": o.choices,
                                               "takes_value": o.takes_value, "profile": o.profile} for o in n.options]}
             for n in nodes(parser)}
