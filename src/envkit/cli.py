@@ -44,8 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name, command in COMMANDS.items():
         module = load(name)
         if command.raw_argv:
-            sub.add_parser(name, add_help=False, help=module.HELP, parents=[module.build_parser()],
-                           description=module.build_parser().description)
+            own = module.build_parser()
+            sub.add_parser(name, add_help=False, help=module.HELP, parents=[own], description=own.description)
         else:
             module.add_arguments(sub.add_parser(name, help=module.HELP))
     parser.set_defaults(root_parser=parser)
