@@ -34,8 +34,9 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The whole CLI: a subparser per entry of :data:`envkit.commands.COMMANDS`, with its module's arguments.
 
-    A ``raw_argv`` command's subparser only lists it in ``envkit --help``: :func:`main` hands its
-    words to the command before this parser sees them.
+    A ``raw_argv`` command's subparser copies its module's ``build_parser()`` options, for help and
+    completion only: :func:`main` hands its words to the command before this parser sees them. Every
+    parsed namespace carries this parser as ``root_parser`` (``envkit help``, ``envkit completion``).
     """
     parser = _Parser(prog="envkit", description="One YAML profile in; a working, proven PyTorch environment out.")
     parser.add_argument("--version", action="version", version=f"envkit {__version__}")
@@ -43,9 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
     for name, command in COMMANDS.items():
         module = load(name)
         if command.raw_argv:
-            sub.add_parser(name, add_help=False, help=module.HELP)
+            own = module.build_parser()
+            sub.add_parser(name, add_help=False, help=module.HELP, parents=[own], description=own.description)
         else:
             module.add_arguments(sub.add_parser(name, help=module.HELP))
+    parser.set_defaults(root_parser=parser)
     return parser
 
 

@@ -13,10 +13,12 @@ Example:
     >>> "run.sh" in [f.path for f in render_plan(plan)]
     True
     >>> report_warnings(plan, False, io.StringIO())
+    []
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TextIO
 
@@ -69,18 +71,53 @@ def render_build_context(plan: EnvPlan) -> list[OutputFile]:
     return sorted(dockerfile.render(context(plan)), key=lambda f: f.path)
 
 
-def report_warnings(plan: EnvPlan, strict: bool, err: TextIO, targets: tuple[str, ...] = ()) -> None:
-    """Print the plan's warnings to ``err``; under ``strict`` they are errors (exit 2, nothing written).
+def plan_warnings(plan: EnvPlan, targets: tuple[str, ...] = ()) -> list[str]:
+    """The plan's warnings, then those of ``targets`` (each what its target cannot express), each once.
 
-    ``targets``: the targets being rendered; each adds what it cannot express (targets sharing
-    a translation, such as the two Kubernetes ones, share their warnings: each is said once).
+    Targets sharing a translation, such as the two Kubernetes ones, share their warnings.
     """
-    loaded = plan.loaded
     warnings = list(plan.warnings)
     warnings += [w for w in dict.fromkeys(w for t in targets for w in target_warnings(t, plan))
                  if w not in warnings]
+    return warnings
+
+
+_KEY_PATH = re.compile(r"([A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*|\[\d+\])*): ")
+
+
+def warning_record(loaded: LoadedProfile, text: str) -> dict[str, object]:
+    r"""A warning as ``--json`` gives it: key path, line, column and text.
+
+    The line and column are the key's in the profile, or its nearest parent's when the profile does not
+    write the key (the embedded default's own lines for the default); ``None`` when the warning names no key.
+
+    >>> from envkit.profile import load_profile_bytes
+    >>> loaded = load_profile_bytes(b"envkit: 1\nname: x\nimage: {base: debian}\nrun:\n  shm_size: 1g\n", "p.yaml", Path("."))
+    >>> warning_record(loaded, "run.shm_size: small")
+    {'path': 'run.shm_size', 'line': 5, 'column': 3, 'text': 'small'}
+    >>> warning_record(loaded, "run.ulimits.nofile: not on Kubernetes")["line"]  # run: is on line 4
+    4
+    >>> warning_record(loaded, "no key here")
+    {'path': None, 'line': None, 'column': None, 'text': 'no key here'}
+    """
+    m = _KEY_PATH.match(text)
+    if m is None:
+        return {"path": None, "line": None, "column": None, "text": text}
+    key: tuple[str | int, ...] = tuple(int(part[1:-1]) if part.startswith("[") else part
+                                       for part in re.findall(r"\[\d+\]|[^.\[]+", m.group(1)))
+    where = next((loaded.positions[key[:n]] for n in range(len(key), 0, -1) if key[:n] in loaded.positions), None)
+    line, column = where if where else (None, None)
+    return {"path": m.group(1), "line": line, "column": column, "text": text[m.end():]}
+
+
+def report_warnings(plan: EnvPlan, strict: bool, err: TextIO, targets: tuple[str, ...] = ()) -> list[str]:
+    """Print the plan's warnings (:func:`plan_warnings`) to ``err`` and return them; under ``strict`` they are
+    errors (exit 2, nothing written)."""
+    loaded = plan.loaded
+    warnings = plan_warnings(plan, targets)
     if strict and warnings:
         raise ProfileError("\n".join(f"{loaded.source}: {w}" for w in warnings),
                            hint="fix the profile, or drop --strict to treat these as warnings")
     for w in warnings:
         print(f"envkit: warning: {loaded.source}: {w}", file=err)
+    return warnings

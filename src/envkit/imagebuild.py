@@ -15,7 +15,7 @@ Called as::
 from __future__ import annotations
 
 import shutil
-from typing import TextIO
+from typing import NamedTuple, TextIO
 
 from envkit.engine import LABEL, BuildEvent, BuildFailed, Engine
 from envkit.errors import EngineError
@@ -39,10 +39,18 @@ def connect(engine: Engine | None) -> Engine:
     return connect_engine()
 
 
+class Built(NamedTuple):
+    """What :func:`build_image` built: the tag, the run's plan, and the engine's image id ("" when it said none)."""
+
+    tag: str
+    plan: EnvPlan
+    image_id: str
+
+
 def build_image(loaded: LoadedProfile, engine: Engine, *, tag: str | None, no_cache: bool,
-                err: TextIO) -> tuple[str, EnvPlan]:
-    """Build the profile's image; return the tag and the run's plan (made for the build context, its warnings
-    printed to ``err``). Raises EngineError with the failing step and log tail."""
+                err: TextIO) -> Built:
+    """Build the profile's image; return its tag, the run's plan (made for the build context, its warnings
+    printed to ``err``) and the engine's image id. Raises EngineError with the failing step and log tail."""
     tag = tag or loaded.profile.image_tag
     labels = {LABEL: "1", "io.envkit.profile": loaded.profile.name, "io.envkit.profile.sha256": loaded.sha256}
 
@@ -60,7 +68,7 @@ def build_image(loaded: LoadedProfile, engine: Engine, *, tag: str | None, no_ca
         write_outputs(context, render_build_context(plan))
         print(f"envkit: building {tag} from {loaded.source}", file=err, flush=True)
         try:
-            engine.build(context, tag, labels=labels, nocache=no_cache, on_event=progress,
+            image_id = engine.build(context, tag, labels=labels, nocache=no_cache, on_event=progress,
                          buildargs=dict(proxy_build_args(plan.profile)))
         except BuildFailed as e:
             tail = "\n".join(f"    {neutralise(line)}" for line in e.log[-LOG_TAIL:])
@@ -69,4 +77,4 @@ def build_image(loaded: LoadedProfile, engine: Engine, *, tag: str | None, no_ca
     finally:
         shutil.rmtree(context, ignore_errors=True)
     print(f"envkit: built {tag}", file=err, flush=True)
-    return tag, plan
+    return Built(tag, plan, image_id)

@@ -66,7 +66,7 @@ def test_malformed_expectations_are_exit_2(tmp_path, doc):
     e.write_text(doc)
     res = _harness("--expect", str(e), "--quick", cwd=tmp_path)
     assert res.returncode == 2, res.stderr[-2000:]
-    assert "Traceback" not in res.stderr and "envkit-harness: error:" in res.stderr
+    assert "Traceback" not in res.stderr and "envkit harness: error:" in res.stderr
 
 
 def test_expectation_that_is_a_fifo_or_dev_zero_is_refused_without_hanging(tmp_path):

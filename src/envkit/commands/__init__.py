@@ -9,8 +9,11 @@ only it (the parser, ``envkit --help``, the dispatch). A command module exposes:
   ``sys.stdout`` and ``sys.stderr``, and return the exit code. It unpacks ``args`` into the
   module's typed ``run(...)``, which tests call directly.
 
+``args.root_parser`` is the whole CLI's parser (``help`` and ``completion`` read it).
+
 A command whose entry has ``raw_argv`` set takes its options from a parser of its own (the
-harness's, shipped inside images): it exposes ``HELP`` and ``main(argv: list[str]) -> int``,
+harness's, shipped inside images): it exposes ``HELP``, ``build_parser()`` (that parser, which
+``envkit --help``, ``envkit help NAME`` and completion read) and ``main(argv: list[str]) -> int``,
 ``envkit NAME ...`` hands it every word after ``NAME`` untouched (so ``envkit NAME --help`` is
 that parser's help), and it has no ``add_arguments``.
 
@@ -35,9 +38,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import math
+import os
+import sys
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
-from typing import NamedTuple
+from typing import NamedTuple, TextIO
+
+from envkit.errors import UsageError
 
 
 class Command(NamedTuple):
@@ -62,6 +70,8 @@ COMMANDS: dict[str, Command] = {
     "doctor": Command("envkit.commands.doctor"),
     "clean": Command("envkit.commands.clean"),
     "wsl": Command("envkit.commands.wsl_apply"),
+    "completion": Command("envkit.commands.completion"),
+    "help": Command("envkit.commands.help"),
 }
 
 
@@ -72,19 +82,97 @@ def load(name: str) -> ModuleType:
 
 # ---------------------------------------------------------------- argument helpers shared by commands
 DEFAULT_PROFILE_FILE = Path("envkit.yaml")
+PROFILE_ENV = "ENVKIT_PROFILE"
+PROFILE_SUFFIXES = (".yaml", ".yml")
+# An action whose `completes` is this completes to *.yaml / *.yml files (envkit.commands.completion).
+PROFILE_COMPLETION = "profile"
 
 
-def profile_argument(parser: argparse.ArgumentParser) -> None:
-    """The optional PROFILE positional; :func:`resolve_profile` gives its default."""
-    parser.add_argument("profile", nargs="?", type=Path, metavar="PROFILE",
-                        help="profile YAML (default: ./envkit.yaml if present, else the embedded default profile)")
+def profile_argument(parser: argparse.ArgumentParser, *, what: str | None = None) -> None:
+    """The optional PROFILE positional and its ``-f/--file`` spelling; :func:`resolve_profile` gives the default."""
+    found = what or "else the embedded default profile"
+    text = (f"profile YAML (default: ${PROFILE_ENV}, else envkit.yaml in this folder or the nearest parent "
+            f"up to the repository root, {found})")
+    positional = parser.add_argument("profile", nargs="?", type=Path, metavar="PROFILE", help=text)
+    option = parser.add_argument("-f", "--file", dest="profile_file", type=Path, metavar="PROFILE",
+                                 help="the profile YAML, as the PROFILE argument names it")
+    for action in (positional, option):
+        action.completes = PROFILE_COMPLETION  # type: ignore[attr-defined]
 
 
-def resolve_profile(path: Path | None) -> Path | None:
-    """No PROFILE given: ./envkit.yaml when it exists (what `envkit init` writes), else None (the embedded default)."""
-    if path is None and DEFAULT_PROFILE_FILE.is_file():
-        return DEFAULT_PROFILE_FILE
-    return path
+class Found(NamedTuple):
+    """The profile a command uses and how it was found: ``named``, ``env``, ``discovered`` or ``default``."""
+
+    path: Path | None
+    how: str
+
+
+def discover_profile(start: Path) -> Path | None:
+    """``envkit.yaml`` in ``start`` or the nearest parent, up to the repository root (the folder holding
+    ``.git``) or the filesystem root outside a repository; None when there is none.
+
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp()); (root / ".git").mkdir(); _ = (root / "envkit.yaml").write_text("")
+    >>> (root / "a" / "b").mkdir(parents=True)
+    >>> discover_profile(root / "a" / "b") == root / "envkit.yaml"
+    True
+    >>> (root / "a" / ".git").mkdir()  # a nested repository's root stops the walk
+    >>> discover_profile(root / "a" / "b") is None
+    True
+    """
+    for folder in (start, *start.parents):
+        candidate = folder / DEFAULT_PROFILE_FILE
+        if candidate.is_file():
+            return candidate
+        if (folder / ".git").exists():
+            return None
+    return None
+
+
+def find_profile(named: Path | None, file: Path | None, environ: Mapping[str, str], cwd: Path) -> Found:
+    """The profile for PROFILE / ``-f`` (never both: UsageError), else ``$ENVKIT_PROFILE``, else discovery.
+
+    >>> find_profile(None, Path("p.yaml"), {}, Path("/nonexistent"))
+    Found(path=PosixPath('p.yaml'), how='named')
+    >>> find_profile(None, None, {"ENVKIT_PROFILE": "team.yaml"}, Path("/nonexistent"))
+    Found(path=PosixPath('team.yaml'), how='env')
+    >>> find_profile(None, None, {}, Path("/nonexistent"))
+    Found(path=None, how='default')
+    """
+    if named is not None and file is not None:
+        raise UsageError(f"the profile is named twice ({named} and -f {file}); give PROFILE or -f, not both")
+    if named is not None or file is not None:
+        return Found(named or file, "named")
+    if environ.get(PROFILE_ENV):
+        return Found(Path(environ[PROFILE_ENV]), "env")
+    found = discover_profile(cwd)
+    if found is None:
+        return Found(None, "default")
+    return Found(_shown(found, cwd), "discovered")
+
+
+def _shown(path: Path, cwd: Path) -> Path:
+    """``path`` as the user would type it from ``cwd``: ``envkit.yaml``, ``../envkit.yaml``, ...
+
+    >>> _shown(Path("/p/envkit.yaml"), Path("/p/a/b"))
+    PosixPath('../../envkit.yaml')
+    """
+    ups = len(cwd.parts) - len(path.parent.parts)
+    return Path(*([".."] * ups), path.name) if ups else Path(path.name)
+
+
+def resolve_profile(args: argparse.Namespace, err: TextIO | None = None) -> Path | None:
+    """The profile for a command's parsed PROFILE / ``-f`` (see :func:`find_profile`); None: the embedded default.
+
+    A profile found through ``$ENVKIT_PROFILE`` or in a parent folder is said on ``err`` (default stderr),
+    as ``envkit: using PATH``; one named on the command line, or ./envkit.yaml, is not.
+    """
+    found = find_profile(args.profile, getattr(args, "profile_file", None), os.environ, Path.cwd())
+    said = found.how == "env" or (found.how == "discovered" and found.path != DEFAULT_PROFILE_FILE)
+    if said:
+        source = f"${PROFILE_ENV}" if found.how == "env" else "the nearest envkit.yaml"
+        print(f"envkit: using {found.path} ({source})", file=err or sys.stderr)
+    return found.path
 
 
 def seconds(text: str) -> float:

@@ -206,4 +206,4 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    return run(resolve_profile(args.profile), args.image, args.output, out=sys.stdout, err=sys.stderr)
+    return run(resolve_profile(args), args.image, args.output, out=sys.stdout, err=sys.stderr)

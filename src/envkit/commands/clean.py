@@ -19,14 +19,20 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, TextIO
 
+from envkit.jsonout import emit
+
 if TYPE_CHECKING:
     from envkit.engine import Engine
 
 
-def run(*, out: TextIO, err: TextIO, engine: Engine | None = None) -> int:
+def run(*, out: TextIO, err: TextIO, engine: Engine | None = None, as_json: bool = False) -> int:
+    """Sweep and list; with ``as_json`` one document (``envkit.jsonout.SCHEMAS["clean"]``) on ``out``, the list on ``err``."""
     # Here, not at the top: building the CLI's parser imports every command module.
     from envkit.leftovers import sweep_build_dirs, sweep_containers, sweep_superseded_images
 
+    doc = out
+    if as_json:
+        out = err
     folders = sweep_build_dirs()
     if engine is None:
         from envkit.imagebuild import connect
@@ -42,6 +48,9 @@ def run(*, out: TextIO, err: TextIO, engine: Engine | None = None) -> int:
         print(f"removed superseded image {line}", file=out)
     if not containers and not folders and not images:
         print("nothing to clean: no leftovers of killed envkit runs, no superseded envkit images", file=out)
+    if as_json:
+        emit({"envkit_clean": 1, "build_folders": [str(f) for f in folders], "containers": list(containers),
+              "images": list(images)}, doc)
     return 0
 
 
@@ -50,8 +59,8 @@ HELP = "remove leftovers of killed envkit runs and images superseded by a rebuil
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    return None
+    parser.add_argument("--json", action="store_true", help="print one JSON document: what was removed (docs/cli.md)")
 
 
 def main(args: argparse.Namespace) -> int:
-    return run(out=sys.stdout, err=sys.stderr)
+    return run(out=sys.stdout, err=sys.stderr, as_json=args.json)

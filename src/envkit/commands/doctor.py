@@ -45,7 +45,8 @@ def run(profile_path: Path | None, scripts: list[Path], data_paths: list[Path], 
     """
     if profile_path is None:
         profile = Profile.model_validate(HOST_ONLY)
-        print("envkit doctor: no profile given (and no ./envkit.yaml): checking the host alone", file=err)
+        print("envkit doctor: no profile given (none named, in $ENVKIT_PROFILE or found): checking the host alone",
+              file=err)
     else:
         profile = load_profile(profile_path).profile
     from envkit.doctor import Host, diagnose, render_table  # here, not at the top: building the CLI's parser imports every command module
@@ -63,11 +64,11 @@ HELP = "check this host (Linux, WSL2, Windows) and training scripts"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    profile_argument(parser)
+    profile_argument(parser, what="else none: the host is checked alone")
     parser.add_argument("--script", action="append", type=Path, default=[], help="training script to check (repeatable)")
     parser.add_argument("--data", action="append", type=Path, default=[], help="dataset path to check (repeatable)")
-    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--json", action="store_true", help="print one JSON report on stdout")
 
 
 def main(args: argparse.Namespace) -> int:
-    return run(resolve_profile(args.profile), args.script, args.data, args.json, sys.stdout, sys.stderr)
+    return run(resolve_profile(args), args.script, args.data, args.json, sys.stdout, sys.stderr)

@@ -17,22 +17,29 @@ from pathlib import Path
 from typing import TextIO
 
 from envkit.commands import profile_argument, resolve_profile
-from envkit.generation import report_warnings
+from envkit.generation import report_warnings, warning_record
+from envkit.jsonout import emit
 from envkit.plan.envplan import build_plan
 from envkit.profile import load_profile
 from envkit.targets.run import docker_flags
 
 
-def run(profile_path: Path | None, *, out: TextIO, err: TextIO) -> int:
+def run(profile_path: Path | None, *, out: TextIO, err: TextIO, as_json: bool = False) -> int:
+    """Print the flags; with ``as_json`` one document (``envkit.jsonout.SCHEMAS["flags"]``) instead."""
     loaded = load_profile(profile_path)
     plan = build_plan(loaded)
-    report_warnings(plan, False, err)  # stderr: `$(envkit flags)` still captures only the flags
+    warnings = report_warnings(plan, False, err)  # stderr: `$(envkit flags)` still captures only the flags
     rs = plan.settings
 
     def source(v):
         return str(loaded.resolve(v.source)) if v.is_relative else v.source
 
-    print(shlex.join(docker_flags(rs, volume_source=source)), file=out)
+    argv = docker_flags(rs, volume_source=source)
+    if as_json:
+        emit({"envkit_flags": 1, "profile": loaded.source, "argv": list(argv),
+              "warnings": [warning_record(loaded, w) for w in warnings]}, out)
+    else:
+        print(shlex.join(argv), file=out)
     return 0
 
 
@@ -42,7 +49,9 @@ HELP = "print the docker run flags on one shell-quoted line"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     profile_argument(parser)
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON document: the flags as a list, one argument each (docs/cli.md)")
 
 
 def main(args: argparse.Namespace) -> int:
-    return run(resolve_profile(args.profile), out=sys.stdout, err=sys.stderr)
+    return run(resolve_profile(args), out=sys.stdout, err=sys.stderr, as_json=args.json)

@@ -3,6 +3,9 @@
 Called as::
 
     run(Path("envkit.yaml"), Path("out"), (), force=False, strict=False, out=sys.stdout, err=sys.stderr)
+
+With ``as_json`` stdout holds one document (``envkit.jsonout.SCHEMAS["generate"]``) and every line
+for people goes to ``err``.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ from typing import TextIO
 
 from envkit.commands import profile_argument, resolve_profile
 from envkit.errors import UsageError
-from envkit.generation import render_owned, report_warnings
+from envkit.generation import render_owned, report_warnings, warning_record
+from envkit.jsonout import emit
 from envkit.output import check_output_folder, write_outputs
 from envkit.plan.envplan import build_plan
 from envkit.profile import load_profile
@@ -22,7 +26,7 @@ from envkit.targets import TARGET_NAMES, exact_folders, required_section
 
 
 def run(profile_path: Path | None, out_dir: Path, targets: tuple[str, ...], *, force: bool, strict: bool,
-        out: TextIO, err: TextIO) -> int:
+        out: TextIO, err: TextIO, as_json: bool = False) -> int:
     loaded = load_profile(profile_path)
     for target in targets:
         section = required_section(target)
@@ -32,10 +36,20 @@ def run(profile_path: Path | None, out_dir: Path, targets: tuple[str, ...], *, f
     requested = targets or TARGET_NAMES
     check_output_folder(out_dir)
     plan = build_plan(loaded, out_dir)
-    report_warnings(plan, strict, err, requested)
+    warnings = report_warnings(plan, strict, err, requested)
     files, owners = render_owned(plan, requested)
     exact = tuple(d for t in requested for d in exact_folders(t, loaded.profile))
     report = write_outputs(out_dir, files, force=force, owners=owners, requested=tuple(requested), exact=exact)
+    if as_json:
+        # A copy pruned from the build context is removed like a target's file the profile no longer has.
+        statuses = {"written": report.written, "unchanged": report.unchanged,
+                    "removed": report.removed + report.pruned, "kept": report.kept}
+        emit({"envkit_generate": 1, "profile": loaded.source, "output": str(out_dir),
+              "files": [{"path": str(out_dir / path), "status": status}
+                        for status, paths in statuses.items() for path in paths],
+              "backups": [str(bak) for bak in report.backups],
+              "warnings": [warning_record(loaded, w) for w in warnings]}, out)
+        out = err
     for path in report.written:
         print(f"wrote {out_dir / path}", file=out)
     for path in report.removed:
@@ -63,8 +77,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="only this target (repeatable)")
     parser.add_argument("--force", action="store_true", help="overwrite files edited since envkit wrote them (backups kept)")
     parser.add_argument("--strict", action="store_true", help="treat workload warnings as errors")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON document on stdout: the files and the warnings (docs/cli.md)")
 
 
 def main(args: argparse.Namespace) -> int:
-    return run(resolve_profile(args.profile), args.output, tuple(args.target), force=args.force, strict=args.strict,
-               out=sys.stdout, err=sys.stderr)
+    return run(resolve_profile(args), args.output, tuple(args.target), force=args.force, strict=args.strict,
+               out=sys.stdout, err=sys.stderr, as_json=args.json)

@@ -3,8 +3,9 @@
 The harness itself takes expectations as JSON (it is standard library + torch
 only); this wrapper derives them from a profile, exactly as ``generate`` does.
 
-Its options are the harness's own (``envkit harness --help`` is the harness's help), so it
-takes its raw argv (``raw_argv`` in :data:`envkit.commands.COMMANDS`).
+Its options are the harness's own plus ``--profile`` (``envkit harness --help`` is the harness's
+parser under the name ``envkit harness``, :func:`build_parser`), so it takes its raw argv
+(``raw_argv`` in :data:`envkit.commands.COMMANDS`).
 
 Called as::
 
@@ -20,8 +21,14 @@ from envkit.plan.envplan import build_plan
 from envkit.profile import load_profile
 
 
+PROG = "envkit harness"
+
+
 def run(profile_path: Path | None, harness_argv: list[str]) -> int:
-    from envkit.harness.cli import main as harness_main
+    from envkit.harness.cli import main
+
+    def harness_main(argv: list[str]) -> int:
+        return main(argv, prog=PROG, profile_option=True)
 
     if profile_path is None:
         return harness_main(harness_argv)
@@ -36,6 +43,13 @@ def run(profile_path: Path | None, harness_argv: list[str]) -> int:
 
 # ---------------------------------------------------------------- command line (envkit.commands' contract)
 HELP = "run the loader harness on this host (envkit harness --help for its options)"
+
+
+def build_parser():
+    """The harness's parser as ``envkit harness`` shows it: its name, and ``--profile``."""
+    from envkit.harness.cli import build_parser as harness_parser
+
+    return harness_parser(PROG, profile_option=True)
 
 
 def split_harness_argv(argv: list[str]) -> tuple[Path | None, list[str]]:

@@ -44,8 +44,10 @@ HELP = "write the default profile to envkit.yaml for you to edit"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("path", nargs="?", type=Path, default=Path("envkit.yaml"))
-    parser.add_argument("--force", action="store_true")
+    parser.add_argument("path", nargs="?", type=Path, default=Path("envkit.yaml"), metavar="PATH",
+                        help="where to write the profile (default: envkit.yaml)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace a file that holds something else (a .envkit-bak-<time> copy is kept)")
 
 
 def main(args: argparse.Namespace) -> int:

@@ -19,6 +19,7 @@ from typing import TextIO
 
 from envkit.commands import profile_argument, resolve_profile
 from envkit.errors import EnvkitError, ProfileError, UsageError
+from envkit.jsonout import emit
 from envkit.output import write_backup
 from envkit.safeio import replace_file
 from envkit.lockfile import LOCK_FILE, PLATFORM, header, inputs_digest, lock_path, recorded_hash, requirements_in
@@ -75,7 +76,8 @@ def compile_args(loaded: LoadedProfile, plan: ImagePlan, python: str, src: Path,
     return args
 
 
-def run(profile_path: Path | None, *, force: bool, out: TextIO, err: TextIO) -> int:
+def run(profile_path: Path | None, *, force: bool, out: TextIO, err: TextIO, as_json: bool = False) -> int:
+    """Lock; with ``as_json`` stdout holds one document (``envkit.jsonout.SCHEMAS["lock"]``)."""
     loaded = load_profile(profile_path)
     python, where = image_python(loaded.profile.image)
     if python is None:
@@ -116,10 +118,15 @@ def run(profile_path: Path | None, *, force: bool, out: TextIO, err: TextIO) -> 
         body = result.read_text()
         # uv names the input file in `# via -r /tmp/...`; the temporary path would differ every run.
         body = body.replace(f"-r {src}", "-r profile")
-        if foreign:
-            print(f"backed up your file to {write_backup(dest)}", file=err)
+        backup = write_backup(dest) if foreign else None
+        if backup is not None:
+            print(f"backed up your file to {backup}", file=err)
         replace_file(dest, (header(loaded.profile.name, inputs_digest(loaded, plan), python) + body).encode())
     pins = sum(1 for line in body.splitlines() if line and not line[0].isspace() and not line.startswith("#"))
+    if as_json:
+        emit({"envkit_lock": 1, "profile": loaded.source, "path": str(dest), "packages": pins, "python": python,
+              "platform": PLATFORM, "backup": None if backup is None else str(backup)}, out)
+        out = err
     print(f"wrote {dest} ({pins} packages, with hashes)", file=out)
     return 0
 
@@ -131,7 +138,9 @@ HELP = "pin the image's packages with hashes into envkit.lock.txt beside the pro
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     profile_argument(parser)
     parser.add_argument("--force", action="store_true", help="replace an envkit.lock.txt envkit did not write")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON document: the lock's path and package count (docs/cli.md)")
 
 
 def main(args: argparse.Namespace) -> int:
-    return run(resolve_profile(args.profile), force=args.force, out=sys.stdout, err=sys.stderr)
+    return run(resolve_profile(args), force=args.force, out=sys.stdout, err=sys.stderr, as_json=args.json)

@@ -197,7 +197,7 @@ def run(profile_path: Path | None, *, image: str | None, compare_default: bool, 
 
     engine = connect(engine)
     if image is None:
-        image, plan = build_image(loaded, engine, tag=None, no_cache=False, err=err)  # it sweeps and warns
+        image, plan, _ = build_image(loaded, engine, tag=None, no_cache=False, err=err)  # it sweeps and warns
         settings, notes = container_settings(plan, default=False)
     else:
         plan = build_plan(loaded)
@@ -243,11 +243,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     profile_argument(parser)
     parser.add_argument("--image", default=None, help="validate this image instead of building")
     parser.add_argument("--compare-default", action="store_true", help="also run under Docker's defaults, side by side")
-    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--json", action="store_true", help="print one JSON report on stdout")
     parser.add_argument("--timeout", type=seconds, default=300.0, help="seconds for each harness run (default 300)")
     parser.add_argument("--quick", action="store_true", help="fewer batches and a smaller transfer buffer")
 
 
 def main(args: argparse.Namespace) -> int:
-    return run(resolve_profile(args.profile), image=args.image, compare_default=args.compare_default, as_json=args.json,
+    return run(resolve_profile(args), image=args.image, compare_default=args.compare_default, as_json=args.json,
                timeout=args.timeout, quick=args.quick, out=sys.stdout, err=sys.stderr)

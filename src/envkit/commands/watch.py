@@ -24,5 +24,12 @@ def run(argv: list[str]) -> int:
 HELP = "watch /dev/shm and a DataLoader's workers; warn before shm runs out"
 
 
+def build_parser():
+    """The companion's parser, as ``envkit watch --help`` shows it."""
+    from envkit.harness.shmwatch import build_parser as watch_parser
+
+    return watch_parser()
+
+
 def main(argv: list[str]) -> int:
     return run(argv)

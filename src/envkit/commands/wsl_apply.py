@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from envkit.commands import profile_argument, resolve_profile
 from envkit.errors import ProfileError, UsageError
 from envkit.output import atomic_write, write_backup
 from envkit.profile import load_profile
@@ -88,10 +89,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="wsl_command", required=True, metavar="COMMAND")
     apply = sub.add_parser("apply", help="merge the profile's keys into a .wslconfig (backup first)")
     # No default profile here: its example values would silently land in a real .wslconfig.
-    apply.add_argument("profile", type=Path, metavar="PROFILE", help="profile YAML with a wsl: section")
+    profile_argument(apply, what="else an error: a profile of yours with a wsl: section is needed")
     apply.add_argument("--wslconfig", type=Path, required=True, help="path to .wslconfig (%%UserProfile%%\\.wslconfig)")
-    apply.add_argument("--dry-run", action="store_true")
+    apply.add_argument("--dry-run", action="store_true", help="show what would change; write nothing")
 
 
 def main(args: argparse.Namespace) -> int:
-    return run(args.profile, args.wslconfig, args.dry_run, sys.stdout, sys.stderr)
+    profile = resolve_profile(args)
+    if profile is None:
+        raise UsageError("wsl apply: no profile: name one (PROFILE or -f), set $ENVKIT_PROFILE, or run it where "
+                         "an envkit.yaml is found", hint="the embedded default's example values would land in a "
+                         "real .wslconfig, so it is never used here")
+    return run(profile, args.wslconfig, args.dry_run, sys.stdout, sys.stderr)

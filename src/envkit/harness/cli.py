@@ -23,10 +23,16 @@ from .expect import load_expect
 from .report import FAIL, describe_workload, render_table, to_json
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="envkit-harness", description=(
+PROFILE_HELP = "derive the expectation from this envkit profile, as `envkit generate` does (instead of --expect)"
+
+
+def build_parser(prog: str = "envkit-harness", *, profile_option: bool = False) -> argparse.ArgumentParser:
+    """The harness's options; ``profile_option`` adds ``--profile`` (``envkit harness`` reads it before this parser)."""
+    p = argparse.ArgumentParser(prog=prog, description=(
         "Prove a PyTorch training environment works: shm, CPUs, ulimits, GPUs, a real DataLoader, "
         "pinned transfers."))
+    if profile_option:
+        p.add_argument("--profile", metavar="PROFILE", help=PROFILE_HELP)
     p.add_argument("--expect", metavar="FILE.json", help="expectation written by `envkit generate` (envkit_expect.json)")
     p.add_argument("--dataset", metavar="MODULE:CALLABLE", help="factory returning your torch Dataset (importable from cwd/PYTHONPATH)")
     p.add_argument("--num-workers", type=int, metavar="N", help="override loader.num_workers")
@@ -92,9 +98,12 @@ class _Progress:
         self.stream.flush()
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Parse ``argv``, run the checks, print the report; return the exit status (0, 1 or 2)."""
-    parser = build_parser()
+def main(argv: list[str] | None = None, *, prog: str = "envkit-harness", profile_option: bool = False) -> int:
+    """Parse ``argv``, run the checks, print the report; return the exit status (0, 1 or 2).
+
+    ``prog`` and ``profile_option`` are :func:`build_parser`'s: ``envkit harness`` passes its own name.
+    """
+    parser = build_parser(prog, profile_option=profile_option)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse already printed the usage error
@@ -113,10 +122,10 @@ def main(argv: list[str] | None = None) -> int:
         # Say which workload ran and from which file: the built-in one passes where the profile's fails.
         report["workload"] = describe_workload(report["environment"].get("loader_settings") or {}, args.expect)
     except UsageError as exc:
-        print(f"envkit-harness: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("envkit-harness: interrupted", file=sys.stderr)
+        print(f"{prog}: interrupted", file=sys.stderr)
         return 130
     print(to_json(report) if args.json else render_table(report))
     return 1 if report["verdict"] == FAIL else 0

@@ -18,7 +18,8 @@ import json
 import os
 import re
 import typing
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
@@ -79,6 +80,8 @@ class LoadedProfile:
     lock: bytes | None = None
     # A torch/Python pairing envkit cannot confirm (said as a warning; a known-bad one is an error at load).
     python_note: str | None = None
+    # (line, column) of each key and item the YAML wrote, by key path (("run", "shm_size"), ("run", "volumes", 0)).
+    positions: Mapping[tuple[str | int, ...], tuple[int, int]] = field(default_factory=dict, compare=False)
 
     def resolve(self, rel: str) -> Path:
         return (self.base_dir / rel).resolve()
@@ -121,7 +124,8 @@ def load_profile_bytes(raw: bytes, source: str, base_dir: Path) -> LoadedProfile
     # Defaults left out: a profile's hash stays the same when a later envkit adds an optional key.
     canonical = json.dumps(profile.model_dump(mode="json", exclude_defaults=True), sort_keys=True,
                            separators=(",", ":"))
-    return LoadedProfile(profile, source, base_dir, hashlib.sha256(canonical.encode()).hexdigest(), inputs, lock, note)
+    return LoadedProfile(profile, source, base_dir, hashlib.sha256(canonical.encode()).hexdigest(), inputs, lock, note,
+                         pos)
 
 
 def project_tree(base_dir: Path) -> Path:
