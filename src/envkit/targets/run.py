@@ -99,8 +99,9 @@ def context(ctx: GenContext) -> dict:
     # A profile's `$` is meant literally and single quotes keep it so; shellcheck's SC2016 suspects a
     # forgotten expansion, so say once why it is not one (only where such a value exists).
     literal_dollar = any("$" in str(i.get("text") or f"{i.get('head', '')}{i.get('rest', '')}") for i in items)
+    # `here` is defined only where a flag reads it: shellcheck's SC2034 flags an unused variable.
     return {"header": ctx.header("#"), "image": shlex.quote(ctx.profile.image_tag), "flags": items,
-            "literal_dollar": literal_dollar}
+            "literal_dollar": literal_dollar, "uses_here": any(i["here"] for i in items)}
 
 
 def render(ctx: GenContext) -> list[OutputFile]:
