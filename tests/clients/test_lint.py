@@ -73,6 +73,9 @@ SHAPES = {
                 "../elsewhere/out"),
     # No bind mount at all (the profile grammar has no named volumes: a bare name is a relative path).
     "no-mounts": ("envkit: 1\nname: nomounts\nimage: {base: 'debian:bookworm'}\nrun: {mount_project: false}\n", "out"),
+    # Docker Desktop's drive forms: run.sh names them //c/... .
+    "windows-paths": ("envkit: 1\nname: winpaths\nimage: {base: 'debian:bookworm'}\n"
+                      "run: {volumes: ['C:\\data:/data', 'C:/Users/me/My Data:/d2:ro', '//c/x:/x']}\n", "out"),
     "ipc-host": ("envkit: 1\nname: ipchost\nimage: {base: 'debian:bookworm'}\nrun: {ipc: host}\n", "out"),
 }
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import shlex
 
+from envkit.hostpaths import bash_path
 from envkit.runsettings import REMAP_ENV, RunSettings
 from envkit.targets import GenContext, OutputFile
 from envkit.units import format_size
@@ -85,7 +86,8 @@ def docker_flags(rs: RunSettings, volume_source=lambda v: v.source, *, project: 
 
 def context(ctx: GenContext) -> dict:
     def source(v):
-        return ctx.anchored_source(v, _HERE)
+        # bash (WSL, Git Bash) hands Docker Desktop a drive path as //c/...; C:\... would reach it mangled.
+        return bash_path(ctx.anchored_source(v, _HERE))
 
     items = []
     for flag in docker_flags(ctx.settings, volume_source=source):
