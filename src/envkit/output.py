@@ -25,14 +25,12 @@ Called as::
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import signal
 import stat
 import threading
-import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -227,32 +225,48 @@ def lock_wait() -> float:
     return wait
 
 
+def lock_path(out_dir: Path) -> Path:
+    """The lock file for ``out_dir``: in the system's temporary folder, named by the folder's real path.
+
+    Outside the output folder, so that the user's folder holds only envkit's outputs; it is never
+    removed, since deleting a lock file another process holds open would let a third lock a new one.
+
+    >>> lock_path(Path("/a/b/../b")) == lock_path(Path("/a/b")) and lock_path(Path("/a/b")).name.startswith("envkit-")
+    True
+    """
+    import tempfile
+
+    key = hashlib.sha256(os.path.realpath(out_dir).encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    return Path(tempfile.gettempdir()) / f"envkit-{key}.lock"
+
+
 @contextlib.contextmanager
 def output_lock(out_dir: Path, wait: float | None = None):
-    """Hold an exclusive ``flock`` on the output folder itself (no lock file is left behind).
+    """Hold an exclusive lock for ``out_dir`` (filelock: ``flock`` on POSIX, ``msvcrt`` on Windows).
 
-    A second envkit writing into the same folder waits up to ``wait`` seconds
-    (``ENVKIT_LOCK_WAIT``, default 30), then stops with exit 1.
+    A second envkit writing into the same folder (by any path to it) waits up to ``wait`` seconds
+    (``ENVKIT_LOCK_WAIT``, default 30), then stops with exit 1 (FileRefused). The lock file is
+    :func:`lock_path`, never in the output folder; readable and writable by every user (0666).
     """
+    from filelock import FileLock, Timeout
+
     if wait is None:
         wait = lock_wait()
-    fd = os.open(out_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+    lock = FileLock(str(lock_path(out_dir)), timeout=wait, mode=0o666)
     try:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise FileRefused(
-                        f"{out_dir}: another envkit is writing into this folder; waited {wait:g}s, nothing was written",
-                        hint="wait for the other run to finish, or generate into another folder with -o",
-                    ) from None
-                time.sleep(0.05)
+        lock.acquire(poll_interval=0.05)
+    except Timeout:
+        raise FileRefused(
+            f"{out_dir}: another envkit is writing into this folder; waited {wait:g}s, nothing was written",
+            hint="wait for the other run to finish, or generate into another folder with -o",
+        ) from None
+    except OSError as e:
+        raise FileRefused(f"{out_dir}: cannot take the folder's lock {lock_path(out_dir)}: {e.strerror or e}; "
+                          "nothing was written") from None
+    try:
         yield
     finally:
-        os.close(fd)  # closing the descriptor releases the lock
+        lock.release()
 
 
 def _sweep_stale_staging(out_dir: Path) -> None:
@@ -266,8 +280,8 @@ def _sweep_stale_staging(out_dir: Path) -> None:
 
 def _block_signals():
     """Block SIGINT/SIGTERM while the staged set is renamed into place; returns the old mask."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        return None  # Windows has no signal masks: the renames are not held back there
     return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
 
 

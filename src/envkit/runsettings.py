@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from envkit.harness.sizing import DOCKER_DEFAULT_SHM as DEFAULT_SHM
+from envkit.hostpaths import is_drive_path, split_volume
 from envkit.profile.model import Profile
 
 
@@ -47,7 +48,8 @@ class Volume:
 
     @property
     def is_relative(self) -> bool:
-        return not self.source.startswith("/")
+        """Neither a POSIX absolute path (``//c/data`` included) nor a Windows drive path (``C:\\data``)."""
+        return not self.source.startswith("/") and not is_drive_path(self.source)
 
 
 @dataclass(frozen=True)
@@ -108,8 +110,7 @@ class RunSettings:
         if p.run.mount_project:
             vols.append(Volume(".", p.image.workdir, None, project=True))
         for spec in p.run.volumes:
-            src, dst, *mode = spec.split(":", 2)
-            vols.append(Volume(src, dst, mode[0] if mode else None))
+            vols.append(Volume(*split_volume(spec)))
         return cls(
             # --ipc=host shares the host's /dev/shm, so a size would be ignored: do not emit one.
             shm_size=None if p.run.ipc == "host" else p.run.shm_size,

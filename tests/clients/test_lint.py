@@ -64,3 +64,31 @@ def test_powershell_grammar_is_live(npm_tools, tmp_path):
     bad = tmp_path / "bad.ps1"
     bad.write_text("if ($x {\n  Write-Host 'unclosed'\n")
     assert _ps_problems(npm_tools, [bad])[str(bad)]
+
+
+# Shapes and output places the examples do not cover: `here` is defined only where a flag reads it.
+SHAPES = {
+    # The project's profile folder mounted from an output folder outside it: an absolute path, no `here`.
+    "outside": ("envkit: 1\nname: outside\nimage: {base: 'debian:bookworm'}\nrun: {volumes: ['./data:/data:ro']}\n",
+                "../elsewhere/out"),
+    # No bind mount at all (the profile grammar has no named volumes: a bare name is a relative path).
+    "no-mounts": ("envkit: 1\nname: nomounts\nimage: {base: 'debian:bookworm'}\nrun: {mount_project: false}\n", "out"),
+    # Docker Desktop's drive forms: run.sh names them //c/... .
+    "windows-paths": ("envkit: 1\nname: winpaths\nimage: {base: 'debian:bookworm'}\n"
+                      "run: {volumes: ['C:\\data:/data', 'C:/Users/me/My Data:/d2:ro', '//c/x:/x']}\n", "out"),
+    "ipc-host": ("envkit: 1\nname: ipchost\nimage: {base: 'debian:bookworm'}\nrun: {ipc: host}\n", "out"),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_shellcheck_accepts_run_sh_in_every_shape_and_output_place(tmp_path, shape):
+    from tests.clients.conftest import generate_text
+
+    text, out_name = SHAPES[shape]
+    (tmp_path / "p" / "data").mkdir(parents=True)
+    out = generate_text(text, tmp_path / "p", out_name)
+    script = (out / "run.sh").read_text()
+    assert ("here=" in script) == ('"${here}"' in script)
+    res = subprocess.run([venv_tool("shellcheck"), "--severity=style", str(out / "run.sh")],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stdout + res.stderr

@@ -181,3 +181,25 @@ def test_utf16_without_a_bom_is_read_even_with_characters_beyond_latin1(encoding
     decoded = decode_config(text.encode(encoding), ".wslconfig")
     assert decoded.encoding == encoding and decoded.text == text and decoded.bom == b""
     assert encode_config(decoded.text, decoded) == text.encode(encoding)
+
+
+def test_wsl_conf_merges_the_wsl_conf_keys_only(tmp_path):
+    # setup-wsl.ps1 runs this inside the distribution, as root, on /etc/wsl.conf.
+    prof = tmp_path / "p.yaml"
+    prof.write_text(PROFILE + "  wsl_conf: {boot: {systemd: true}}\n")
+    conf = tmp_path / "wsl.conf"
+    conf.write_bytes(b"[user]\ndefault=me\n")
+    out = io.StringIO()
+    assert wsl_apply.run(prof, conf, False, out, io.StringIO(), wsl_conf=True) == 0
+    assert conf.read_bytes() == b"[user]\ndefault=me\n\n[boot]\nsystemd=true\n"
+    assert list(tmp_path.glob("wsl.conf.envkit-bak-*"))
+    new = tmp_path / "new.conf"
+    assert wsl_apply.run(prof, new, False, io.StringIO(), io.StringIO(), wsl_conf=True) == 0
+    assert new.read_bytes() == b"[boot]\nsystemd=true\n"  # a new wsl.conf: LF
+
+
+def test_wsl_conf_needs_wsl_conf_in_the_profile(tmp_path):
+    prof = tmp_path / "p.yaml"
+    prof.write_text(PROFILE)
+    with pytest.raises(ProfileError, match="wsl.wsl_conf"):
+        wsl_apply.run(prof, tmp_path / "wsl.conf", False, io.StringIO(), io.StringIO(), wsl_conf=True)

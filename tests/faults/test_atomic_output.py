@@ -7,7 +7,6 @@ is held. Interruption: SIGINT while the set is being staged.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import signal
@@ -108,17 +107,17 @@ def test_read_only_folder_is_exit_1(tmp_path):
 def test_a_second_concurrent_run_waits_then_stops_with_exit_1(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    fd = os.open(out, os.O_RDONLY)
-    fcntl.flock(fd, fcntl.LOCK_EX)  # what a running `envkit generate` holds
-    try:
+    from filelock import FileLock
+
+    from envkit.output import lock_path
+
+    with FileLock(str(lock_path(out))):  # what a running `envkit generate` holds
         started = time.monotonic()
         res = run_envkit("generate", "-o", str(out), env={"ENVKIT_LOCK_WAIT": "1"})
         assert res.returncode == 1, res.stderr
         assert "another envkit is writing into this folder" in res.stderr
         assert time.monotonic() - started >= 1.0, "it waited before giving up"
         assert list(out.iterdir()) == []
-    finally:
-        os.close(fd)
     assert run_envkit("generate", "-o", str(out)).returncode == 0
 
 

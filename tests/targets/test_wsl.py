@@ -85,11 +85,12 @@ def test_wsl_conf_sections(tmp_path):
 
 
 def test_ps1_embeds_values_with_psquote(tmp_path):
-    files = _render(BASE + "wsl:\n  swapFile: \"C:\\\\Users\\\\O'Brien\\\\swap.vhdx\"\n", tmp_path)
-    ps1 = files["setup-wsl.ps1"]
+    lp = load_profile_bytes((BASE + "wsl: {memory: 8GB}\n").encode(), "O'Brien.yaml", tmp_path)
+    ps1 = next(f.content for f in target.render(GenContext(build_plan(lp, tmp_path / "out"), make_env()))
+               if f.path == "setup-wsl.ps1")
     assert ps1.startswith(b"\xef\xbb\xbf")  # Windows PowerShell 5.1 needs the BOM for non-ASCII
     text = ps1.decode("utf-8-sig")
-    assert "Value = 'C:\\\\Users\\\\O''Brien\\\\swap.vhdx'" in text
+    assert "[string]$ProfilePath = '../O''Brien.yaml'" in text
     for needle in ("#Requires -Version 5.1", "Set-StrictMode -Version Latest", "$ErrorActionPreference = 'Stop'",
                    "wsl --install --no-launch", "'--set-default-version', '2'", "19041", "--shutdown", "nproc",
                    "free", "/mnt/c", "envkit validate"):
@@ -152,12 +153,25 @@ def test_native_helper_keeps_stderr_out_of_the_parsed_output(tmp_path):
 
 def test_failures_report_stderr_too(tmp_path):
     text = _ps1(tmp_path)
-    for needle in ("Could not read /etc/wsl.conf in ${Name}: $($read.Message)",
-                   "Could not write /etc/wsl.conf in ${Name}: $($write.Message)",
-                   "wsl --shutdown failed: $($r.Message)"):
+    for needle in ("$What failed ($($r.ExitCode)): $($r.Message)", "wsl --shutdown failed: $($r.Message)",
+                   "wslpath could not name $Path inside ${Name}: $($r.Message)"):
         assert needle in text, needle
     # the parsed values come from stdout only
-    assert "[Convert]::FromBase64String($read.Output)" in text and "$nproc.Output -ne $ExpectedProcessors" in text
+    assert "$nproc.Output -ne $ExpectedProcessors" in text
+
+
+def test_the_merge_is_envkit_wsl_apply_and_the_script_has_none_of_its_own(tmp_path):
+    text = _ps1(tmp_path)
+    for gone in ("Merge-IniText", "ConvertFrom-ConfigBytes", "Update-WslConfig", "WriteAllBytes", "base64"):
+        assert gone not in text, gone
+    # On Windows when envkit is on PATH; else the distribution's envkit on /mnt/c/...; else the command to run.
+    assert "$WindowsEnvkit = Get-Command 'envkit'" in text
+    assert "@('wsl', 'apply', $ProfileFile, '--wslconfig', $WslConfigPath)" in text
+    assert "'--exec', $DistroEnvkit, 'wsl', 'apply', $linuxProfile, '--wslconfig', $linuxConfig" in text
+    assert "envkit is on neither Windows's PATH nor" in text and "pipx install envkit" in text
+    assert "'--wsl-conf', '/etc/wsl.conf'" in text and "'-u', 'root'" in text
+    for says in ("with envkit on Windows", "with envkit inside $Distro", "was not merged"):
+        assert says in text, says
 
 
 def test_relative_wslconfig_path_is_resolved_against_the_powershell_location(tmp_path):

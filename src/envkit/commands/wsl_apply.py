@@ -1,4 +1,7 @@
-"""``envkit wsl apply``: merge the profile's .wslconfig keys into an existing .wslconfig.
+"""``envkit wsl apply``: merge the profile's .wslconfig keys into a .wslconfig (or its wsl.conf keys into a wsl.conf).
+
+The one ``.wslconfig``/``wsl.conf`` merge: setup-wsl.ps1 runs it, natively on Windows or inside the
+distribution, and has none of its own.
 
 Everything else in the file (other keys and sections, comments, blank lines,
 key order, the encoding, byte-order mark and line endings) is kept; see
@@ -31,22 +34,29 @@ from envkit.errors import ProfileError, UsageError
 from envkit.output import atomic_write, write_backup
 from envkit.profile import load_profile
 from envkit.safeio import WSLCONFIG_MAX, read_bounded, write_target
-from envkit.plan.wsl import wslconfig_sections
+from envkit.plan.wsl import wslconf_sections, wslconfig_sections
 from envkit.wslmerge import Decoded, decode_config, encode_config, merge_ini
 
 
-def run(profile_path: Path | None, wslconfig: Path, dry_run: bool, out: TextIO, err: TextIO) -> int:
+def run(profile_path: Path | None, wslconfig: Path, dry_run: bool, out: TextIO, err: TextIO, *,
+        wsl_conf: bool = False) -> int:
     """Merge the profile's ``wsl`` keys into ``wslconfig``; 0 on success (changed or not).
 
-    Raises ProfileError when the profile has no ``wsl`` section or the file is
-    not a text INI file (with the line), UsageError when ``wslconfig`` is a folder.
+    ``wsl_conf=True``: ``wslconfig`` names a distribution's ``/etc/wsl.conf`` and the keys are
+    ``wsl.wsl_conf``'s (a new file gets LF line endings). Raises ProfileError when the profile has
+    no ``wsl`` section (or no ``wsl.wsl_conf`` for ``wsl_conf=True``) or the file is not a text INI
+    file (with the line), UsageError when ``wslconfig`` is a folder.
     """
     loaded = load_profile(profile_path)
     wsl = loaded.profile.wsl
     if wsl is None:
         raise ProfileError(f"{loaded.source}: the profile has no 'wsl' section, so there is nothing to apply",
                            hint="add a wsl: section (memory, processors, ...) to the profile")
-    updates = [(s.name, e.key, e.value) for s in wslconfig_sections(wsl) for e in s.entries]
+    if wsl_conf and wsl.wsl_conf is None:
+        raise ProfileError(f"{loaded.source}: the profile has no 'wsl.wsl_conf' section, so there is nothing to apply",
+                           hint="add wsl.wsl_conf (boot, automount, ...) to the profile")
+    sections = wslconf_sections(wsl.wsl_conf) if wsl_conf and wsl.wsl_conf is not None else wslconfig_sections(wsl)
+    updates = [(s.name, e.key, e.value) for s in sections for e in s.entries]
     if wslconfig.is_dir() and not wslconfig.is_symlink():
         raise UsageError(f"{wslconfig}: is a folder; --wslconfig takes the .wslconfig file itself",
                          hint="e.g. --wslconfig /mnt/c/Users/<you>/.wslconfig")
@@ -59,8 +69,8 @@ def run(profile_path: Path | None, wslconfig: Path, dry_run: bool, out: TextIO, 
         raw = read_bounded(target, WSLCONFIG_MAX, "a .wslconfig")
         decoded = decode_config(raw, str(wslconfig))
     else:
-        # A new .wslconfig: UTF-8 without a BOM and CRLF, as Windows tools write it.
-        decoded = Decoded("")
+        # A new .wslconfig: UTF-8 without a BOM and CRLF, as Windows tools write it; a new wsl.conf: LF.
+        decoded = Decoded("", newline="\n") if wsl_conf else Decoded("")
     result = merge_ini(decoded.text, updates, str(wslconfig), decoded.newline)
     if not result.changes:
         print(f"{wslconfig}: already matches the profile; nothing changed, nothing written.", file=out)
@@ -76,6 +86,9 @@ def run(profile_path: Path | None, wslconfig: Path, dry_run: bool, out: TextIO, 
         backup = write_backup(wslconfig, raw)
         print(f"Backup: {backup}", file=out)
     atomic_write(wslconfig, encode_config(result.text, decoded), mode=None)
+    if wsl_conf:
+        print("Run `wsl --shutdown` from Windows so the distribution restarts with these settings.", file=out)
+        return 0
     print("Run `wsl --shutdown` from Windows (PowerShell or cmd) so WSL restarts with these settings; "
           "WSL reads .wslconfig only when its VM starts.", file=out)
     return 0
@@ -90,7 +103,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     apply = sub.add_parser("apply", help="merge the profile's keys into a .wslconfig (backup first)")
     # No default profile here: its example values would silently land in a real .wslconfig.
     profile_argument(apply, what="else an error: a profile of yours with a wsl: section is needed")
-    apply.add_argument("--wslconfig", type=Path, required=True, help="path to .wslconfig (%%UserProfile%%\\.wslconfig)")
+    which = apply.add_mutually_exclusive_group(required=True)
+    which.add_argument("--wslconfig", type=Path, help="path to .wslconfig (%%UserProfile%%\\.wslconfig)")
+    which.add_argument("--wsl-conf", type=Path, metavar="PATH",
+                       help="path to a distribution's wsl.conf (/etc/wsl.conf, as root): merges wsl.wsl_conf's keys")
     apply.add_argument("--dry-run", action="store_true", help="show what would change; write nothing")
 
 
@@ -100,4 +116,6 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError("wsl apply: no profile: name one (PROFILE or -f), set $ENVKIT_PROFILE, or run it where "
                          "an envkit.yaml is found", hint="the embedded default's example values would land in a "
                          "real .wslconfig, so it is never used here")
+    if args.wsl_conf is not None:
+        return run(profile, args.wsl_conf, args.dry_run, sys.stdout, sys.stderr, wsl_conf=True)
     return run(profile, args.wslconfig, args.dry_run, sys.stdout, sys.stderr)

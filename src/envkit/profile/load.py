@@ -239,16 +239,22 @@ def _check_mount_sources(profile: Profile, pos: dict, source: str, base_dir: Pat
     Decided over writing ``--mount``: run.sh, compose's short syntax, devcontainer and the SDK all
     share the SRC:DST form, and a project path with ':' is rare; a clear refusal beats four spellings.
     """
+    from envkit.hostpaths import is_drive_path, split_volume
+
+    def colon(path: Path) -> bool:  # a Windows drive's "C:" is one Docker Desktop reads
+        text = str(path)
+        return ":" in (text[2:] if is_drive_path(text) else text)
+
     problems = []
-    if profile.run.mount_project and ":" in str(base_dir):
+    if profile.run.mount_project and colon(base_dir):
         key = ("run", "mount_project")  # the key's position, else its section's
         line, col = pos.get(key, pos.get(key[:1], (1, 1)))
         problems.append(f"{source}:{line}:{col}: run.mount_project: the profile's folder {str(base_dir)!r} contains "
                         "':', which Docker's --volume SRC:DST cannot carry (it splits at ':'); move the project to "
                         "a path without ':', or set run.mount_project: false")
     for i, spec in enumerate(profile.run.volumes):
-        src = spec.split(":", 1)[0]
-        if not src.startswith("/") and ":" in str(base_dir / src):
+        src = split_volume(spec)[0]
+        if not src.startswith("/") and not is_drive_path(src) and colon(base_dir / src):
             line, col = pos.get(("run", "volumes", i), (1, 1))
             problems.append(f"{source}:{line}:{col}: run.volumes[{i}]: {src!r} is relative to {str(base_dir)!r}, "
                             "which contains ':' (Docker's --volume splits at ':'); use an absolute path without ':'")

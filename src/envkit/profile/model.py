@@ -18,6 +18,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from envkit.harness.sizing import DTYPE_ITEMSIZE, MAX_WORKERS, batch_bytes
 from envkit.profile.cluster import Cluster
+from envkit.hostpaths import split_volume
 from envkit.profile.dockerref import PATH_COMPONENT, check_cpus, check_reference, volume_target_problem
 from envkit.profile.types import (
     AbsPath, Cpuset, DebPackage, EnvName, EnvValue, Name, PipRequirement, PositiveInt, RunEnvValue, RunText, Size,
@@ -192,7 +193,9 @@ GpuSpec = Union[Literal["all", "none"], Annotated[int, Field(ge=1, le=1024), Who
 
 
 # HOST:/CONTAINER[:mode]; no `~` (nothing expands it) and no control characters.
-_VOLUME_PATTERN = r"^[^:~\x00-\x1f]([^:\x00-\x1f]*):/[A-Za-z0-9._/+-]*(:(ro|rw|z|Z|ro,z|ro,Z))?$"
+# HOST is a path (absolute, relative, or a Windows drive path as Docker Desktop reads it: C:\\x, C:/x).
+_VOLUME_PATTERN = (r"^([A-Za-z]:[\\/][^:\x00-\x1f]*|[^:~\x00-\x1f][^:\x00-\x1f]*)"
+                   r":/[A-Za-z0-9._/+-]*(:(ro|rw|z|Z|ro,z|ro,Z))?$")
 
 
 class Run(Model):
@@ -210,7 +213,8 @@ class Run(Model):
         description="ulimit name -> limit: an int (soft = hard), unlimited, or {soft, hard}; -1 is unlimited.")
     mount_project: bool = Field(True, description="Bind-mount the profile's folder at image.workdir.")
     volumes: tuple[Annotated[str, Field(pattern=_VOLUME_PATTERN), RunText], ...] = Field((),
-        description="Bind mounts HOST:/CONTAINER[:ro|rw]; HOST absolute or relative to the profile, not ~.")
+        description="Bind mounts HOST:/CONTAINER[:ro|rw]; HOST absolute, relative to the profile, "
+                    "or a Windows drive path (C:\\data, C:/data, //c/data); not ~.")
     env: dict[EnvName, RunEnvValue] = Field({}, description="Run-time environment; values reach the container literally.")
     # NUMA placement: none, a node id (--cpuset-mems=N; run.cpuset should lie in that node), or auto
     # (the first GPU's node, resolved where the host is visible: envkit doctor and the harness).
@@ -230,7 +234,7 @@ class Run(Model):
     def _targets_docker_accepts(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         seen: dict[str, int] = {}
         for i, spec in enumerate(v):
-            target = spec.split(":")[1]
+            target = split_volume(spec)[1]
             problem = volume_target_problem(target)
             if problem:
                 raise ValueError(f"run.volumes[{i}]: container path {target!r}: {problem}")
@@ -296,7 +300,7 @@ class Profile(Model):
     def _project_mount_is_free(self):
         if self.run.mount_project:
             for i, spec in enumerate(self.run.volumes):
-                target = spec.split(":")[1]
+                target = split_volume(spec)[1]
                 if target.rstrip("/") == self.image.workdir.rstrip("/"):
                     raise ValueError(
                         f"run.volumes[{i}] mounts onto image.workdir ({self.image.workdir}), where the profile's "

@@ -101,8 +101,10 @@ class GenContext:
 
     def anchored_source(self, v: Volume, anchor: str) -> str:
         """``relative_source`` joined to ``anchor`` (a token naming the output directory at run time)."""
+        from envkit.hostpaths import is_drive_path
+
         rel = self.relative_source(v)
-        if rel.startswith("/"):
+        if rel.startswith("/") or is_drive_path(rel):
             return rel
         return anchor if rel == "." else f"{anchor}/{rel.removeprefix('./')}"
 

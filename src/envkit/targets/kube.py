@@ -39,6 +39,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from envkit.hostpaths import is_drive_path
 from envkit.plan.cluster import ClusterPlan, registry_host
 from envkit.plan.envplan import EnvPlan
 from envkit.plan.paths import CHECK_FILE
@@ -168,8 +169,8 @@ def volumes(ctx: GenContext) -> tuple[Volume, ...]:
     out += [Volume(f"claim-{i}", "persistentVolumeClaim", v.mount, v.read_only, claim=v.claim)
             for i, v in enumerate(k.volumes)]
     if k.host_path_volumes:
-        # The project folder and relative paths live on the workstation only; advice says so.
-        host = [v for v in rs.volumes if not v.project and not v.is_relative]
+        # The project folder, relative paths and Windows drive paths live on the workstation only.
+        host = [v for v in rs.volumes if not v.project and not v.is_relative and not is_drive_path(v.source)]
         out += [Volume(f"host-{i}", "hostPath", v.target, v.mode is not None and "ro" in v.mode.split(","),
                        path=v.source) for i, v in enumerate(host)]
     return tuple(out)

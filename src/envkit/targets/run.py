@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import shlex
 
+from envkit.hostpaths import bash_path
 from envkit.runsettings import REMAP_ENV, RunSettings
 from envkit.targets import GenContext, OutputFile
 from envkit.units import format_size
@@ -85,7 +86,8 @@ def docker_flags(rs: RunSettings, volume_source=lambda v: v.source, *, project: 
 
 def context(ctx: GenContext) -> dict:
     def source(v):
-        return ctx.anchored_source(v, _HERE)
+        # bash (WSL, Git Bash) hands Docker Desktop a drive path as //c/...; C:\... would reach it mangled.
+        return bash_path(ctx.anchored_source(v, _HERE))
 
     items = []
     for flag in docker_flags(ctx.settings, volume_source=source):
@@ -99,8 +101,9 @@ def context(ctx: GenContext) -> dict:
     # A profile's `$` is meant literally and single quotes keep it so; shellcheck's SC2016 suspects a
     # forgotten expansion, so say once why it is not one (only where such a value exists).
     literal_dollar = any("$" in str(i.get("text") or f"{i.get('head', '')}{i.get('rest', '')}") for i in items)
+    # `here` is defined only where a flag reads it: shellcheck's SC2034 flags an unused variable.
     return {"header": ctx.header("#"), "image": shlex.quote(ctx.profile.image_tag), "flags": items,
-            "literal_dollar": literal_dollar}
+            "literal_dollar": literal_dollar, "uses_here": any(i["here"] for i in items)}
 
 
 def render(ctx: GenContext) -> list[OutputFile]:

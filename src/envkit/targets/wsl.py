@@ -13,6 +13,8 @@ Example:
 
 from __future__ import annotations
 
+import os
+
 from envkit.plan.wsl import WSL2_BACKPORT_BUILDS, WSL2_MIN_BUILD, WSL2_MIN_UBR, WSL_INSTALL_MIN_BUILD, Section
 from envkit.targets import GenContext, OutputFile
 
@@ -24,6 +26,19 @@ DEFAULT_DISTRO = "Ubuntu"
 
 def _flat(sections: tuple[Section, ...]) -> list[tuple[str, str, str]]:
     return [(s.name, e.key, e.value) for s in sections for e in s.entries]
+
+
+def _profile_path(ctx: GenContext) -> str:
+    """The profile as setup-wsl.ps1 finds it: relative to the output folder when inside the profile's
+    folder (forward slashes, which Windows reads too), else absolute; empty for the embedded profile."""
+    source = ctx.loaded.source
+    if source.startswith("<"):
+        return ""
+    path = (ctx.loaded.base_dir / os.path.basename(source)).resolve()
+    base, out = ctx.loaded.base_dir.resolve(), ctx.out_dir.resolve()
+    if out != base and base not in out.parents:
+        return str(path)
+    return os.path.relpath(path, out).replace(os.sep, "/")
 
 
 def render(ctx: GenContext) -> list[OutputFile]:
@@ -41,8 +56,8 @@ def render(ctx: GenContext) -> list[OutputFile]:
         header=ctx.header("#"),
         profile_name=ctx.profile.name,
         distro=DEFAULT_DISTRO,
-        wslconfig=_flat(sections),
-        wslconf=_flat(conf_sections),
+        profile_path=_profile_path(ctx),
+        has_wsl_conf=bool(_flat(conf_sections)),
         newer_keys=list(plan.newer_keys),
         wsl2_min_build=WSL2_MIN_BUILD, wsl2_min_ubr=WSL2_MIN_UBR, wsl2_backport_builds=WSL2_BACKPORT_BUILDS,
         wsl_install_min_build=WSL_INSTALL_MIN_BUILD,

@@ -2,18 +2,18 @@
 #Requires -Version 5.1
 <#
 .SYNOPSIS
-    Prepare this Windows machine for an envkit profile: WSL2, a Linux distribution, .wslconfig and wsl.conf.
+    Prepare this Windows machine for an envkit profile: WSL2, a Linux distribution, then `envkit wsl apply`.
 
 .DESCRIPTION
     1. Checks the Windows build: WSL2 runs from Windows 10 1903/1909 with update revision 1049
        (build 18362.1049); `wsl --install` and .wslconfig need build 19041
        (2004); 22000+/22621+ for Windows-11-only keys.
     2. Installs WSL2 and the distribution when missing (wsl --install --no-launch -d <Distro>).
-    3. Merges the profile's keys into %UserProfile%\.wslconfig, keeping every other key, comment,
-       blank line and the file's encoding, byte-order mark and line endings. A backup
-       (.wslconfig.envkit-bak-<UTC time>) is written first. A new file is written as UTF-8
-       without a byte-order mark, with CRLF line endings (WSL reads both UTF-8 and UTF-16).
-    4. Merges the wsl.conf keys (if any) into /etc/wsl.conf inside the distribution, the same way.
+    3. Merges the profile's keys into %UserProfile%\.wslconfig with `envkit wsl apply` (the one merge:
+       every other key, comment and the file's encoding are kept; a backup is written first):
+       envkit on Windows when `envkit` is on PATH, else the distribution's envkit on
+       /mnt/c/Users/<you>/.wslconfig; with neither, it prints the command to run. It says which it did.
+    4. Merges the wsl.conf keys (if any) into /etc/wsl.conf with the distribution's envkit (as root).
     5. Runs `wsl --shutdown` only when something changed, then verifies the VM.
 
     Safe to run twice: a second run changes nothing, writes no backup and does not shut WSL down.
@@ -24,11 +24,16 @@
 
 .PARAMETER WslConfigPath
     The .wslconfig to merge into (default: $env:USERPROFILE\.wslconfig).
+
+.PARAMETER ProfilePath
+    The profile `envkit wsl apply` reads (default: where it was when this script was generated,
+    relative to this script's folder).
 #>
 [CmdletBinding()]
 param(
     [string]$Distro = 'Ubuntu',
-    [string]$WslConfigPath = (Join-Path $env:USERPROFILE '.wslconfig')
+    [string]$WslConfigPath = (Join-Path $env:USERPROFILE '.wslconfig'),
+    [string]$ProfilePath = '../windows-laptop.yaml'
 )
 
 Set-StrictMode -Version Latest
@@ -42,24 +47,8 @@ $WslConfigPath = $ExecutionContext.SessionState.Path.GetUnresolvedProviderPathFr
 $env:WSL_UTF8 = '1'
 
 $ProfileName = 'laptop-dev'
-# Keys exactly as .wslconfig spells them (backslashes already escaped for WSL's parser).
-$WslConfigKeys = @(
-    [pscustomobject]@{ Section = 'wsl2'; Key = 'memory'; Value = '16GB' }
-    [pscustomobject]@{ Section = 'wsl2'; Key = 'processors'; Value = '8' }
-    [pscustomobject]@{ Section = 'wsl2'; Key = 'swap'; Value = '4GB' }
-    [pscustomobject]@{ Section = 'wsl2'; Key = 'guiApplications'; Value = 'false' }
-    [pscustomobject]@{ Section = 'wsl2'; Key = 'networkingMode'; Value = 'mirrored' }
-    [pscustomobject]@{ Section = 'wsl2'; Key = 'firewall'; Value = 'true' }
-    [pscustomobject]@{ Section = 'wsl2'; Key = 'dnsTunneling'; Value = 'true' }
-    [pscustomobject]@{ Section = 'experimental'; Key = 'autoMemoryReclaim'; Value = 'gradual' }
-    [pscustomobject]@{ Section = 'experimental'; Key = 'sparseVhd'; Value = 'true' }
-    [pscustomobject]@{ Section = 'experimental'; Key = 'hostAddressLoopback'; Value = 'true' }
-)
-$WslConfKeys = @(
-    [pscustomobject]@{ Section = 'boot'; Key = 'systemd'; Value = 'true' }
-    [pscustomobject]@{ Section = 'automount'; Key = 'options'; Value = 'metadata,umask=22,fmask=11' }
-    [pscustomobject]@{ Section = 'interop'; Key = 'appendWindowsPath'; Value = 'false' }
-)
+# Whether the profile has wsl.wsl_conf keys for /etc/wsl.conf.
+$HasWslConf = $true
 # Keys that need a newer Windows than WSL2 itself does.
 $NewerWindowsKeys = @(
     [pscustomobject]@{ Key = 'wsl2.networkingMode'; Build = [int]'22621' }
@@ -75,7 +64,7 @@ function Write-Step([string]$Message) { Write-Host "==> $Message" -ForegroundCol
 function Invoke-Native {
     # Windows PowerShell 5.1 turns a native command's stderr into terminating errors under
     # $ErrorActionPreference = 'Stop'; run with 'Continue' and report the exit code instead.
-    # Output is stdout only: the callers parse it (base64 of /etc/wsl.conf, nproc, free), and a
+    # Output is stdout only: the callers parse it (wslpath, command -v envkit, nproc, free), and a
     # warning that wsl.exe prints on stderr (e.g. mirrored networking falling back to NAT on
     # Windows 10) must not end up in it. stderr is kept apart: shown as a warning when the command
     # succeeded, and part of Message (stderr, then stdout) for the callers' error reports.
@@ -125,224 +114,32 @@ function Get-Distros {
     @($r.Output -split "`n" | ForEach-Object { $_.Trim() } | Where-Object { $_ })
 }
 
-# ---- INI merge: the same rules as envkit's wslmerge.py --------------------------------------
-
-function ConvertFrom-ConfigBytes([byte[]]$Bytes, [string]$Source) {
-    $skip = 0
-    if ($Bytes.Length -ge 3 -and $Bytes[0] -eq 0xEF -and $Bytes[1] -eq 0xBB -and $Bytes[2] -eq 0xBF) {
-        $enc = New-Object System.Text.UTF8Encoding $true, $true; $skip = 3
-    } elseif ($Bytes.Length -ge 2 -and $Bytes[0] -eq 0xFF -and $Bytes[1] -eq 0xFE) {
-        $enc = New-Object System.Text.UnicodeEncoding $false, $true, $true; $skip = 2
-    } elseif ($Bytes.Length -ge 2 -and $Bytes[0] -eq 0xFE -and $Bytes[1] -eq 0xFF) {
-        $enc = New-Object System.Text.UnicodeEncoding $true, $true, $true; $skip = 2
-    } else {
-        $enc = New-Object System.Text.UTF8Encoding $false, $true
-    }
-    try {
-        $text = $enc.GetString($Bytes, $skip, $Bytes.Length - $skip)
-    } catch {
-        throw "${Source}: not UTF-8 or UTF-16 text; save it as UTF-8 and run this script again."
-    }
-    $crlf = ([regex]::Matches($text, "`r`n")).Count
-    $lf = ([regex]::Matches($text, "`n")).Count
-    $newline = if ($crlf * 2 -ge $lf) { "`r`n" } else { "`n" }
-    [pscustomobject]@{ Text = $text; Encoding = $enc; Newline = $newline }
+function Get-FileSha([string]$Path) {
+    if (Test-Path -LiteralPath $Path) { (Get-FileHash -LiteralPath $Path -Algorithm SHA256).Hash } else { '' }
 }
 
-function ConvertTo-ConfigBytes([string]$Text, $Like) {
-    [byte[]]($Like.Encoding.GetPreamble() + $Like.Encoding.GetBytes($Text))
+function Get-DistroEnvkit([string]$Name) {
+    # A login shell, so that ~/.local/bin (pipx, pip --user) is on PATH; empty when not installed.
+    $r = Invoke-Native 'wsl.exe' @('-d', $Name, '--exec', 'bash', '-lc', 'command -v envkit')
+    if ($r.ExitCode -ne 0) { return '' }
+    $r.Output
 }
 
-function Get-IniValue([string]$Raw) {
-    # WSL's reading of a raw value: quotes removed, escapes resolved, an unquoted # ends it.
-    $sb = New-Object System.Text.StringBuilder
-    $inQuote = $false
-    $end = $Raw.Length
-    for ($i = 0; $i -lt $Raw.Length; $i++) {
-        $ch = $Raw[$i]
-        if ($ch -eq '"') { $inQuote = -not $inQuote }
-        elseif ($ch -eq '\' -and $i + 1 -lt $Raw.Length) {
-            $i++
-            $next = $Raw[$i]
-            switch -CaseSensitive ([string]$next) {
-                'n' { [void]$sb.Append("`n") }
-                't' { [void]$sb.Append("`t") }
-                'b' { [void]$sb.Append([char]8) }
-                default { [void]$sb.Append($next) }
-            }
-        }
-        elseif ($ch -eq '#' -and -not $inQuote) { $end = $i; break }
-        else { [void]$sb.Append($ch) }
-    }
-    $body = $Raw.Substring(0, $end)
-    [pscustomobject]@{ Value = $sb.ToString().Trim(); Trailing = $Raw.Substring($body.TrimEnd().Length) }
+function ConvertTo-DistroPath([string]$Name, [string]$Path) {
+    $r = Invoke-Native 'wsl.exe' @('-d', $Name, '--exec', 'wslpath', '-a', $Path)
+    if ($r.ExitCode -ne 0) { throw "wslpath could not name $Path inside ${Name}: $($r.Message)" }
+    $r.Output
 }
 
-function ConvertTo-Bytes([string]$Size) {
-    $m = [regex]::Match($Size, '^\s*(\d+)\s*([kmgtKMGT]?)([iI]?[bB])?\s*$')
-    if (-not $m.Success) { return $null }
-    $factor = @{ '' = 1; 'k' = 1KB; 'm' = 1MB; 'g' = 1GB; 't' = 1TB }[$m.Groups[2].Value.ToLower()]
-    [int64]$m.Groups[1].Value * $factor
+function Get-DistroSha([string]$Name, [string]$Path) {
+    $r = Invoke-Native 'wsl.exe' @('-d', $Name, '--exec', 'sh', '-c', 'if [ -f "$1" ]; then sha256sum "$1"; fi', 'sh', $Path)
+    $r.Output
 }
 
-function Test-SameValue([string]$Old, [string]$New) {
-    if ($Old -eq $New) { return $true }   # -eq on strings ignores case, as WSL does for booleans
-    $a = ConvertTo-Bytes $Old
-    $b = ConvertTo-Bytes $New
-    ($null -ne $a) -and ($a -eq $b)
-}
-
-function Test-Continues([string]$Value) {
-    $trailing = $Value.Length - $Value.TrimEnd('\').Length
-    ($trailing % 2) -eq 1
-}
-
-function Merge-IniText {
-    param([string]$Text, [object[]]$Entries, [string]$Newline, [string]$Source)
-    $sectionRe = '^\s*\[([A-Za-z][A-Za-z0-9]*)\]\s*(#.*)?$'
-    $keyRe = '^(\s*)([A-Za-z][A-Za-z0-9]*)(\s*=[ \t]*)(.*)$'
-    $lines = New-Object System.Collections.Generic.List[object]
-    $parts = [regex]::Split($Text, "(\r\n|\n|\r)")
-    $section = $null
-    $continuing = $false
-    for ($i = 0; $i -lt $parts.Length; $i += 2) {
-        $body = $parts[$i]
-        $ending = if ($i + 1 -lt $parts.Length) { $parts[$i + 1] } else { '' }
-        if ($body -eq '' -and $ending -eq '' -and $i -eq $parts.Length - 1) { break }
-        $n = $i / 2 + 1
-        $line = [pscustomobject]@{ Text = $body; Ending = $ending; Kind = ''; Section = $section; Key = $null; Match = $null }
-        $trimmed = $body.Trim()
-        if ($continuing) {
-            $line.Kind = 'cont'; $continuing = Test-Continues $body
-        } elseif ($trimmed -eq '') {
-            $line.Kind = 'blank'
-        } elseif ($trimmed.StartsWith('#') -or $trimmed.StartsWith(';')) {
-            $line.Kind = 'comment'
-        } elseif ($trimmed.StartsWith('[')) {
-            $m = [regex]::Match($body, $sectionRe)
-            if (-not $m.Success) { throw "${Source}:${n}: invalid section header '$trimmed'; expected [name] such as [wsl2]" }
-            $section = $m.Groups[1].Value.ToLower()
-            $line.Kind = 'section'; $line.Section = $section
-        } else {
-            $m = [regex]::Match($body, $keyRe)
-            if (-not $m.Success) { throw "${Source}:${n}: expected 'key = value', a [section] or a # comment" }
-            $line.Kind = 'key'; $line.Key = $m.Groups[2].Value.ToLower(); $line.Match = $m
-            $continuing = Test-Continues $m.Groups[4].Value
-        }
-        $lines.Add($line)
-    }
-    $changes = New-Object System.Collections.Generic.List[string]
-    $pending = [ordered]@{}
-    foreach ($e in $Entries) {
-        $idx = -1
-        for ($j = 0; $j -lt $lines.Count; $j++) {
-            $l = $lines[$j]
-            if ($l.Kind -eq 'key' -and $l.Section -eq $e.Section.ToLower() -and $l.Key -eq $e.Key.ToLower()) { $idx = $j; break }
-        }
-        if ($idx -lt 0) {
-            if (-not $pending.Contains($e.Section)) { $pending[$e.Section] = New-Object System.Collections.Generic.List[object] }
-            $pending[$e.Section].Add($e)
-            continue
-        }
-        $l = $lines[$idx]
-        $raw = $l.Match.Groups[4].Value
-        $k = $idx + 1
-        while ($k -lt $lines.Count -and $lines[$k].Kind -eq 'cont') {
-            $raw = $raw.Substring(0, $raw.Length - 1) + $lines[$k].Text
-            $k++
-        }
-        $old = Get-IniValue $raw
-        if (Test-SameValue $old.Value (Get-IniValue $e.Value).Value) { continue }
-        if ($k -gt $idx + 1) { $lines.RemoveRange($idx + 1, $k - $idx - 1) }
-        $g = $l.Match.Groups
-        $l.Text = $g[1].Value + $g[2].Value + $g[3].Value + $e.Value + $old.Trailing
-        $changes.Add(('[{0}] {1}: {2} -> {3}' -f $e.Section, $g[2].Value, $old.Value, $e.Value))
-    }
-    foreach ($name in @($pending.Keys)) {
-        $new = @($pending[$name] | ForEach-Object {
-            $changes.Add(('[{0}] {1}: added {2}' -f $name, $_.Key, $_.Value))
-            [pscustomobject]@{ Text = ('{0}={1}' -f $_.Key, $_.Value); Ending = $Newline; Kind = 'key'; Section = $name.ToLower(); Key = $_.Key.ToLower(); Match = $null }
-        })
-        $last = -1
-        for ($j = 0; $j -lt $lines.Count; $j++) {
-            if ($lines[$j].Section -eq $name.ToLower() -and @('section', 'key', 'cont') -contains $lines[$j].Kind) { $last = $j }
-        }
-        if ($last -ge 0) {
-            if ($lines[$last].Ending -eq '') { $lines[$last].Ending = $Newline }
-            $lines.InsertRange($last + 1, [object[]]$new)
-        } else {
-            if ($lines.Count -gt 0 -and $lines[$lines.Count - 1].Ending -eq '') { $lines[$lines.Count - 1].Ending = $Newline }
-            if ($lines.Count -gt 0 -and $lines[$lines.Count - 1].Kind -ne 'blank') {
-                $lines.Add([pscustomobject]@{ Text = ''; Ending = $Newline; Kind = 'blank'; Section = $null; Key = $null; Match = $null })
-            }
-            $lines.Add([pscustomobject]@{ Text = "[$name]"; Ending = $Newline; Kind = 'section'; Section = $name.ToLower(); Key = $null; Match = $null })
-            $lines.AddRange([object[]]$new)
-        }
-    }
-    $sb = New-Object System.Text.StringBuilder
-    foreach ($l in $lines) { [void]$sb.Append($l.Text).Append($l.Ending) }
-    [pscustomobject]@{ Text = $sb.ToString(); Changes = @($changes) }
-}
-
-function Get-BackupPath([string]$Path) {
-    $stamp = (Get-Date).ToUniversalTime().ToString('yyyyMMddTHHmmssZ')
-    $candidate = "$Path.envkit-bak-$stamp"
-    $n = 1
-    while (Test-Path -LiteralPath $candidate) { $candidate = "$Path.envkit-bak-$stamp-$n"; $n++ }
-    $candidate
-}
-
-function Update-WslConfig([string]$Path, [object[]]$Entries) {
-    if (Test-Path -LiteralPath $Path) {
-        $doc = ConvertFrom-ConfigBytes ([System.IO.File]::ReadAllBytes($Path)) $Path
-        $exists = $true
-    } else {
-        $doc = [pscustomobject]@{ Text = ''; Encoding = (New-Object System.Text.UTF8Encoding $false); Newline = "`r`n" }
-        $exists = $false
-    }
-    $result = Merge-IniText -Text $doc.Text -Entries $Entries -Newline $doc.Newline -Source $Path
-    if ($result.Changes.Count -eq 0) {
-        Write-Host "$Path already has the profile's settings; nothing changed."
-        return $false
-    }
-    if ($exists) {
-        $backup = Get-BackupPath $Path
-        [System.IO.File]::Copy($Path, $backup, $false)
-        Write-Host "Backup: $backup"
-    }
-    # Write next to the target, then swap it in, so a failure never leaves a half-written file.
-    $tmp = "$Path.envkit-tmp"
-    [System.IO.File]::WriteAllBytes($tmp, (ConvertTo-ConfigBytes $result.Text $doc))
-    if ($exists) { [System.IO.File]::Replace($tmp, $Path, $null) } else { [System.IO.File]::Move($tmp, $Path) }
-    Write-Host "Updated ${Path}:"
-    $result.Changes | ForEach-Object { Write-Host "  $_" }
-    return $true
-}
-
-function Update-DistroWslConf([string]$Name, [object[]]$Entries) {
-    # base64 carries the bytes both ways untouched by console code pages and quoting.
-    $read = Invoke-Native 'wsl.exe' @('-d', $Name, '-u', 'root', '--exec', 'sh', '-c', 'if [ -f /etc/wsl.conf ]; then base64 -w0 /etc/wsl.conf; fi')
-    if ($read.ExitCode -ne 0) { throw "Could not read /etc/wsl.conf in ${Name}: $($read.Message)" }
-    $exists = $read.Output -ne ''
-    if ($exists) {
-        $doc = ConvertFrom-ConfigBytes ([Convert]::FromBase64String($read.Output)) "${Name}:/etc/wsl.conf"
-    } else {
-        $doc = [pscustomobject]@{ Text = ''; Encoding = (New-Object System.Text.UTF8Encoding $false); Newline = "`n" }
-    }
-    $result = Merge-IniText -Text $doc.Text -Entries $Entries -Newline $doc.Newline -Source "${Name}:/etc/wsl.conf"
-    if ($result.Changes.Count -eq 0) {
-        Write-Host "/etc/wsl.conf in $Name already has the profile's settings; nothing changed."
-        return $false
-    }
-    $stamp = (Get-Date).ToUniversalTime().ToString('yyyyMMddTHHmmssZ')
-    $b64 = [Convert]::ToBase64String((ConvertTo-ConfigBytes $result.Text $doc))
-    $script = "set -e; if [ -f /etc/wsl.conf ]; then cp -p /etc/wsl.conf /etc/wsl.conf.envkit-bak-$stamp; fi; " +
-              "echo $b64 | base64 -d > /etc/wsl.conf.envkit-new; mv /etc/wsl.conf.envkit-new /etc/wsl.conf"
-    $write = Invoke-Native 'wsl.exe' @('-d', $Name, '-u', 'root', '--exec', 'sh', '-c', $script)
-    if ($write.ExitCode -ne 0) { throw "Could not write /etc/wsl.conf in ${Name}: $($write.Message)" }
-    Write-Host "Updated /etc/wsl.conf in $Name (backup /etc/wsl.conf.envkit-bak-$stamp when it existed):"
-    $result.Changes | ForEach-Object { Write-Host "  $_" }
-    return $true
+function Invoke-Envkit([string]$Exe, [string[]]$Arguments, [string]$What) {
+    $r = Invoke-Native $Exe $Arguments
+    if ($r.ExitCode -ne 0) { throw "$What failed ($($r.ExitCode)): $($r.Message)" }
+    if ($r.Output) { Write-Host $r.Output }
 }
 
 # ---- 1. Windows build ------------------------------------------------------------------------
@@ -402,16 +199,54 @@ if (-not $restartNeeded -and -not $distroReady) {
     $distroReady = (Get-Distros) -contains $Distro
 }
 
-# ---- 3. and 4. Configuration ----------------------------------------------------------------
+# ---- 3. and 4. Configuration: `envkit wsl apply`, the one merge -----------------------------
 
-$changed = $false
-if ($WslConfigKeys.Count -gt 0) {
-    Write-Step "Merging the profile's keys into $WslConfigPath"
-    if (Update-WslConfig $WslConfigPath $WslConfigKeys) { $changed = $true }
+$ProfileFile = ''
+if ($ProfilePath) {
+    $candidate = if ([System.IO.Path]::IsPathRooted($ProfilePath)) { $ProfilePath } else { Join-Path $PSScriptRoot $ProfilePath }
+    if (Test-Path -LiteralPath $candidate -PathType Leaf) { $ProfileFile = (Resolve-Path -LiteralPath $candidate).ProviderPath }
 }
-if ($WslConfKeys.Count -gt 0 -and $distroReady) {
-    Write-Step "Merging the profile's keys into /etc/wsl.conf in $Distro"
-    if (Update-DistroWslConf $Distro $WslConfKeys) { $changed = $true }
+$ShownProfile = if ($ProfilePath) { $ProfilePath } else { '<your envkit.yaml>' }
+$WindowsEnvkit = Get-Command 'envkit' -ErrorAction SilentlyContinue
+$DistroEnvkit = if ($distroReady) { Get-DistroEnvkit $Distro } else { '' }
+$InstallInDistro = "wsl -d $Distro -- bash -lc 'sudo apt-get install -y pipx && pipx install envkit'"
+$before = Get-FileSha $WslConfigPath
+if (-not $ProfileFile) {
+    Write-Warning ("The profile ($ShownProfile) was not found, so .wslconfig was not merged. Run: " +
+                   "envkit wsl apply PROFILE --wslconfig `"$WslConfigPath`" (or this script with -ProfilePath PROFILE).")
+} elseif ($WindowsEnvkit) {
+    Write-Step "Merging the profile's keys into $WslConfigPath with envkit on Windows ($($WindowsEnvkit.Source))"
+    Invoke-Envkit $WindowsEnvkit.Source @('wsl', 'apply', $ProfileFile, '--wslconfig', $WslConfigPath) 'envkit wsl apply'
+} elseif ($DistroEnvkit) {
+    $linuxProfile = ConvertTo-DistroPath $Distro $ProfileFile
+    $linuxConfig = ConvertTo-DistroPath $Distro $WslConfigPath
+    Write-Step "Merging the profile's keys into $linuxConfig with envkit inside $Distro (no envkit on Windows)"
+    Invoke-Envkit 'wsl.exe' @('-d', $Distro, '--exec', $DistroEnvkit, 'wsl', 'apply', $linuxProfile, '--wslconfig', $linuxConfig) "envkit wsl apply in $Distro"
+} elseif ($distroReady) {
+    $linuxProfile = ConvertTo-DistroPath $Distro $ProfileFile
+    $linuxConfig = ConvertTo-DistroPath $Distro $WslConfigPath
+    Write-Warning ("envkit is on neither Windows's PATH nor ${Distro}'s, so .wslconfig was not merged. Either " +
+                   "'py -m pip install envkit' on Windows and run this script again, or run:`n  $InstallInDistro`n" +
+                   "  wsl -d $Distro -- bash -lc `"envkit wsl apply '$linuxProfile' --wslconfig '$linuxConfig'`"")
+} else {
+    Write-Warning ("envkit is not on Windows's PATH and $Distro is not ready yet, so .wslconfig was not merged. " +
+                   "'py -m pip install envkit' on Windows (or, once $Distro runs: $InstallInDistro), then run this script again.")
+}
+$changed = (Get-FileSha $WslConfigPath) -ne $before
+
+if ($HasWslConf -and $distroReady) {
+    if ($ProfileFile -and $DistroEnvkit) {
+        $linuxProfile = ConvertTo-DistroPath $Distro $ProfileFile
+        $confBefore = Get-DistroSha $Distro '/etc/wsl.conf'
+        Write-Step "Merging the profile's keys into /etc/wsl.conf with envkit inside $Distro (as root)"
+        Invoke-Envkit 'wsl.exe' @('-d', $Distro, '-u', 'root', '--exec', $DistroEnvkit, 'wsl', 'apply', $linuxProfile, '--wsl-conf', '/etc/wsl.conf') "envkit wsl apply --wsl-conf in $Distro"
+        if ((Get-DistroSha $Distro '/etc/wsl.conf') -ne $confBefore) { $changed = $true }
+    } else {
+        $linuxProfile = if ($ProfileFile) { ConvertTo-DistroPath $Distro $ProfileFile } else { 'PROFILE' }
+        Write-Warning ("/etc/wsl.conf in $Distro was not merged: that needs envkit inside $Distro and the profile. Run:`n" +
+                       "  $InstallInDistro`n" +
+                       "  wsl -d $Distro -- bash -lc `"sudo `$(command -v envkit) wsl apply '$linuxProfile' --wsl-conf /etc/wsl.conf`"")
+    }
 }
 
 if ($restartNeeded) {
