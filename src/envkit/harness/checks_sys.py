@@ -15,7 +15,6 @@ Example:
 from __future__ import annotations
 
 import os
-import resource
 from collections.abc import Mapping
 
 from . import env as envmod
@@ -131,11 +130,15 @@ def check_cpus(loader: dict, run: dict, usable: int | None = None, quota: dict |
     return make_check("cpus", status, measured, expected, "; ".join(problems), "; ".join(remedies))
 
 
-ULIMITS = {"memlock": resource.RLIMIT_MEMLOCK, "stack": resource.RLIMIT_STACK, "nofile": resource.RLIMIT_NOFILE}
+# The limits checked, by the names the profile uses (values: the ``resource`` module's RLIMIT_* names; the
+# module is POSIX-only and imported where the limits are read, so the harness's parser builds on Windows).
+ULIMITS = {"memlock": "RLIMIT_MEMLOCK", "stack": "RLIMIT_STACK", "nofile": "RLIMIT_NOFILE"}
 
 
 def _norm(v: int) -> int:
     """resource.RLIM_INFINITY -> -1 (the profile's spelling of unlimited)."""
+    import resource
+
     return -1 if v == resource.RLIM_INFINITY or v < 0 else int(v)
 
 
@@ -188,7 +191,10 @@ def check_ulimits(run: dict, limits: dict | None = None, environ: Mapping[str, s
     runtime's LimitMEMLOCK on Kubernetes, ``ulimit``/slurmd's limits on Slurm, docker run's flag elsewhere.
     """
     if limits is None:
-        limits = {n: dict(zip(("soft", "hard"), map(_norm, resource.getrlimit(r)), strict=True)) for n, r in ULIMITS.items()}
+        import resource
+
+        limits = {n: dict(zip(("soft", "hard"), map(_norm, resource.getrlimit(getattr(resource, r))), strict=True))
+                  for n, r in ULIMITS.items()}
     want_all = run.get("ulimits") or {}
     expected = {n: want_all.get(n) for n in ULIMITS}
     low, flags, compose = [], [], []
