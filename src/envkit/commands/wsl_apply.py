@@ -29,7 +29,7 @@ from typing import TextIO
 from envkit.errors import ProfileError, UsageError
 from envkit.output import atomic_write, write_backup
 from envkit.profile import load_profile
-from envkit.safeio import WSLCONFIG_MAX, read_bounded, write_target
+from envkit.safeio import WSLCONFIG_MAX, FileRefused, read_bounded, write_target
 from envkit.plan.wsl import wslconfig_sections
 from envkit.wslmerge import Decoded, decode_config, encode_config, merge_ini
 
@@ -38,7 +38,7 @@ def run(profile_path: Path | None, wslconfig: Path, dry_run: bool, out: TextIO, 
     """Merge the profile's ``wsl`` keys into ``wslconfig``; 0 on success (changed or not).
 
     Raises ProfileError when the profile has no ``wsl`` section or the file is
-    not a text INI file (with the line), UsageError when ``wslconfig`` is a folder.
+    not a text INI file (with the line), FileRefused (exit 1) when ``wslconfig`` is a folder.
     """
     loaded = load_profile(profile_path)
     wsl = loaded.profile.wsl
@@ -47,7 +47,7 @@ def run(profile_path: Path | None, wslconfig: Path, dry_run: bool, out: TextIO, 
                            hint="add a wsl: section (memory, processors, ...) to the profile")
     updates = [(s.name, e.key, e.value) for s in wslconfig_sections(wsl) for e in s.entries]
     if wslconfig.is_dir() and not wslconfig.is_symlink():
-        raise UsageError(f"{wslconfig}: is a folder; --wslconfig takes the .wslconfig file itself",
+        raise FileRefused(f"{wslconfig}: is a folder; --wslconfig takes the .wslconfig file itself",
                          hint="e.g. --wslconfig /mnt/c/Users/<you>/.wslconfig")
     if not wslconfig.parent.is_dir():
         raise UsageError(f"{wslconfig}: the folder {wslconfig.parent} does not exist")
