@@ -132,9 +132,7 @@ def run_uv(argv: list[str], env: dict[str, str], err: TextIO, timeout: float | N
             while True:
                 left = timeout - (time.monotonic() - progress.start)
                 if left <= 0:
-                    raise UvTimedOut(f"uv did not finish in {timeout:g} s; its last lines:\n"
-                                     + "\n".join("    " + line for line in list(tail)[-25:]),
-                                     hint="check the network and the index URLs, then run envkit lock again")
+                    raise _timed_out(timeout, tail)
                 if not selector.select(timeout=min(1.0, left)):
                     progress.tick()
                     continue
@@ -153,13 +151,23 @@ def run_uv(argv: list[str], env: dict[str, str], err: TextIO, timeout: float | N
         if pending.strip():
             tail.append(pending.decode("utf-8", "replace"))
             progress.line(tail[-1])
-        return proc.wait(), list(tail)
+        try:  # uv closed its stderr; it has the time left to exit
+            code = proc.wait(timeout=max(timeout - (time.monotonic() - progress.start), 0.1))
+        except subprocess.TimeoutExpired:
+            raise _timed_out(timeout, tail) from None
+        return code, list(tail)
     finally:
         progress.done()
         if proc.poll() is None:
             proc.kill()
             proc.wait()
         proc.stderr.close()
+
+
+def _timed_out(timeout: float, tail: deque[str]) -> UvTimedOut:
+    return UvTimedOut(f"uv did not finish in {timeout:g} s; its last lines:\n"
+                      + "\n".join("    " + neutralise(line) for line in list(tail)[-25:]),
+                      hint="check the network and the index URLs, then run envkit lock again")
 
 
 def uv_command() -> list[str]:

@@ -7,7 +7,8 @@ scripts), so the rule exists once. The path must be a regular file (checked with
 between the two still cannot block); it is opened with ``O_NONBLOCK``; its size
 is checked against ``limit`` and never more than ``limit + 1`` bytes are read
 (``/dev/zero`` cannot grow memory). Every refusal raises the caller's ``error``
-class with one line naming the path, what it is and what was expected.
+class (or, where the file system refused, its ``refused`` class) with one line naming the
+path, what it is and what was expected.
 
 Example:
     >>> read_bounded("/dev/null", 1024, "a note", ValueError)
