@@ -65,6 +65,15 @@ def case_unreadable_profile(tmp_path: Path):
     return res
 
 
+def case_unreadable_expectation(tmp_path: Path):
+    expect = tmp_path / "envkit_expect.json"
+    expect.write_text("{}")
+    expect.chmod(0)
+    res = run_unprivileged("harness", "--expect", str(expect), cwd=tmp_path)
+    assert "Permission denied" in res.stderr, res.stderr
+    return res
+
+
 def case_init_into_a_folder(tmp_path: Path):
     (tmp_path / "d").mkdir()
     res = run_envkit("init", str(tmp_path / "d"), cwd=tmp_path)
@@ -165,7 +174,7 @@ def case_sigterm(tmp_path: Path):
 # Each documented code, with real invocations that produce it.
 CASES = {
     0: [case_done],
-    1: [case_unreadable_profile, case_init_into_a_folder, case_wsl_apply_onto_a_folder],
+    1: [case_unreadable_profile, case_unreadable_expectation, case_init_into_a_folder, case_wsl_apply_onto_a_folder],
     2: [case_bad_profile],
     3: [case_no_engine],
     70: [case_internal_error],

@@ -112,9 +112,9 @@ def main(argv: list[str] | None = None) -> int:
                             sweep=args.sweep, progress=_Progress(), plot=args.plot)
         # Say which workload ran and from which file: the built-in one passes where the profile's fails.
         report["workload"] = describe_workload(report["environment"].get("loader_settings") or {}, args.expect)
-    except UsageError as exc:
+    except UsageError as exc:  # exit 2, or 1 where the file system refused (FileUnreadable)
         print(f"envkit-harness: error: {exc}", file=sys.stderr)
-        return 2
+        return exc.exit_code
     except KeyboardInterrupt:
         print("envkit-harness: interrupted", file=sys.stderr)
         return 130
