@@ -68,11 +68,12 @@ class FileRefused(EnvkitError):
 def read_bounded(path: Path, limit: int, what: str, error: type[EnvkitError] = ProfileError) -> bytes:
     """The bytes of regular file ``path``, at most ``limit`` of them; anything else raises ``error``.
 
-    ``error`` is the caller's bad-input class (exit 2). The rule itself is the
+    ``error`` is the caller's bad-input class (exit 2); a file the file system will not let envkit
+    read (permissions, an I/O error) raises :class:`FileRefused` (exit 1). The rule itself is the
     harness's (:func:`envkit.harness.boundedio.read_bounded`), which reads
     ``--expect`` inside containers with it.
     """
-    return _read_bounded(path, limit, what, error)
+    return _read_bounded(path, limit, what, error, FileRefused)
 
 
 def write_target(path: Path) -> Path:

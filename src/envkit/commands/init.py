@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from envkit.errors import OutputConflict, UsageError
+from envkit.errors import OutputConflict
 from envkit.output import atomic_write, write_backup
 from envkit.profile import default_profile_text
 from envkit.safeio import PROFILE_MAX, FileRefused, read_bounded, write_target
@@ -21,7 +21,7 @@ from envkit.safeio import PROFILE_MAX, FileRefused, read_bounded, write_target
 def run(path: Path, *, force: bool, out: TextIO) -> int:
     text = default_profile_text().encode()
     if path.is_dir() and not path.is_symlink():
-        raise UsageError(f"{path}: is a folder; give the profile's file name (e.g. {path / 'envkit.yaml'})")
+        raise FileRefused(f"{path}: is a folder; give the profile's file name (e.g. {path / 'envkit.yaml'})")
     # A symlink is followed (its target is edited in its own folder); a device, FIFO or socket is refused.
     target = write_target(path)
     if target.exists():

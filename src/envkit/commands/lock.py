@@ -4,6 +4,9 @@
 torch comes from the profile's wheelhouse (``find_links``) or its variant's index, exactly as the
 Dockerfile installs it; the rest from the default index. Nothing is written when uv fails.
 
+While uv works, its lines stream to ``err`` as they come (:func:`run_uv`): one line redrawn in place on
+a terminal, plain lines on a pipe, and a line every ``HEARTBEAT`` seconds while uv says nothing.
+
 Called as::
 
     run(Path("envkit.yaml"), force=False, out=sys.stdout, err=sys.stderr) -> 0
@@ -14,6 +17,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
+from collections import deque
 from pathlib import Path
 from typing import TextIO
 
@@ -26,8 +31,14 @@ from envkit.lockfile import LOCK_FILE, PLATFORM, header, inputs_digest, lock_pat
 from envkit.profile import LoadedProfile, load_profile
 from envkit.plan.image import ImagePlan, image_plan
 from envkit.pythons import image_python
+from envkit.termtext import neutralise
 
 UV_TIMEOUT = 900
+# Seconds of silence from uv after which a pipe gets a "still resolving" line (a terminal's line
+# shows the seconds as they pass).
+HEARTBEAT = 30.0
+# uv's last lines kept for the failure message and for telling a network failure from pins that do not resolve.
+TAIL_LINES = 200
 # What uv prints when a request to an index never got an answer (DNS, refused or reset connections,
 # TLS, time-outs), as opposed to an index that answered that no version fits.
 _NETWORK_CAUSES = ("error sending request", "tcp connect error", "dns error", "failed to lookup address",
@@ -53,6 +64,113 @@ def network_failure(stderr: str) -> bool:
     return any(cause in text for cause in _NETWORK_CAUSES)
 
 
+class UvTimedOut(EnvkitError):
+    """uv did not finish within UV_TIMEOUT seconds (exit 1: the index or the network is too slow)."""
+
+    exit_code = 1
+
+
+class _Progress:
+    """uv's lines on ``err``: redrawn in place on a terminal (``\\r`` + clear to the line's end), plain on a pipe."""
+
+    def __init__(self, err: TextIO) -> None:
+        self.err, self.tty, self.drawn = err, hasattr(err, "isatty") and err.isatty(), False
+        self.start = self.said = time.monotonic()
+        self.latest = "resolving"
+
+    def line(self, text: str) -> None:
+        self.latest = neutralise(text)
+        if not self.tty or text.lower().startswith(("warning", "error")):
+            self._plain(self.latest)
+        else:
+            self.tick()
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        if self.tty:
+            import shutil
+
+            width = max(shutil.get_terminal_size().columns - 1, 20)
+            self.err.write("\r\033[K" + f"envkit: uv ({now - self.start:.0f} s): {self.latest}"[:width])
+            self.err.flush()
+            self.drawn = True
+        elif now - self.said >= HEARTBEAT:
+            self._plain(f"envkit: uv still resolving ({now - self.start:.0f} s)")
+
+    def done(self) -> None:
+        if self.drawn:
+            self.err.write("\r\033[K")
+            self.err.flush()
+            self.drawn = False
+
+    def _plain(self, text: str) -> None:
+        self.done()
+        print(text, file=self.err, flush=True)
+        self.said = time.monotonic()
+
+
+def run_uv(argv: list[str], env: dict[str, str], err: TextIO, timeout: float | None = None) -> tuple[int, list[str]]:
+    """Run ``argv`` (uv), showing each line it writes to stderr on ``err`` as it comes.
+
+    Returns uv's exit code and its last ``TAIL_LINES`` stderr lines. Raises :class:`UvTimedOut` once
+    ``timeout`` seconds (default ``UV_TIMEOUT``) have passed; uv is killed then, and on any exception
+    (Ctrl-C included).
+    """
+    timeout = UV_TIMEOUT if timeout is None else timeout
+    import selectors
+    import subprocess
+
+    progress = _Progress(err)
+    tail: deque[str] = deque(maxlen=TAIL_LINES)
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=env)
+    assert proc.stderr is not None
+    fd = proc.stderr.fileno()
+    pending = b""
+    try:
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while True:
+                left = timeout - (time.monotonic() - progress.start)
+                if left <= 0:
+                    raise _timed_out(timeout, tail)
+                if not selector.select(timeout=min(1.0, left)):
+                    progress.tick()
+                    continue
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                *lines, pending = (pending + chunk).split(b"\n")
+                if len(pending) > 65536:  # a line without an end is shown in pieces, never held whole
+                    lines.append(pending)
+                    pending = b""
+                for raw in lines:
+                    text = raw.decode("utf-8", "replace").rstrip("\r")
+                    if text.strip():
+                        tail.append(text)
+                        progress.line(text)
+        if pending.strip():
+            tail.append(pending.decode("utf-8", "replace"))
+            progress.line(tail[-1])
+        try:  # uv closed its stderr; it has the time left to exit
+            code = proc.wait(timeout=max(timeout - (time.monotonic() - progress.start), 0.1))
+        except subprocess.TimeoutExpired:
+            raise _timed_out(timeout, tail) from None
+        return code, list(tail)
+    finally:
+        progress.done()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
+
+
+def _timed_out(timeout: float, tail: deque[str]) -> UvTimedOut:
+    return UvTimedOut(f"uv did not finish in {timeout:g} s; its last lines:\n"
+                      + "\n".join("    " + neutralise(line) for line in list(tail)[-25:]),
+                      hint="check the network and the index URLs, then run envkit lock again")
+
+
 def uv_command() -> list[str]:
     """The uv executable (the ``lock`` extra installs it next to envkit)."""
     try:
@@ -64,7 +182,7 @@ def uv_command() -> list[str]:
 
 def compile_args(loaded: LoadedProfile, plan: ImagePlan, python: str, src: Path, dest: Path) -> list[str]:
     image = loaded.profile.image
-    args = ["pip", "compile", str(src), "-o", str(dest), "--generate-hashes", "--no-header", "--quiet",
+    args = ["pip", "compile", str(src), "-o", str(dest), "--generate-hashes", "--no-header",
             "--python-version", python, "--python-platform", PLATFORM]
     if image.torch:
         index = plan.torch_index_url
@@ -96,18 +214,17 @@ def run(profile_path: Path | None, *, force: bool, out: TextIO, err: TextIO, as_
         raise ProfileError(f"{loaded.source}: nothing to lock (no image.torch, pip_packages or requirements)")
     print(f"envkit: locking {len(lines)} requirement(s) for Python {python} ({where}) on {PLATFORM}",
           file=err, flush=True)
-    import subprocess  # here, not at the top: building the CLI's parser imports every command module
-    import tempfile
+    import tempfile  # here, not at the top: building the CLI's parser imports every command module
 
     with tempfile.TemporaryDirectory(prefix="envkit-lock-") as tmp:
         src, result = Path(tmp) / "requirements.in", Path(tmp) / LOCK_FILE
         src.write_text("\n".join(lines) + "\n")
         env = {**os.environ, "UV_NO_CACHE": "1"}  # a cache would hide an index that no longer serves a file
-        proc = subprocess.run(uv_command() + compile_args(loaded, plan, python, src, result), capture_output=True,
-                              text=True, timeout=UV_TIMEOUT, env=env)
-        if proc.returncode != 0:
-            tail = "\n".join("    " + line for line in proc.stderr.strip().splitlines()[-25:])
-            if network_failure(proc.stderr):
+        code, lines = run_uv(uv_command() + compile_args(loaded, plan, python, src, result), env, err)
+        if code != 0:
+            stderr = "\n".join(lines)
+            tail = "\n".join("    " + neutralise(line) for line in lines[-25:])
+            if network_failure(stderr):
                 raise NetworkFailed(f"{loaded.source}: could not reach the package index, so nothing was locked "
                                     f"(the pins were not checked); uv says:\n{tail}",
                                     hint="check the network, the proxy (image.proxy, HTTPS_PROXY) and the index "

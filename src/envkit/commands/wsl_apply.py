@@ -33,7 +33,7 @@ from envkit.commands import profile_argument, resolve_profile
 from envkit.errors import ProfileError, UsageError
 from envkit.output import atomic_write, write_backup
 from envkit.profile import load_profile
-from envkit.safeio import WSLCONFIG_MAX, read_bounded, write_target
+from envkit.safeio import WSLCONFIG_MAX, FileRefused, read_bounded, write_target
 from envkit.plan.wsl import wslconf_sections, wslconfig_sections
 from envkit.wslmerge import Decoded, decode_config, encode_config, merge_ini
 
@@ -45,7 +45,7 @@ def run(profile_path: Path | None, wslconfig: Path, dry_run: bool, out: TextIO, 
     ``wsl_conf=True``: ``wslconfig`` names a distribution's ``/etc/wsl.conf`` and the keys are
     ``wsl.wsl_conf``'s (a new file gets LF line endings). Raises ProfileError when the profile has
     no ``wsl`` section (or no ``wsl.wsl_conf`` for ``wsl_conf=True``) or the file is not a text INI
-    file (with the line), UsageError when ``wslconfig`` is a folder.
+    file (with the line), FileRefused (exit 1) when ``wslconfig`` is a folder.
     """
     loaded = load_profile(profile_path)
     wsl = loaded.profile.wsl
@@ -58,7 +58,7 @@ def run(profile_path: Path | None, wslconfig: Path, dry_run: bool, out: TextIO, 
     sections = wslconf_sections(wsl.wsl_conf) if wsl_conf and wsl.wsl_conf is not None else wslconfig_sections(wsl)
     updates = [(s.name, e.key, e.value) for s in sections for e in s.entries]
     if wslconfig.is_dir() and not wslconfig.is_symlink():
-        raise UsageError(f"{wslconfig}: is a folder; --wslconfig takes the .wslconfig file itself",
+        raise FileRefused(f"{wslconfig}: is a folder; --wslconfig takes the .wslconfig file itself",
                          hint="e.g. --wslconfig /mnt/c/Users/<you>/.wslconfig")
     if not wslconfig.parent.is_dir():
         raise UsageError(f"{wslconfig}: the folder {wslconfig.parent} does not exist")

@@ -7,7 +7,8 @@ scripts), so the rule exists once. The path must be a regular file (checked with
 between the two still cannot block); it is opened with ``O_NONBLOCK``; its size
 is checked against ``limit`` and never more than ``limit + 1`` bytes are read
 (``/dev/zero`` cannot grow memory). Every refusal raises the caller's ``error``
-class with one line naming the path, what it is and what was expected.
+class (or, where the file system refused, its ``refused`` class) with one line naming the
+path, what it is and what was expected.
 
 Example:
     >>> read_bounded("/dev/null", 1024, "a note", ValueError)
@@ -49,14 +50,20 @@ def human(n: int) -> str:
     return f"{n} bytes"
 
 
-def read_bounded(path, limit: int, what: str, error: type[Exception]) -> bytes:
-    """The bytes of regular file ``path``, at most ``limit`` of them; anything else raises ``error(message)``."""
+def read_bounded(path, limit: int, what: str, error: type[Exception],
+                 refused: type[Exception] | None = None) -> bytes:
+    """The bytes of regular file ``path``, at most ``limit`` of them; anything else raises ``error(message)``.
+
+    When the file system refuses (permissions, an I/O error) ``refused(message)`` is raised instead,
+    where the caller gives one (envkit's exit 1, not bad input); without it, ``error``.
+    """
+    refused = refused or error
     try:
         st = os.stat(path)
     except FileNotFoundError:
         raise error(f"{path}: no such file; expected {what}") from None
     except OSError as e:
-        raise error(f"{path}: cannot read: {e.strerror or e}") from None
+        raise refused(f"{path}: cannot read: {e.strerror or e}") from None
     if not stat.S_ISREG(st.st_mode):
         raise error(f"{path}: is {kind_of(st.st_mode)}, not a regular file; expected {what}")
     if st.st_size > limit:
@@ -64,7 +71,7 @@ def read_bounded(path, limit: int, what: str, error: type[Exception]) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
     except OSError as e:
-        raise error(f"{path}: cannot read: {e.strerror or e}") from None
+        raise refused(f"{path}: cannot read: {e.strerror or e}") from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -77,7 +84,7 @@ def read_bounded(path, limit: int, what: str, error: type[Exception]) -> bytes:
             chunks.append(chunk)
             total += len(chunk)
     except OSError as e:
-        raise error(f"{path}: cannot read: {e.strerror or e}") from None
+        raise refused(f"{path}: cannot read: {e.strerror or e}") from None
     finally:
         os.close(fd)
     if total > limit:  # the file grew after the stat

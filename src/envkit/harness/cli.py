@@ -121,9 +121,9 @@ def main(argv: list[str] | None = None, *, prog: str = "envkit-harness", profile
                             sweep=args.sweep, progress=_Progress(), plot=args.plot)
         # Say which workload ran and from which file: the built-in one passes where the profile's fails.
         report["workload"] = describe_workload(report["environment"].get("loader_settings") or {}, args.expect)
-    except UsageError as exc:
+    except UsageError as exc:  # exit 2, or 1 where the file system refused (FileUnreadable)
         print(f"{prog}: error: {exc}", file=sys.stderr)
-        return 2
+        return exc.exit_code
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130

@@ -21,3 +21,9 @@ class UsageError(ValueError):
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)
         self.hint = hint
+
+
+class FileUnreadable(UsageError):
+    """An input the file system will not let us read (permissions, an I/O error). Exit code 1, not bad input."""
+
+    exit_code = 1

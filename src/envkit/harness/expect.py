@@ -16,7 +16,7 @@ import json
 from typing import Any
 
 from .boundedio import read_bounded
-from .errors import UsageError
+from .errors import FileUnreadable, UsageError
 from .sizing import DTYPE_ITEMSIZE, MAX_WORKERS, cpu_limit, memory_need_bytes, plan_workers, shm_required_bytes
 
 # The expectation format's version: defined here, on the consumer's side, and imported by
@@ -35,7 +35,7 @@ EXPECT_MAX = 1024 * 1024  # an expectation is a few hundred bytes (README, "Limi
 
 def _read_bounded(path) -> bytes:
     """A regular file of at most EXPECT_MAX bytes, opened without blocking (a FIFO or /dev/zero cannot hang)."""
-    return read_bounded(path, EXPECT_MAX, "an expectation JSON file (envkit_expect.json)", ExpectError)
+    return read_bounded(path, EXPECT_MAX, "an expectation JSON file (envkit_expect.json)", ExpectError, FileUnreadable)
 
 
 def load_expect(path) -> dict:

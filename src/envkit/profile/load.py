@@ -36,6 +36,15 @@ from envkit.units import did_you_mean
 SUPPORTED_VERSIONS = (1,)
 DEFAULT_NAME = "<default profile>"
 MAX_ERRORS = 12
+# run.env reaches the container as argv words (`--env=KEY=VALUE`: run.sh, devcontainer's runArgs,
+# `envkit flags`) or environment strings (the Slurm script's exports). Linux caps each such string at
+# MAX_ARG_STRLEN (128 KiB) and argv plus environment together at ARG_MAX (a quarter of the stack limit,
+# 2 MiB by default), which the caller's own environment shares. Half of each leaves that room.
+ENV_ENTRY_MAX = 64 * 1024
+ENV_TOTAL_MAX = 1024 * 1024
+# pyxis's --container-mounts is a comma-separated list of SRC:DST[:FLAGS], and apptainer's --bind
+# splits its value the same way: a source holding either character becomes other mounts.
+SLURM_MOUNT_SEPARATORS = (",", ":")
 
 # What a user should write, for fields whose pydantic message would be a union soup.
 _EXPECTED = {
@@ -119,6 +128,7 @@ def load_profile_bytes(raw: bytes, source: str, base_dir: Path) -> LoadedProfile
         raise ProfileError(_format_errors(e, data, pos, source, lines)) from None
     inputs = _check_files(profile, pos, source, base_dir)
     _check_mount_sources(profile, pos, source, base_dir)
+    _check_run_env(profile, pos, source)
     note = _check_python(profile, pos, source, base_dir)
     lock = _read_lock(base_dir)
     # Defaults left out: a profile's hash stays the same when a later envkit adds an optional key.
@@ -258,8 +268,51 @@ def _check_mount_sources(profile: Profile, pos: dict, source: str, base_dir: Pat
             line, col = pos.get(("run", "volumes", i), (1, 1))
             problems.append(f"{source}:{line}:{col}: run.volumes[{i}]: {src!r} is relative to {str(base_dir)!r}, "
                             "which contains ':' (Docker's --volume splits at ':'); use an absolute path without ':'")
+    cluster = profile.cluster
+    if cluster is not None and cluster.slurm.runtime in ("pyxis", "apptainer"):
+        for i, spec in enumerate(profile.run.volumes):
+            src = spec.split(":", 1)[0]
+            bad = sorted({ch for ch in SLURM_MOUNT_SEPARATORS if ch in src})
+            if bad:
+                line, col = pos.get(("run", "volumes", i), (1, 1))
+                problems.append(
+                    f"{source}:{line}:{col}: run.volumes[{i}]: the source {src!r} holds "
+                    f"{' and '.join(repr(ch) for ch in bad)}, which the Slurm script cannot mount: "
+                    f"{cluster.slurm.runtime}'s mount list is comma-separated SRC:DST[:FLAGS]; "
+                    "use a path without ',' or ':' (a symlink to it will do)")
     if problems:
         raise ProfileError("\n".join(problems))
+
+
+def _check_run_env(profile: Profile, pos: dict, source: str) -> None:
+    """Refuse run.env entries over the kernel's argument limits (ENV_ENTRY_MAX each, ENV_TOTAL_MAX together).
+
+    Decided over an env file: docker's ``--env-file`` reads lines of at most 64 KiB (Go's bufio.Scanner)
+    and compose interpolates ``$`` in its ``env_file``, so a file would carry neither larger nor more
+    literal values than argv does; a large value belongs in a mounted file (run.volumes).
+    """
+    from envkit.runsettings import proxy_build_args
+
+    problems = []
+    env = dict(profile.run.env)
+    for key, value in env.items():
+        size = len(f"{key}={value}".encode())
+        if size > ENV_ENTRY_MAX:
+            line, col = pos.get(("run", "env", key), pos.get(("run", "env"), (1, 1)))
+            problems.append(f"{source}:{line}:{col}: {_dotted(('run', 'env', key))}: {key}=VALUE is {size} bytes; "
+                            f"one run.env entry is at most {ENV_ENTRY_MAX // 1024} KiB ({ENV_ENTRY_MAX} bytes), "
+                            "under Linux's 128 KiB limit on one argument (docker run --env=KEY=VALUE)")
+    for key, value in proxy_build_args(profile):
+        env.setdefault(key, value)
+    total = sum(len(f"{k}={v}".encode()) for k, v in env.items())
+    if not problems and total > ENV_TOTAL_MAX:
+        line, col = pos.get(("run", "env"), (1, 1))
+        problems.append(f"{source}:{line}:{col}: run.env: the run's environment is {total} bytes; all entries "
+                        f"together are at most {ENV_TOTAL_MAX // 1024} KiB ({ENV_TOTAL_MAX} bytes), under "
+                        "Linux's limit on a command's arguments and environment (ARG_MAX)")
+    if problems:
+        raise ProfileError("\n".join(problems), hint="put large values in a file the container mounts "
+                           "(run.volumes) and pass its path in run.env")
 
 
 def _check_pem(p: Path, rel: str, key: tuple, pos: dict, source: str, problems: list[str]) -> bytes | None:

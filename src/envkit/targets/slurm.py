@@ -158,10 +158,13 @@ def context(ctx: GenContext) -> dict:
     p, c = ctx.profile, ctx.profile.cluster
     plan = ctx.plan.require_cluster()
     items = mounts(ctx) if c.slurm.runtime != "oci" else []
+    anchored = any(m["here"] for m in items)
     return {
         "header": ctx.header("#"),
         # $here (the submit folder) is only defined when something refers to it: shellcheck flags unused names.
-        "needs_here": any(m["here"] for m in items) or (c.slurm.runtime == "oci" and c.slurm.bundle is None),
+        "needs_here": anchored or (c.slurm.runtime == "oci" and c.slurm.bundle is None),
+        # The submit folder is known only at run time: the script checks it before the first srun.
+        "check_here": anchored,
         "sbatch": sbatch_options(ctx, plan),
         "runtime": c.slurm.runtime,
         "image": plan.image,
