@@ -3,7 +3,6 @@ produces it, and permissions and a folder where a file goes are exit 1 in every 
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import shutil
@@ -122,19 +121,19 @@ def case_internal_error(tmp_path: Path):
 
 
 def _interrupted(tmp_path: Path, sig: signal.Signals):
-    """A generate waiting on the output folder's lock (held here), then sent ``sig``."""
+    """A generate waiting on the output folder's lock (held here, through envkit's own lock), then sent ``sig``."""
     import subprocess
+
+    from envkit.output import lock_path, output_lock
 
     out = tmp_path / "out"
     out.mkdir()
-    fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    try:
+    with output_lock(out, wait=5):
         proc = spawn_envkit("generate", "-o", str(out), "--target", "run", cwd=tmp_path,
                             env={"ENVKIT_LOCK_WAIT": "60"})
         deadline = time.monotonic() + 60
-        # It opens the folder only to wait on its lock: once it holds that descriptor, it is waiting.
-        while not _holds(proc.pid, out):
+        # Waiting on the lock, it polls: it opens the lock file between sleeps (the kernel shows the sleep).
+        while not (_holds(proc.pid, lock_path(out)) or _sleeping(proc.pid)):
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.05)
         proc.send_signal(sig)
@@ -143,10 +142,16 @@ def _interrupted(tmp_path: Path, sig: signal.Signals):
         except subprocess.TimeoutExpired:
             proc.kill()
             raise
-    finally:
-        os.close(fd)
     assert "interrupted" in stderr, stderr
     return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+
+
+def _sleeping(pid: int) -> bool:
+    """True while ``pid`` sleeps in a timed wait (``time.sleep``); nothing before the lock's wait sleeps."""
+    try:
+        return "nanosleep" in Path(f"/proc/{pid}/wchan").read_text()
+    except OSError:
+        return False
 
 
 def _holds(pid: int, folder: Path) -> bool:
