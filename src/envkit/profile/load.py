@@ -27,6 +27,7 @@ from envkit.errors import ProfileError
 from envkit.plan.paths import LOCK_FILE_NAME
 from envkit.profile.model import Profile
 from envkit.profile.yamlsrc import _dotted, read_yaml
+from envkit.termtext import neutralise
 from envkit.safeio import CERT_MAX, PROFILE_MAX, REQUIREMENTS_MAX, read_bounded
 from envkit.units import did_you_mean
 
@@ -234,8 +235,9 @@ def _format_errors(exc: ValidationError, data: dict, pos: dict, source: str, lin
     for err in exc.errors():
         path, extra = _data_path(err["loc"], data)
         line, col = pos[path] if path in pos else (0, 0)
+        # The value as written (a union's members leave their tags in ``extra``; the text is the same).
         raw = (_raw_value(lines, line, col, item=isinstance(path[-1], int))
-               if path and path in pos and not extra else None)
+               if path and path in pos and err["type"] != "missing" else None)
         message = _describe(dict(err), path, extra, raw)
         # One line per key path: a union failure yields one error per member.
         if path not in found or err["type"] in ("extra_forbidden", "missing"):
@@ -302,6 +304,9 @@ def _describe(err: dict, path: tuple, extra: list, raw: str | None = None) -> st
                     "the Linux file system (~/data) and mount that")
         return f"{got} is not valid here; expected {what}{hint}"
     if kind == "string_type" and isinstance(err.get("input"), (int, float)) and not isinstance(err.get("input"), bool):
+        if path[-1:] == ("cpuset",):  # 010 is octal 8 and 1:30 is 90 in YAML 1.1: a cpuset is text
+            return (f"expected a cpuset list as text, but YAML read {got} as the number {err['input']!r}; "
+                    f"put it in quotes: cpuset: \"{raw or err['input']}\" (a list such as \"0-3\" or \"0,2,4-6\")")
         return (f"expected text, but YAML read {got} as the number {err['input']!r}; "
                 f"put it in quotes, e.g. \"{raw or err['input']}\"")
     if kind in _RANGES:
@@ -327,12 +332,12 @@ _TYPES = {
 
 
 def _show(value, raw: str | None) -> str:
-    """The value as the user wrote it (the file's text when we have it), not Python's repr."""
+    """The value as the user wrote it (the file's text when we have it), not Python's repr; safe to print."""
     if raw:
-        return raw
+        return neutralise(raw)
     if isinstance(value, str):
-        return f"'{value}'"
-    return repr(value)
+        return f"'{neutralise(value)}'"
+    return neutralise(repr(value))
 
 
 def _raw_value(lines: list[str], line: int, col: int, item: bool = False) -> str | None:

@@ -18,6 +18,7 @@ import re
 import yaml
 
 from envkit.errors import ProfileError
+from envkit.termtext import neutralise
 
 MAX_BYTES = 1024 * 1024
 MAX_NODES = 50_000  # after alias expansion; a real profile has a few hundred
@@ -26,6 +27,15 @@ MAX_DEPTH = 100
 _NON_PRINTABLE = re.compile("[^\x09\x0A\x0D\x20-\x7E\x85\xA0-\uD7FF\uE000-\uFFFD\U00010000-\U0010ffff]")
 
 Position = tuple[int, int]
+# The tags a profile's values may carry: JSON's kinds, as YAML resolves them (plus the merge key <<).
+# Anything else (!!set, !!binary, !!timestamp, !!omap, !!pairs, !!python/..., local !tags) would reach the
+# models as a Python set, bytes or date that pydantic turns into text or a list without a word.
+_JSON_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "seq", "map", "merge"))
+_TAG_HINTS = {
+    "tag:yaml.org,2002:timestamp": "YAML reads {text} as a date; put it in quotes (\"{text}\") where text is meant",
+    "tag:yaml.org,2002:set": "a set has no order (a different file on each run); write a list: [a, b]",
+    "tag:yaml.org,2002:binary": "write the text itself",
+}
 _FAST_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -184,12 +194,27 @@ def _check_size(root: yaml.Node, source: str) -> None:
         )
 
 
+def _check_tag(node: yaml.Node, path: tuple, source: str) -> None:
+    """Refuse a node whose tag is none of JSON's kinds, at its position (see _JSON_TAGS)."""
+    if node.tag in _JSON_TAGS:
+        return
+    tag = node.tag.replace("tag:yaml.org,2002:", "!!", 1)
+    text = neutralise(node.value) if isinstance(node, yaml.ScalarNode) else ""
+    hint = _TAG_HINTS.get(node.tag, "a profile holds only text, numbers, true/false, null, lists and mappings")
+    where = f"{source}:{node.start_mark.line + 1}:{node.start_mark.column + 1}: {_dotted(path)}"
+    if node.tag == "tag:yaml.org,2002:timestamp" and node.start_mark.index == node.end_mark.index - len(node.value):
+        raise ProfileError(f"{where}: {hint.format(text=text)}")  # an unquoted date, not an explicit !!timestamp
+    raise ProfileError(f"{where}: the YAML tag {neutralise(tag)} is not allowed in a profile; {hint.format(text=text)}")
+
+
 def _walk(node: yaml.Node, path: tuple, out: dict[tuple, Position], source: str) -> None:
+    _check_tag(node, path, source)
     if isinstance(node, yaml.MappingNode):
         seen: dict[object, int] = {}
         for k, v in node.value:
             if not isinstance(k, yaml.ScalarNode):
                 raise ProfileError(f"{source}:{k.start_mark.line + 1}:{k.start_mark.column + 1}: keys must be plain scalars")
+            _check_tag(k, path, source)
             key = k.value
             if key in seen and key != "<<":
                 raise ProfileError(
@@ -210,5 +235,6 @@ def _walk(node: yaml.Node, path: tuple, out: dict[tuple, Position], source: str)
 def _dotted(path: tuple) -> str:
     out = ""
     for seg in path:
-        out += f"[{seg}]" if isinstance(seg, int) else (f".{seg}" if out else str(seg))
+        # A key is the user's text: shown as values are, control, bidi and invisible characters escaped.
+        out += f"[{seg}]" if isinstance(seg, int) else (f".{neutralise(str(seg))}" if out else neutralise(str(seg)))
     return out or "(top level)"
