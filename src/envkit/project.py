@@ -25,7 +25,7 @@ import os
 import re
 import warnings
 from collections.abc import Callable
-from fnmatch import fnmatchcase
+from fnmatch import translate
 from pathlib import Path
 from typing import Any
 
@@ -259,8 +259,10 @@ class DockerIgnore:
 
 
 def _pattern_match(glob: Callable[[str], bool]) -> Callable[[str], bool]:
-    from docker.utils.build import normalize_slashes
+    from docker.utils.build import IS_WINDOWS_PLATFORM, normalize_slashes
 
+    if not IS_WINDOWS_PLATFORM:  # normalize_slashes returns the path as it is
+        return glob
     return lambda filepath: glob(normalize_slashes(filepath))
 
 
@@ -279,9 +281,13 @@ def read_dockerignore(base_dir: Path) -> list[str]:
     return [line for line in (raw.strip() for raw in text.splitlines()) if line and not line.startswith("#")]
 
 
+# SECRETS as one expression (fnmatchcase of any of them), compiled once: it is tried on every file.
+_SECRET = re.compile("|".join(translate(s) for s in SECRETS))
+
+
 def is_secret(name: str) -> bool:
     """True when a file name looks like a secret (:data:`SECRETS`); no ``!`` pattern brings it back."""
-    return any(fnmatchcase(name, s) for s in SECRETS)
+    return _SECRET.match(name) is not None
 
 
 def ignored(rel: str, rules: list[str]) -> bool:
