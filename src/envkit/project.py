@@ -25,7 +25,7 @@ import os
 import re
 import warnings
 from collections.abc import Callable
-from fnmatch import translate
+from fnmatch import translate as fnmatch_translate
 from pathlib import Path
 from typing import Any
 
@@ -219,7 +219,9 @@ def compile_glob(pattern: str) -> Callable[[str], bool]:
         if sum(kind in (_STAR, _DIRS, _TAIL) for kind, _ in toks) <= _REGEX_WILDCARDS:
             from docker.utils.fnmatch import translate
 
-            regex = re.compile(translate(lowered))
+            with warnings.catch_warnings():  # as in _tokens
+                warnings.simplefilter("ignore")
+                regex = re.compile(translate(lowered))
             return lambda name: regex.match(name.lower()) is not None
     except re.error as e:
         raise ProfileError(f".dockerignore: pattern {pattern!r} is not valid: {e}") from None
@@ -282,7 +284,7 @@ def read_dockerignore(base_dir: Path) -> list[str]:
 
 
 # SECRETS as one expression (fnmatchcase of any of them), compiled once: it is tried on every file.
-_SECRET = re.compile("|".join(translate(s) for s in SECRETS))
+_SECRET = re.compile("|".join(fnmatch_translate(s) for s in SECRETS))
 
 
 def is_secret(name: str) -> bool:
