@@ -139,3 +139,24 @@ def test_neutralise_escapes_every_control_format_and_separator_character():
     assert neutralise(shown) == shown, "escaping twice is escaping once"
     assert neutralise("tab\tcafé 中 😀 \u00a0") == "tab\tcafé 中 😀 \u00a0"
     assert neutralise("shm_size\u200b") == "shm_size\\u200b" and neutralise("\x1b[8m") == "\\x1b[8m"
+
+
+@pytest.mark.parametrize("body, message", [
+    ("loader:\n  num_workers: 010\n", 'p.yaml:6:16: loader.num_workers: YAML 1.1 reads 010 as the number 8; write 8 if '
+                                     'that is meant, or put it in quotes ("010")'),
+    ("loader:\n  num_workers: 1:30\n", "p.yaml:6:16: loader.num_workers: YAML 1.1 reads 1:30 as the number 90"),
+    ("loader:\n  sample_shape: [3, 0224, 224]\n", "p.yaml:6:21: loader.sample_shape[1]: YAML 1.1 reads 0224 as the number 148"),
+    ("run:\n  cpus: 1:30.5\n", "p.yaml:6:9: run.cpus: YAML 1.1 reads 1:30.5 as the number 90.5"),
+    ("  user: {uid: 01000}\n", "p.yaml:5:15: image.user.uid: YAML 1.1 reads 01000 as the number 512"),
+])
+def test_octal_and_base_60_numbers_are_refused_wherever_they_would_load(tmp_path, body, message):
+    rc, stderr = _validate(tmp_path, body)
+    assert rc == 2, stderr
+    assert message in stderr, stderr
+
+
+def test_numbers_yaml_1_2_reads_alike_still_load():
+    lp = load_profile_bytes((HEAD + "  user: {uid: 1_000}\nloader:\n  num_workers: 0\n  batch_size: 0x10\n"
+                             "run:\n  cpus: 00.5\n").encode(), "p.yaml", Path("."))
+    assert (lp.profile.image.user.uid, lp.profile.loader.num_workers, lp.profile.loader.batch_size,
+            lp.profile.run.cpus) == (1000, 0, 16, 0.5)

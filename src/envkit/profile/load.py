@@ -39,6 +39,7 @@ MAX_ERRORS = 12
 _EXPECTED = {
     ("run", "gpus"): "'all', 'none', a GPU count >= 1, or a list of device ids such as [0, 1]",
     ("loader", "num_workers"): "'auto' or a whole number from 0 to 256",
+    ("run", "numa"): "'none', 'auto' or a NUMA node id from 0 to 1023",
 }
 
 
@@ -106,13 +107,15 @@ def load_profile(path: Path | None) -> LoadedProfile:
 
 def load_profile_bytes(raw: bytes, source: str, base_dir: Path) -> LoadedProfile:
     """Validate raw profile bytes; ``source`` names the file in messages."""
-    data, pos = read_yaml(raw, source)
+    numbers: dict[tuple, tuple[tuple[int, int], str]] = {}
+    data, pos = read_yaml(raw, source, numbers)
     _check_version(data, pos, source)
     try:
         profile = Profile.model_validate(data)
     except ValidationError as e:
         lines = raw.decode("utf-8", "replace").splitlines()
         raise ProfileError(_format_errors(e, data, pos, source, lines)) from None
+    _check_yaml11_numbers(numbers, data, source)
     inputs = _check_files(profile, pos, source, base_dir)
     _check_mount_sources(profile, pos, source, base_dir)
     note = _check_python(profile, pos, source, base_dir)
@@ -121,6 +124,19 @@ def load_profile_bytes(raw: bytes, source: str, base_dir: Path) -> LoadedProfile
     canonical = json.dumps(profile.model_dump(mode="json", exclude_defaults=True), sort_keys=True,
                            separators=(",", ":"))
     return LoadedProfile(profile, source, base_dir, hashlib.sha256(canonical.encode()).hexdigest(), inputs, lock, note)
+
+
+def _check_yaml11_numbers(numbers: dict, data: dict, source: str) -> None:
+    """Refuse numbers that only YAML 1.1 reads so (``010`` is 8, ``1:30`` is 90), wherever they load."""
+    problems = []
+    for path, ((line, col), text) in sorted(numbers.items(), key=lambda item: item[1][0]):
+        node: object = data
+        for seg in path:
+            node = node[seg] if isinstance(node, (dict, list)) else None
+        problems.append(f"{source}:{line}:{col}: {_dotted(path)}: YAML 1.1 reads {neutralise(text)} as the number "
+                        f"{node!r}; write {node!r} if that is meant, or put it in quotes (\"{neutralise(text)}\")")
+    if problems:
+        raise ProfileError("\n".join(problems[:MAX_ERRORS]))
 
 
 def _read_lock(base_dir: Path) -> bytes | None:
@@ -303,6 +319,9 @@ def _describe(err: dict, path: tuple, extra: list, raw: str | None = None) -> st
             hint = ("; a Windows path: inside WSL2 write /mnt/c/... (slow: 9P), or better, copy the data into "
                     "the Linux file system (~/data) and mount that")
         return f"{got} is not valid here; expected {what}{hint}"
+    if kind == "string_type" and isinstance(err.get("input"), bool):
+        return (f"expected text, but YAML read {got} as the boolean {str(err['input']).lower()}; "
+                f"put it in quotes, e.g. \"{raw or err['input']}\"")
     if kind == "string_type" and isinstance(err.get("input"), (int, float)) and not isinstance(err.get("input"), bool):
         if path[-1:] == ("cpuset",):  # 010 is octal 8 and 1:30 is 90 in YAML 1.1: a cpuset is text
             return (f"expected a cpuset list as text, but YAML read {got} as the number {err['input']!r}; "
@@ -349,7 +368,7 @@ def _raw_value(lines: list[str], line: int, col: int, item: bool = False) -> str
         rest = ": " + rest.removeprefix("- ")
     m = re.match(r"""[^:]*:\s*("[^"]*"|'[^']*'|[^,}\]#]*)""", rest)
     text = m.group(1).strip() if m else ""
-    return text or None
+    return text if text and text[0] not in "[{" else None  # a flow list or mapping is no one scalar
 
 
 def _allowed_keys(path: tuple) -> list[str]:

@@ -39,8 +39,14 @@ _TAG_HINTS = {
 _FAST_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def read_yaml(raw: bytes, source: str) -> tuple[dict, dict[tuple, Position]]:
-    """Parse ``raw`` as one YAML document; raise ``ProfileError`` with file:line:col on any problem."""
+def read_yaml(raw: bytes, source: str, numbers: dict[tuple, tuple[Position, str]] | None = None
+              ) -> tuple[dict, dict[tuple, Position]]:
+    """Parse ``raw`` as one YAML document; raise ``ProfileError`` with file:line:col on any problem.
+
+    ``numbers``, when given, receives the key path, position and text of every number written in a
+    form only YAML 1.1 reads as one (``010``: octal 8, ``1:30``: 90), for the caller to refuse where
+    nothing more precise was said.
+    """
     if len(raw) > MAX_BYTES:
         raise ProfileError(f"{source}: file is {len(raw)} bytes; a profile is at most {MAX_BYTES} bytes")
     try:
@@ -58,11 +64,11 @@ def read_yaml(raw: bytes, source: str) -> tuple[dict, dict[tuple, Position]]:
         # problem is reported by the pure-Python parser again, so messages never depend on which one is built.
         # libyaml also takes tabs where PyYAML refuses them: a text with a tab is read by PyYAML alone, so
         # what is valid never depends on whether PyYAML was built with libyaml.
-        data, positions, node = _parse(text, source, yaml.SafeLoader if "\t" in text else _FAST_LOADER)
+        data, positions, node = _parse(text, source, yaml.SafeLoader if "\t" in text else _FAST_LOADER, numbers)
     except ProfileError:
         if _FAST_LOADER is yaml.SafeLoader:
             raise
-        data, positions, node = _parse(text, source, yaml.SafeLoader)
+        data, positions, node = _parse(text, source, yaml.SafeLoader, numbers)
     if not isinstance(data, dict):
         kind = type(data).__name__ if data is not None else "null"
         raise ProfileError(
@@ -72,7 +78,8 @@ def read_yaml(raw: bytes, source: str) -> tuple[dict, dict[tuple, Position]]:
     return data, positions
 
 
-def _parse(text: str, source: str, loader_cls: type) -> tuple[object, dict[tuple, Position], yaml.Node]:
+def _parse(text: str, source: str, loader_cls: type, numbers: dict | None = None
+           ) -> tuple[object, dict[tuple, Position], yaml.Node]:
     """One document with ``loader_cls``: data, key positions and the root node; ProfileError on any problem."""
     try:
         loader = loader_cls(text)
@@ -84,7 +91,11 @@ def _parse(text: str, source: str, loader_cls: type) -> tuple[object, dict[tuple
             raise ProfileError(f"{source}: the profile is empty; expected a mapping that starts with 'envkit: 1'")
         _check_size(node, source)
         positions: dict[tuple, Position] = {}
-        _walk(node, (), positions, source)
+        found: dict[tuple, tuple[Position, str]] = {}
+        _walk(node, (), positions, source, found)
+        if numbers is not None:
+            numbers.clear()
+            numbers.update(found)
         data = loader.construct_document(node)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
@@ -207,8 +218,17 @@ def _check_tag(node: yaml.Node, path: tuple, source: str) -> None:
     raise ProfileError(f"{where}: the YAML tag {neutralise(tag)} is not allowed in a profile; {hint.format(text=text)}")
 
 
-def _walk(node: yaml.Node, path: tuple, out: dict[tuple, Position], source: str) -> None:
+# Numbers only YAML 1.1 reads as numbers: a leading 0 (octal) and base 60 (1:30); 1.2 reads neither so.
+_YAML11_NUMBER = re.compile(r"[-+]?(0[0-9_]+|[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?)")
+_NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+
+
+def _walk(node: yaml.Node, path: tuple, out: dict[tuple, Position], source: str,
+          numbers: dict[tuple, tuple[Position, str]]) -> None:
     _check_tag(node, path, source)
+    if (isinstance(node, yaml.ScalarNode) and node.tag in _NUMBER_TAGS and not node.style  # plain: None or ""
+            and _YAML11_NUMBER.fullmatch(node.value)):
+        numbers[path] = ((node.start_mark.line + 1, node.start_mark.column + 1), node.value)
     if isinstance(node, yaml.MappingNode):
         seen: dict[object, int] = {}
         for k, v in node.value:
@@ -224,12 +244,12 @@ def _walk(node: yaml.Node, path: tuple, out: dict[tuple, Position], source: str)
             seen[key] = k.start_mark.line + 1
             child = path + (key,)
             out.setdefault(child, (k.start_mark.line + 1, k.start_mark.column + 1))
-            _walk(v, child, out, source)
+            _walk(v, child, out, source, numbers)
     elif isinstance(node, yaml.SequenceNode):
         for i, v in enumerate(node.value):
             child = path + (i,)
             out.setdefault(child, (v.start_mark.line + 1, v.start_mark.column + 1))
-            _walk(v, child, out, source)
+            _walk(v, child, out, source, numbers)
 
 
 def _dotted(path: tuple) -> str:
