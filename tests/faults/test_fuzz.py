@@ -92,7 +92,8 @@ KEYS = [("name",), ("image", "base"), ("image", "tag"), ("run", "shm_size"), ("r
 # YAML 1.1's surprises, written raw: booleans, octal and sexagesimal numbers, dates, non-finite floats.
 YAML11 = ["yes", "no", "on", "off", "y", "n", "Y", "N", "YES", "On", "010", "-010", "0o10", "0x1f", "1:30", "-1:30",
           "1_000", "0b101", "190:20:30.15", "2024-01-01", "2024-01-01 10:00:00", "2001-12-14t21:59:43.10-05:00",
-          ".inf", "-.inf", ".nan", ".NaN", "~", "1e3", "+1", "0.", "-0", "[1:30, 010, yes]", "{a: 2024-01-01}"]
+          ".inf", "-.inf", ".nan", ".NaN", "~", "1e3", "+1", "0.", "-0", "[1:30, 010, yes]", "{a: 2024-01-01}",
+          "{<<: {soft: 010, hard: 1:30}}", "{1: 010, 2024-01-01: x}"]
 # Tags: JSON's kinds spelled explicitly, and everything else (refused; !!python/... safe_load refuses too).
 TAGS = ["!!set {a, b}", "!!binary ZGVtbw==", "!!timestamp 2024-01-01", "!!python/object:os.system x",
         "!!python/name:os.system", "!!python/tuple [1]", "!!omap [{a: 1}]", "!!pairs [{a: 1}]", "!local x",

@@ -107,7 +107,7 @@ def load_profile(path: Path | None) -> LoadedProfile:
 
 def load_profile_bytes(raw: bytes, source: str, base_dir: Path) -> LoadedProfile:
     """Validate raw profile bytes; ``source`` names the file in messages."""
-    numbers: dict[tuple, tuple[tuple[int, int], str]] = {}
+    numbers: dict[tuple, tuple[tuple[int, int], str, object]] = {}
     data, pos = read_yaml(raw, source, numbers)
     _check_version(data, pos, source)
     try:
@@ -115,7 +115,7 @@ def load_profile_bytes(raw: bytes, source: str, base_dir: Path) -> LoadedProfile
     except ValidationError as e:
         lines = raw.decode("utf-8", "replace").splitlines()
         raise ProfileError(_format_errors(e, data, pos, source, lines)) from None
-    _check_yaml11_numbers(numbers, data, source)
+    _check_yaml11_numbers(numbers, source)
     inputs = _check_files(profile, pos, source, base_dir)
     _check_mount_sources(profile, pos, source, base_dir)
     note = _check_python(profile, pos, source, base_dir)
@@ -126,13 +126,10 @@ def load_profile_bytes(raw: bytes, source: str, base_dir: Path) -> LoadedProfile
     return LoadedProfile(profile, source, base_dir, hashlib.sha256(canonical.encode()).hexdigest(), inputs, lock, note)
 
 
-def _check_yaml11_numbers(numbers: dict, data: dict, source: str) -> None:
+def _check_yaml11_numbers(numbers: dict, source: str) -> None:
     """Refuse numbers that only YAML 1.1 reads so (``010`` is 8, ``1:30`` is 90), wherever they load."""
     problems = []
-    for path, ((line, col), text) in sorted(numbers.items(), key=lambda item: item[1][0]):
-        node: object = data
-        for seg in path:
-            node = node[seg] if isinstance(node, (dict, list)) else None
+    for path, ((line, col), text, node) in sorted(numbers.items(), key=lambda item: item[1][0]):
         problems.append(f"{source}:{line}:{col}: {_dotted(path)}: YAML 1.1 reads {neutralise(text)} as the number "
                         f"{node!r}; write {node!r} if that is meant, or put it in quotes (\"{neutralise(text)}\")")
     if problems:

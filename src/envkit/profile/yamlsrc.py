@@ -39,11 +39,11 @@ _TAG_HINTS = {
 _FAST_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def read_yaml(raw: bytes, source: str, numbers: dict[tuple, tuple[Position, str]] | None = None
+def read_yaml(raw: bytes, source: str, numbers: dict[tuple, tuple[Position, str, object]] | None = None
               ) -> tuple[dict, dict[tuple, Position]]:
     """Parse ``raw`` as one YAML document; raise ``ProfileError`` with file:line:col on any problem.
 
-    ``numbers``, when given, receives the key path, position and text of every number written in a
+    ``numbers``, when given, receives the key path, position, text and value of every number written in a
     form only YAML 1.1 reads as one (``010``: octal 8, ``1:30``: 90), for the caller to refuse where
     nothing more precise was said.
     """
@@ -91,7 +91,7 @@ def _parse(text: str, source: str, loader_cls: type, numbers: dict | None = None
             raise ProfileError(f"{source}: the profile is empty; expected a mapping that starts with 'envkit: 1'")
         _check_size(node, source)
         positions: dict[tuple, Position] = {}
-        found: dict[tuple, tuple[Position, str]] = {}
+        found: dict[tuple, tuple[Position, str, object]] = {}
         _walk(node, (), positions, source, found)
         if numbers is not None:
             numbers.clear()
@@ -224,11 +224,12 @@ _NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
 
 
 def _walk(node: yaml.Node, path: tuple, out: dict[tuple, Position], source: str,
-          numbers: dict[tuple, tuple[Position, str]]) -> None:
+          numbers: dict[tuple, tuple[Position, str, object]]) -> None:
     _check_tag(node, path, source)
     if (isinstance(node, yaml.ScalarNode) and node.tag in _NUMBER_TAGS and not node.style  # plain: None or ""
             and _YAML11_NUMBER.fullmatch(node.value)):
-        numbers[path] = ((node.start_mark.line + 1, node.start_mark.column + 1), node.value)
+        numbers[path] = ((node.start_mark.line + 1, node.start_mark.column + 1), node.value,
+                         yaml.safe_load(node.value))
     if isinstance(node, yaml.MappingNode):
         seen: dict[object, int] = {}
         for k, v in node.value:
