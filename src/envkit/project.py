@@ -106,6 +106,9 @@ def _glob_chunks(pat: str) -> list[tuple[str, str]]:
     return out
 
 
+# A pattern's literal head: what comes before its first wildcard or class.
+_LITERAL_HEAD = re.compile(r"[^*?\[]*")
+
 # Tokens of a glob, as docker-py's translate spells them in a regex.
 _LIT, _ONE, _CLASS, _STAR, _DIRS, _TAIL = range(6)  # c, [^/], [...], [^/]*, (.*/)?, .*
 
@@ -249,11 +252,32 @@ class DockerIgnore:
         for pattern in self._matcher.patterns:
             # Pattern.match is fnmatch(normalize_slashes(path), cleaned_pattern): the same, compiled.
             pattern.match = _pattern_match(compile_glob(pattern.cleaned_pattern))
+        # Last pattern first, each with the literal text a match must start with (lowercased, as
+        # docker-py compares): see excluded.
+        self._last_first = [(p, _LITERAL_HEAD.match(p.cleaned_pattern.lower()).group(), len(p.dirs))  # type: ignore[union-attr]
+                            for p in reversed(self._matcher.patterns)]
         self._exceptions = tuple(p.cleaned_pattern for p in self._matcher.patterns if p.exclusion)
 
     def excluded(self, rel: str) -> bool:
-        """True when the pattern list excludes ``rel`` (a /-separated path under the context)."""
-        return bool(self._matcher.matches(rel))
+        """True when the pattern list excludes ``rel`` (a /-separated path under the context).
+
+        docker-py's ``PatternMatcher.matches``: the last pattern matching ``rel``, or the folder
+        above it as deep as the pattern's own, decides. For a plain ASCII path (no empty or ``.``
+        segment: what :func:`project_files` walks) the patterns are tried last first, and one whose
+        literal head the path does not start with is skipped: neither the path nor a folder above it,
+        a prefix of the path, could match it. Any other path goes to docker-py's loop as it is.
+        """
+        parts = rel.split("/")
+        if not rel.isascii() or "" in parts or "." in parts:
+            return bool(self._matcher.matches(rel))
+        low = rel.lower()
+        above = len(parts) - 1
+        for pattern, head, depth in self._last_first:
+            if not low.startswith(head):
+                continue
+            if pattern.match(rel) or (0 < depth <= above and pattern.match("/".join(parts[:depth]))):
+                return not pattern.exclusion
+        return False
 
     def descends(self, rel_dir: str) -> bool:
         """True when a walk of the context enters folder ``rel_dir`` (docker-py's walk does the same)."""

@@ -134,3 +134,22 @@ def test_an_invalid_class_in_a_dockerignore_is_refused_not_a_crash(tmp_path):
     (tmp_path / ".dockerignore").write_text("[b-a].txt\n")
     with pytest.raises(ProfileError, match=r"\.dockerignore: pattern '\[b-a\]\.txt' is not valid"):
         project_files(tmp_path)
+
+
+@settings(max_examples=500, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+@given(rules=st.lists(st.text(alphabet="ab/*?[]!.", min_size=1, max_size=8), min_size=1, max_size=5),
+       paths=st.lists(st.text(alphabet="abAB/.", min_size=1, max_size=10), min_size=1, max_size=8))
+def test_excluded_decides_as_docker_pys_pattern_matcher(rules, paths):
+    from docker.utils.build import PatternMatcher
+
+    from envkit.project import DockerIgnore
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            ours = DockerIgnore(rules)
+        except ProfileError:
+            return  # a bracket class re refuses (compared with docker-py above)
+        theirs = PatternMatcher([*rules, "!Dockerfile"])
+        for path in paths:
+            assert ours.excluded(path) == bool(theirs.matches(path)), (rules, path)
