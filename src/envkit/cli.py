@@ -22,12 +22,13 @@ import threading
 from envkit import __version__
 from envkit.commands import COMMANDS, load
 from envkit.errors import EnvkitError, UsageError
+from envkit.termtext import neutralise_lines
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # usage errors: exit 2 with one line, like every other bad input
         self.print_usage(sys.stderr)
-        print(f"envkit: error: {message}", file=sys.stderr)
+        print(f"envkit: error: {neutralise_lines(message)}", file=sys.stderr)
         raise SystemExit(2)
 
 
@@ -75,9 +76,10 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         return load(args.command).main(args)
     except (EnvkitError, UsageError) as e:
-        print(f"envkit: error: {e}", file=sys.stderr)
+        # Messages quote the user's keys, values and file names: every line is made safe to print.
+        print(f"envkit: error: {neutralise_lines(str(e))}", file=sys.stderr)
         if e.hint:
-            print(f"envkit: hint: {e.hint}", file=sys.stderr)
+            print(f"envkit: hint: {neutralise_lines(e.hint)}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt as e:
         print("envkit: interrupted; cleaned up", file=sys.stderr)
@@ -86,12 +88,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except OSError as e:  # the file system said no (permissions, full disk, a path through a file)
         where = f"{e.filename}: " if e.filename else ""
-        print(f"envkit: error: {where}{e.strerror or e}", file=sys.stderr)
+        print(f"envkit: error: {neutralise_lines(f'{where}{e.strerror or e}')}", file=sys.stderr)
         return 1
     except Exception as e:  # a bug in envkit: one line for the user, the traceback on request
         if os.environ.get("ENVKIT_DEBUG"):
             raise
-        print(f"envkit: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"envkit: internal error: {type(e).__name__}: {neutralise_lines(str(e))}", file=sys.stderr)
         print("envkit: hint: rerun with ENVKIT_DEBUG=1 for the traceback, and please report it", file=sys.stderr)
         return 70
 

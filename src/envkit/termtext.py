@@ -1,25 +1,62 @@
-"""Text from outside envkit made safe for the user's terminal (build logs, harness output tails).
+"""Text from outside envkit made safe for the user's terminal (build logs, harness output, messages).
 
-A RUN step's or a container's output reaches the user's terminal; raw escapes could
-retitle it, hide lines or rewrite what was printed before. Shared by ``imagebuild``
-(build progress and failure tails) and ``validate`` (harness output tails), so the
-rule lives here once.
+A RUN step's or a container's output, and a profile's keys and values quoted in a message, reach the
+user's terminal: raw escapes could retitle it, hide lines or rewrite what was printed before, and
+bidi or invisible characters could make a key read as another (``shm_size\\u200b`` as ``shm_size``).
+Shared by ``imagebuild`` (build progress and failure tails), ``validate`` (harness output tails),
+the profile's messages and ``cli`` (every error line), so the rule lives here once.
 
 Example:
     >>> neutralise("ok\\x1b]0;pwned\\x07\\tdone")
     'ok\\\\x1b]0;pwned\\\\x07\\tdone'
+    >>> neutralise("shm_size\\u200b \\u202eabc")
+    'shm_size\\\\u200b \\\\u202eabc'
 """
 
 from __future__ import annotations
 
-# Every C0 control except TAB, DEL, and the C1 range (which some terminals treat as CSI/OSC).
-_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0a, 0x20), 0x7f, *range(0x80, 0xa0)]}
+import re
+import unicodedata
+
+# Candidates: anything but TAB and printable ASCII; each is then judged by its Unicode category.
+_SUSPECT = re.compile(r"[^\t\x20-\x7e]")
+# Controls (C0, DEL, C1), format characters (bidi embeddings, overrides and isolates, zero-width
+# space/joiners, word joiner, BOM, soft hyphen), line/paragraph separators, surrogates (which no
+# terminal encoding can carry) and unassigned code points (U+FFFE).
+_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Cn"})
+# Letters and marks that render as nothing: combining grapheme joiner, Hangul and Khmer fillers.
+_INVISIBLE = frozenset({0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x3164, 0xFFA0})
+
+
+def _escape(m: re.Match[str]) -> str:
+    ch = m.group()
+    code = ord(ch)
+    if code not in _INVISIBLE and unicodedata.category(ch) not in _UNSAFE_CATEGORIES:
+        return ch
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def neutralise(text: str) -> str:
-    """``text`` with control characters (ESC, BEL, CR, NUL...) shown as ``\\xNN``; TAB kept.
+    """``text`` with control, bidi and invisible characters shown as escapes, as Python's repr spells them.
+
+    ``\\xNN`` below U+0100 (ESC, BEL, CR, NUL, NEL...), ``\\uXXXX`` above (U+200B, U+202E, U+FEFF...);
+    TAB and every visible character kept. Backslashes are left alone, so neutralising twice is the
+    same as once.
 
     >>> neutralise("a\\rb\\x00c")
     'a\\\\x0db\\\\x00c'
+    >>> neutralise("caf\\u00e9 \\u4e2d \\U0001f600")
+    'café 中 😀'
     """
-    return text.translate(_CONTROL)
+    return _SUSPECT.sub(_escape, text)
+
+
+def neutralise_lines(text: str) -> str:
+    """Each line of ``text`` neutralised, the line breaks (``\\n``) between them kept.
+
+    >>> neutralise_lines("a\\x1b[8m\\nb")
+    'a\\\\x1b[8m\\nb'
+    """
+    return "\n".join(neutralise(line) for line in text.split("\n"))

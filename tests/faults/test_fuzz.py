@@ -1,8 +1,9 @@
 """Property tier: generated profiles, .wslconfig texts and expectation JSON.
 
-For every input: no exit 70, no traceback, exit 0 or 2 only, and nothing written
-on error. 200 examples per input kind by default, 2 000 in CI (the README's test command passes
-``--fuzz-examples=2000``; ``ENVKIT_FUZZ_EXAMPLES`` also sets it; tests/conftest.py registers the
+For every input: no exit 70, no traceback, exit 0 or 2 only, nothing written on error, and no
+control, bidi or invisible character on stderr (YAML 1.1 scalars, tags and keys holding such
+characters are among the generated profiles). 200 examples per input kind by default, 2 000 in CI
+(the README's test command passes ``--fuzz-examples=2000``; ``ENVKIT_FUZZ_EXAMPLES`` also sets it; tests/conftest.py registers the
 profile), derandomized so CI is stable; the commands run in-process through
 ``envkit.cli.main`` (a subprocess per example would take minutes).
 """
@@ -15,6 +16,7 @@ import json
 import shutil
 import string
 import tempfile
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -87,10 +89,58 @@ KEYS = [("name",), ("image", "base"), ("image", "tag"), ("run", "shm_size"), ("r
         ("unknown",), ("envkit",)]
 
 
+# YAML 1.1's surprises, written raw: booleans, octal and sexagesimal numbers, dates, non-finite floats.
+YAML11 = ["yes", "no", "on", "off", "y", "n", "Y", "N", "YES", "On", "010", "-010", "0o10", "0x1f", "1:30", "-1:30",
+          "1_000", "0b101", "190:20:30.15", "2024-01-01", "2024-01-01 10:00:00", "2001-12-14t21:59:43.10-05:00",
+          ".inf", "-.inf", ".nan", ".NaN", "~", "1e3", "+1", "0.", "-0", "[1:30, 010, yes]", "{a: 2024-01-01}",
+          "{<<: {soft: 010, hard: 1:30}}", "{1: 010, 2024-01-01: x}"]
+# Tags: JSON's kinds spelled explicitly, and everything else (refused; !!python/... safe_load refuses too).
+TAGS = ["!!set {a, b}", "!!binary ZGVtbw==", "!!timestamp 2024-01-01", "!!python/object:os.system x",
+        "!!python/name:os.system", "!!python/tuple [1]", "!!omap [{a: 1}]", "!!pairs [{a: 1}]", "!local x",
+        "!<tag:yaml.org,2002:set> {a}", "!!str 5", "!!int '8'", "!!float 1", "!!bool yes", "!!null ''", "!!seq [a]",
+        "!!map {a: 1}", "&x !!set {a} ", "!!merge x"]
+RAW_KEYS = [("run", "shm_size"), ("run", "cpuset"), ("run", "cpus"), ("run", "gpus"), ("run", "numa"),
+            ("run", "mount_project"), ("run", "ulimits"), ("run", "env"), ("loader", "num_workers"),
+            ("loader", "batch_size"), ("loader", "pin_memory"), ("loader", "sample_shape"), ("image", "tag"),
+            ("image", "pip_packages"), ("image", "user"), ("image", "cuda_devel"), ("image", "env"),
+            ("wsl", "processors"), ("wsl", "swap"), ("cluster", "nodes")]
+# Characters a key may carry that a terminal acts on or hides: controls, bidi, zero-width, BOM.
+# As YAML's double quotes spell them: the raw controls are refused before parsing, the escapes reach keys.
+HIDDEN = [r"\x1b]0;x\x07", r"\x1b[8m", r"\x00", r"\x85", r"\x9b", r"\u200b", r"\u200f", r"\u202e", r"\u2066",
+          r"\u2069", r"\ufeff", r"\u2060", r"\u00ad", r"\u2028", r"\ud800"]
+RAW_HIDDEN = ["\u200b", "\u200d", "\u202a", "\u202e", "\u2067", "\ufeff", "\u2060", "\u00ad", "\u061c"]
+
+
+def _unsafe(text: str) -> list[str]:
+    """Characters of ``text`` a terminal would act on or hide (every message line must have none)."""
+    return [c for c in text if c not in "\n\t" and unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Cs", "Cn")]
+
+
+@st.composite
+def yaml11_profiles(draw) -> str:
+    """A valid profile but for one raw YAML 1.1 scalar or tag, or one key holding hidden characters."""
+    section, key = draw(st.sampled_from(RAW_KEYS))
+    value = draw(st.sampled_from(YAML11 + TAGS))
+    if draw(st.booleans()):
+        hidden = draw(st.lists(st.sampled_from(HIDDEN), min_size=1, max_size=3))
+        key = f'"{key}{"".join(hidden)}"' if draw(st.booleans()) else f'"{"".join(hidden)}{key}"'
+        value = draw(st.sampled_from(["8g", "1", "yes", "x"]))
+    elif draw(st.booleans()):
+        key = key + "".join(draw(st.lists(st.sampled_from(RAW_HIDDEN), min_size=1, max_size=2)))
+    head = "envkit: 1\nname: fuzz\n"
+    image = "image:\n  base: debian:bookworm\n"
+    if section == "image":
+        return head + image + f"  {key}: {value}\n"
+    return head + image + f"{section}:\n  {key}: {value}\n"
+
+
 @st.composite
 def profiles(draw) -> bytes:
-    """Mostly near-valid profiles with one to three fuzzed values; sometimes raw text or deep nesting."""
-    kind = draw(st.integers(0, 9))
+    """Mostly near-valid profiles with one to three fuzzed values; sometimes raw text, deep nesting,
+    YAML 1.1 scalars, tags or keys with hidden characters."""
+    kind = draw(st.integers(0, 11))
+    if kind >= 10:
+        return draw(yaml11_profiles()).encode("utf-8")
     if kind == 0:
         return draw(st.binary(max_size=200))
     if kind == 1:
@@ -124,6 +174,7 @@ def test_generated_profiles_never_crash_and_never_half_write(raw):
     rc, err = _main(["generate", str(root / "p.yaml"), "-o", str(out), "--target", "run"])
     assert rc in (0, 2), (rc, err)
     assert "Traceback" not in err and "internal error" not in err, err
+    assert not _unsafe(err), ascii(err)
     if rc == 2:
         assert err.startswith("envkit: error: "), err
         assert not out.exists(), "nothing written on bad input"

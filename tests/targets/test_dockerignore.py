@@ -8,12 +8,18 @@ docker-py always keeps, and folders docker-py lists beside the files).
 from __future__ import annotations
 
 import os
+import re
+import warnings
 from pathlib import Path
 
 import pytest
+from docker.utils import fnmatch as docker_fnmatch
 from docker.utils.build import exclude_paths
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from envkit.project import project_files, read_dockerignore
+from envkit.errors import ProfileError
+from envkit.project import collapse_stars, compile_glob, project_files, read_dockerignore
 
 TREE = ("train.py", "token1.json", "tokenA.json", "token12.json", "a.txt", "b.txt", "d.txt", "x*y.txt", "xzy.txt", "x\\zy.txt",
         "data/keep.txt", "data/big.bin", "data/sub/deep.bin", "data/sub/keep.txt", "src/pkg/mod.py",
@@ -34,6 +40,12 @@ CASES = {
     "comments and blanks": ["# train.py", "", "   ", "#*.txt", "b.txt  "],
     "exclude all but": ["*", "!train.py", "!src/", "src/**/test_*"],
     "dot": [".", "./a.txt", "docs/../b.txt"],
+    # Shortened before matching (envkit.project.collapse_stars): the same selection as docker-py's.
+    "runs of double stars": ["**/**/**/**/**/**/**/**/*.bin", "**/**/sub/**/**", "docs/****", "*****.log"],
+    "double stars before a dot-dot": ["**/**/../**/**/build/**/**"],
+    # More wildcards than a regex is left with (envkit.project.compile_glob's NFA).
+    "many wildcards": ["**/s*/p*/*_*.py", "d*/**/*e*p*.bin", "!**/d*/**/k*p*.*t"],
+    "stars in a class": ["[**/]*.txt", "x[*]*y.txt"],
 }
 
 
@@ -69,3 +81,75 @@ def test_a_dockerignore_over_the_cap_is_refused(tmp_path):
     (tmp_path / ".dockerignore").write_bytes(b"#" * (1024 * 1024 + 1))
     with pytest.raises(ProfileError, match=r"\.dockerignore"):
         project_files(tmp_path)
+
+
+# Short patterns and paths over the characters that matter to docker-py's translate.
+_GLOBS = st.text(alphabet="ab/*?[]!^\\.-\n", max_size=10)
+_PATHS = st.text(alphabet="abAB/.*[]!-\n", max_size=10)
+
+
+@settings(max_examples=1000, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+@given(pattern=_GLOBS, paths=st.lists(_PATHS, min_size=1, max_size=8))
+def test_compiled_globs_match_what_docker_pys_fnmatch_matches(pattern, paths):
+    with warnings.catch_warnings():  # "[[": Python's re warns of a future nested set, in docker-py too
+        warnings.simplefilter("ignore")
+        _same_as_docker_py(pattern, paths)
+
+
+def _same_as_docker_py(pattern: str, paths: list[str]) -> None:
+    try:
+        glob = compile_glob(pattern)
+    except ProfileError:  # a bracket class Python's re refuses ([b-a]): docker-py raises re.error on it
+        with pytest.raises(re.error):
+            docker_fnmatch.fnmatch("a", pattern)
+        return
+    for path in paths:
+        assert glob(path) == docker_fnmatch.fnmatch(path, pattern), (pattern, path)
+        assert docker_fnmatch.fnmatch(path, collapse_stars(pattern)) == docker_fnmatch.fnmatch(path, pattern)
+
+
+def test_runs_of_double_stars_are_shortened():
+    assert collapse_stars("**/**/**/**/**/**/**/**/x") == "**/x"
+    assert collapse_stars("a/**/**/b/***/**/c") == "a/**/b/***/**/c"
+    assert collapse_stars("[**/**]/**/**/y") == "[**/**]/**/y"
+
+
+def test_each_pattern_is_compiled_once_however_long_the_dockerignore(tmp_path, monkeypatch):
+    # docker-py caches 100 compiled expressions: with more patterns it recompiled them for every path.
+    for d in range(5):
+        for f in range(5):
+            (tmp_path / f"d{d}" / f"f{f}.py").parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / f"d{d}" / f"f{f}.py").write_text("")
+    patterns = [f"d{i}/*/f{i}.py" for i in range(150)]
+    (tmp_path / ".dockerignore").write_text("\n".join(patterns) + "\n")
+    compiled: list[str] = []
+    real = docker_fnmatch.translate
+    monkeypatch.setattr(docker_fnmatch, "translate", lambda pat: compiled.append(pat) or real(pat))
+    assert len(project_files(tmp_path)) == 25
+    assert len(compiled) <= len(patterns) + 2  # with !Dockerfile and !.dockerignore
+
+
+def test_an_invalid_class_in_a_dockerignore_is_refused_not_a_crash(tmp_path):
+    (tmp_path / "a.txt").write_text("")
+    (tmp_path / ".dockerignore").write_text("[b-a].txt\n")
+    with pytest.raises(ProfileError, match=r"\.dockerignore: pattern '\[b-a\]\.txt' is not valid"):
+        project_files(tmp_path)
+
+
+@settings(max_examples=500, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+@given(rules=st.lists(st.text(alphabet="ab/*?[]!.", min_size=1, max_size=8), min_size=1, max_size=5),
+       paths=st.lists(st.text(alphabet="abAB/.", min_size=1, max_size=10), min_size=1, max_size=8))
+def test_excluded_decides_as_docker_pys_pattern_matcher(rules, paths):
+    from docker.utils.build import PatternMatcher
+
+    from envkit.project import DockerIgnore
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            ours = DockerIgnore(rules)
+        except ProfileError:
+            return  # a bracket class re refuses (compared with docker-py above)
+        theirs = PatternMatcher([*rules, "!Dockerfile"])
+        for path in paths:
+            assert ours.excluded(path) == bool(theirs.matches(path)), (rules, path)

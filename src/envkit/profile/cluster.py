@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from envkit.profile.types import WholeText
 
@@ -56,7 +56,7 @@ class ClaimVolume(_Section):
 
     claim: Label = Field(description="The PersistentVolumeClaim's name.")
     mount: MountPath = Field(description="Where it is mounted in the container.")
-    read_only: bool = Field(False, description="Mount the claim read-only.")
+    read_only: StrictBool = Field(False, description="Mount the claim read-only.")
 
 
 class Kubernetes(_Section):
@@ -68,7 +68,7 @@ class Kubernetes(_Section):
     tolerations: tuple[Toleration, ...] = Field((), description="Pod tolerations, in Kubernetes' shape.")
     volumes: tuple[ClaimVolume, ...] = Field((), description="PersistentVolumeClaims mounted into every pod and its preflight.")
     # run.volumes are host paths on a workstation; on a cluster they become hostPath volumes only if asked.
-    host_path_volumes: bool = Field(False,
+    host_path_volumes: StrictBool = Field(False,
         description="Mount run.volumes with absolute host paths as hostPath volumes (only for paths every node has).")
 
 

@@ -30,6 +30,7 @@ from envkit.pem import certificate_blocks, private_key_at
 from envkit.plan.paths import LOCK_FILE_NAME
 from envkit.profile.model import Profile
 from envkit.profile.yamlsrc import _dotted, read_yaml
+from envkit.termtext import neutralise
 from envkit.safeio import CERT_MAX, PROFILE_MAX, REQUIREMENTS_MAX, read_bounded
 from envkit.units import did_you_mean
 
@@ -50,6 +51,7 @@ SLURM_MOUNT_SEPARATORS = (",", ":")
 _EXPECTED = {
     ("run", "gpus"): "'all', 'none', a GPU count >= 1, or a list of device ids such as [0, 1]",
     ("loader", "num_workers"): "'auto' or a whole number from 0 to 256",
+    ("run", "numa"): "'none', 'auto' or a NUMA node id from 0 to 1023",
 }
 
 
@@ -119,13 +121,15 @@ def load_profile(path: Path | None) -> LoadedProfile:
 
 def load_profile_bytes(raw: bytes, source: str, base_dir: Path) -> LoadedProfile:
     """Validate raw profile bytes; ``source`` names the file in messages."""
-    data, pos = read_yaml(raw, source)
+    numbers: dict[tuple, tuple[tuple[int, int], str, object]] = {}
+    data, pos = read_yaml(raw, source, numbers)
     _check_version(data, pos, source)
     try:
         profile = Profile.model_validate(data)
     except ValidationError as e:
         lines = raw.decode("utf-8", "replace").splitlines()
         raise ProfileError(_format_errors(e, data, pos, source, lines)) from None
+    _check_yaml11_numbers(numbers, source)
     inputs = _check_files(profile, pos, source, base_dir)
     _check_mount_sources(profile, pos, source, base_dir)
     _check_run_env(profile, pos, source)
@@ -163,6 +167,16 @@ def outside_tree(path: Path, base_dir: Path) -> str | None:
     via = f" (a symbolic link to {real})" if real != Path(os.path.normpath(path.absolute())) else ""
     return (f"lies outside {where}{via}; it is copied into the build context and the image, so only the "
             "project's own files may be named: copy it into the project")
+
+
+def _check_yaml11_numbers(numbers: dict, source: str) -> None:
+    """Refuse numbers that only YAML 1.1 reads so (``010`` is 8, ``1:30`` is 90), wherever they load."""
+    problems = []
+    for path, ((line, col), text, node) in sorted(numbers.items(), key=lambda item: item[1][0]):
+        problems.append(f"{source}:{line}:{col}: {_dotted(path)}: YAML 1.1 reads {neutralise(text)} as the number "
+                        f"{node!r}; write {node!r} if that is meant, or put it in quotes (\"{neutralise(text)}\")")
+    if problems:
+        raise ProfileError("\n".join(problems[:MAX_ERRORS]))
 
 
 def _read_lock(base_dir: Path) -> bytes | None:
@@ -342,8 +356,9 @@ def _format_errors(exc: ValidationError, data: dict, pos: dict, source: str, lin
     for err in exc.errors():
         path, extra = _data_path(err["loc"], data)
         line, col = pos[path] if path in pos else (0, 0)
+        # The value as written (a union's members leave their tags in ``extra``; the text is the same).
         raw = (_raw_value(lines, line, col, item=isinstance(path[-1], int))
-               if path and path in pos and not extra else None)
+               if path and path in pos and err["type"] != "missing" else None)
         message = _describe(dict(err), path, extra, raw)
         # One line per key path: a union failure yields one error per member.
         if path not in found or err["type"] in ("extra_forbidden", "missing"):
@@ -409,7 +424,13 @@ def _describe(err: dict, path: tuple, extra: list, raw: str | None = None) -> st
             hint = ("; a Windows path: inside WSL2 write /mnt/c/... (slow: 9P), or better, copy the data into "
                     "the Linux file system (~/data) and mount that")
         return f"{got} is not valid here; expected {what}{hint}"
+    if kind == "string_type" and isinstance(err.get("input"), bool):
+        return (f"expected text, but YAML read {got} as the boolean {str(err['input']).lower()}; "
+                f"put it in quotes, e.g. \"{raw or err['input']}\"")
     if kind == "string_type" and isinstance(err.get("input"), (int, float)) and not isinstance(err.get("input"), bool):
+        if path[-1:] == ("cpuset",):  # 010 is octal 8 and 1:30 is 90 in YAML 1.1: a cpuset is text
+            return (f"expected a cpuset list as text, but YAML read {got} as the number {err['input']!r}; "
+                    f"put it in quotes: cpuset: \"{raw or err['input']}\" (a list such as \"0-3\" or \"0,2,4-6\")")
         return (f"expected text, but YAML read {got} as the number {err['input']!r}; "
                 f"put it in quotes, e.g. \"{raw or err['input']}\"")
     if kind in _RANGES:
@@ -435,12 +456,12 @@ _TYPES = {
 
 
 def _show(value, raw: str | None) -> str:
-    """The value as the user wrote it (the file's text when we have it), not Python's repr."""
+    """The value as the user wrote it (the file's text when we have it), not Python's repr; safe to print."""
     if raw:
-        return raw
+        return neutralise(raw)
     if isinstance(value, str):
-        return f"'{value}'"
-    return repr(value)
+        return f"'{neutralise(value)}'"
+    return neutralise(repr(value))
 
 
 def _raw_value(lines: list[str], line: int, col: int, item: bool = False) -> str | None:
@@ -452,7 +473,7 @@ def _raw_value(lines: list[str], line: int, col: int, item: bool = False) -> str
         rest = ": " + rest.removeprefix("- ")
     m = re.match(r"""[^:]*:\s*("[^"]*"|'[^']*'|[^,}\]#]*)""", rest)
     text = m.group(1).strip() if m else ""
-    return text or None
+    return text if text and text[0] not in "[{" else None  # a flow list or mapping is no one scalar
 
 
 def _allowed_keys(path: tuple) -> list[str]:

@@ -14,15 +14,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Literal, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
 from envkit.harness.sizing import DTYPE_ITEMSIZE, MAX_WORKERS, batch_bytes
 from envkit.profile.cluster import Cluster
 from envkit.hostpaths import split_volume
 from envkit.profile.dockerref import PATH_COMPONENT, check_cpus, check_reference, volume_target_problem
 from envkit.profile.types import (
-    AbsPath, Cpuset, DebPackage, EnvName, EnvValue, Name, PipRequirement, PositiveInt, RunEnvValue, RunText, Size,
-    WholeText,
+    AbsPath, Cpuset, DebPackage, EnvName, EnvValue, Name, NumberNotBool, PipRequirement, PositiveInt, RunEnvValue,
+    RunText, Size, WholeText,
 )
 from envkit.profile.wsl import Wsl
 from envkit.project import SECRETS
@@ -108,7 +108,7 @@ class Image(Model):
     # True when the image compiles CUDA extensions and so needs a nvidia/cuda:*-devel base (nvcc,
     # headers). Without it, a nvidia/cuda base next to a CUDA torch wheel is warned about: the
     # wheel brings its own CUDA libraries, so the base's copy is dead weight.
-    cuda_devel: bool = Field(False, description="The image compiles CUDA extensions, so its base is a nvidia/cuda:*-devel image.")
+    cuda_devel: StrictBool = Field(False, description="The image compiles CUDA extensions, so its base is a nvidia/cuda:*-devel image.")
     # A team's own requirement files (relative to the profile), installed as they are after torch and
     # constrained to it; a file with hashes is installed with --require-hashes.
     requirements: tuple[Annotated[str, Field(pattern=r"^[^\x00-\x1f]+$")], ...] = Field((),
@@ -116,10 +116,11 @@ class Image(Model):
     # The profile's folder copied into image.workdir as the image's last layers (a cluster node pulls the
     # image and needs the code in it). Default: on when the profile has a cluster section, else off
     # (a workstation bind-mounts the folder). See Profile.copies_project.
-    copy_project: bool | None = Field(None,
+    copy_project: StrictBool | None = Field(None,
         description="Copy the profile's folder into image.workdir; default: true with a cluster section, else false.")
     # `pip install --no-deps .` of the copied project (it needs a pyproject.toml or setup.py).
-    install_project: bool = Field(False, description="pip install --no-deps the copied project (needs its pyproject.toml or setup.py).")
+    install_project: StrictBool = Field(False,
+        description="pip install --no-deps the copied project (needs its pyproject.toml or setup.py).")
     # The built-in credential patterns (envkit.project.SECRETS) the copied project deliberately ships.
     ship_secrets: tuple[SecretPattern, ...] = Field((),
         description="Built-in secret patterns (e.g. '.aws/config') whose files image.copy_project copies anyway; "
@@ -205,13 +206,13 @@ class Run(Model):
     ipc: Literal["private", "shareable", "host"] = Field("private",
         description="IPC namespace; host shares the host's and makes shm_size moot.")
     cpuset: Cpuset | None = Field(None, description="--cpuset-cpus; torch's worker bound sees it.")
-    cpus: Annotated[float, Field(gt=0, le=4096), AfterValidator(check_cpus)] | None = Field(None,
+    cpus: Annotated[float, Field(gt=0, le=4096), NumberNotBool, AfterValidator(check_cpus)] | None = Field(None,
         description="CFS quota (--cpus); torch does not see it, the harness does.")
     memory: Size | None = Field(None, description="--memory; shm pages count against it.")
     gpus: GpuSpec = Field("none", description="all, none, a count, or a list of GPU ids (--gpus).")
     ulimits: Annotated[dict[UlimitName, Ulimit], Field(json_schema_extra={"propertyNames": {"enum": list(ULIMIT_NAMES)}})] = Field({},
         description="ulimit name -> limit: an int (soft = hard), unlimited, or {soft, hard}; -1 is unlimited.")
-    mount_project: bool = Field(True, description="Bind-mount the profile's folder at image.workdir.")
+    mount_project: StrictBool = Field(True, description="Bind-mount the profile's folder at image.workdir.")
     volumes: tuple[Annotated[str, Field(pattern=_VOLUME_PATTERN), RunText], ...] = Field((),
         description="Bind mounts HOST:/CONTAINER[:ro|rw]; HOST absolute, relative to the profile, "
                     "or a Windows drive path (C:\\data, C:/data, //c/data); not ~.")
@@ -263,9 +264,9 @@ class Loader(Model):
     sample_shape: Annotated[tuple[Annotated[int, Field(ge=1, le=2**20), WholeText], ...], Field(min_length=1, max_length=8)] = Field(
         (3, 224, 224), description="One sample's tensor shape.")
     dtype: Dtype = Field("float32", description="The samples' dtype.")
-    pin_memory: bool = Field(True, description="Page-locked host buffers for faster host-to-GPU copies.")
+    pin_memory: StrictBool = Field(True, description="Page-locked host buffers for faster host-to-GPU copies.")
     prefetch_factor: PositiveInt = Field(2, description="Batches in flight per worker.")
-    persistent_workers: bool = Field(True, description="Keep workers between epochs.")
+    persistent_workers: StrictBool = Field(True, description="Keep workers between epochs.")
     start_method: Literal["fork", "spawn", "forkserver"] = Field("fork", description="Worker start method (Windows and macOS use spawn).")
 
     @model_validator(mode="after")

@@ -41,9 +41,24 @@ def _profile_size(value: object) -> int:
 Size = Annotated[int, BeforeValidator(_profile_size), WithJsonSchema(_SIZE_SCHEMA)]
 """Bytes, parsed from Docker-style sizes (binary units)."""
 
+def _cpuset_text(value: object) -> str:
+    """A cpuset list, given as text: YAML reads ``010`` as 8 and ``1:30`` as 90, so a number is refused.
+
+    >>> _cpuset_text("0-3,2")
+    '0-3'
+    >>> _cpuset_text(8)
+    Traceback (most recent call last):
+    ...
+    pydantic_core._pydantic_core.PydanticKnownError: Input should be a valid string
+    """
+    if not isinstance(value, str):
+        raise PydanticKnownError("string_type")
+    return format_cpuset(parse_cpuset(value))
+
+
 Cpuset = Annotated[
     str,
-    BeforeValidator(lambda v: format_cpuset(parse_cpuset(v))),
+    BeforeValidator(_cpuset_text),
     WithJsonSchema({"type": "string", "pattern": r"^\d+(-\d+)?(,\d+(-\d+)?)*$",
                     "description": "Linux cpuset list, e.g. \"0-7\" or \"0,2,4-6\"."}),
 ]
@@ -112,6 +127,8 @@ def _whole_number_text(value: object) -> object:
     ...
     pydantic_core._pydantic_core.PydanticKnownError: Input should be a valid integer, unable to parse string as an integer
     """
+    if isinstance(value, bool):  # YAML 1.1's yes/on/true: pydantic's lax int would take it as 1
+        raise PydanticKnownError("int_type")
     if isinstance(value, str) and _SIGN_AFTER_DIGIT.search(value):
         raise PydanticKnownError("int_parsing")
     return value
@@ -119,6 +136,25 @@ def _whole_number_text(value: object) -> object:
 
 # After an int's constraints (Annotated[int, Field(ge=0), WholeText]), so they stay in its JSON Schema.
 WholeText = BeforeValidator(_whole_number_text)
-"""For an int: text is refused unless it reads as one number (``"0-3"``: a whole number is expected)."""
+"""For an int: no boolean (``yes``, ``on``, ``true``), and text only when it reads as one number (not ``"0-3"``)."""
+
+
+def _not_a_boolean(value: object) -> object:
+    """``value`` unchanged unless it is a boolean, which pydantic's lax float would take as 1.0 or 0.0.
+
+    >>> _not_a_boolean(2.5)
+    2.5
+    >>> _not_a_boolean(True)
+    Traceback (most recent call last):
+    ...
+    pydantic_core._pydantic_core.PydanticKnownError: Input should be a valid number
+    """
+    if isinstance(value, bool):
+        raise PydanticKnownError("float_type")
+    return value
+
+
+NumberNotBool = BeforeValidator(_not_a_boolean)
+"""For a float: no boolean (``cpus: true`` is no CPU count)."""
 
 PositiveInt = Annotated[int, Field(ge=1), WholeText]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool
 
 from envkit.profile.types import Size, WholeText
 
@@ -112,8 +112,8 @@ class WslExperimental(_Section):
 
     autoMemoryReclaim: Literal["disabled", "gradual", "dropCache"] | None = Field(None,
         description="Return VM memory to Windows; gradual broke Docker in the distribution on WSL 2.0.0.")
-    sparseVhd: bool | None = Field(None, description="New VHDs are sparse.")
-    bestEffortDnsParsing: bool | None = Field(None,
+    sparseVhd: StrictBool | None = Field(None, description="New VHDs are sparse.")
+    bestEffortDnsParsing: StrictBool | None = Field(None,
         description="With dnsTunneling: strip unknown records from DNS answers instead of failing.")
     dnsTunnelingIpAddress: Annotated[str, Field(pattern=r"^\d{1,3}(\.\d{1,3}){3}$")] | None = Field(None,
         description="The nameserver address the distribution uses with dnsTunneling.")
@@ -121,39 +121,39 @@ class WslExperimental(_Section):
         description="Milliseconds to wait for Windows' proxy settings at start (autoProxy).")
     ignoredPorts: Annotated[str, Field(pattern=r"^\d{1,5}(,\d{1,5})*$")] | None = Field(None,
         description="Ports Linux may bind even when Windows uses them, e.g. \"3000,9000\"; mirrored networking only.")
-    hostAddressLoopback: bool | None = Field(None,
+    hostAddressLoopback: StrictBool | None = Field(None,
         description="The host and the VM reach each other by the host's IP addresses; mirrored networking only.")
     # Older WSL releases read these under [experimental]; WSL's parser still accepts them there.
     networkingMode: NetworkingMode | None = Field(None, description="As networkingMode in [wsl2], for older WSL releases.")
-    dnsTunneling: bool | None = Field(None, description="As dnsTunneling in [wsl2], for older WSL releases.")
-    firewall: bool | None = Field(None, description="As firewall in [wsl2], for older WSL releases.")
-    autoProxy: bool | None = Field(None, description="As autoProxy in [wsl2], for older WSL releases.")
+    dnsTunneling: StrictBool | None = Field(None, description="As dnsTunneling in [wsl2], for older WSL releases.")
+    firewall: StrictBool | None = Field(None, description="As firewall in [wsl2], for older WSL releases.")
+    autoProxy: StrictBool | None = Field(None, description="As autoProxy in [wsl2], for older WSL releases.")
 
 
 class WslConfBoot(_Section):
-    systemd: bool | None = Field(None, description="Run systemd in the distribution.")
+    systemd: StrictBool | None = Field(None, description="Run systemd in the distribution.")
     command: OneLine | None = Field(None, description="A command run as root when the distribution starts.")
-    protectBinfmt: bool | None = Field(None, description="Keep systemd from changing WSL's binfmt registrations.")
+    protectBinfmt: StrictBool | None = Field(None, description="Keep systemd from changing WSL's binfmt registrations.")
 
 
 class WslConfAutomount(_Section):
-    enabled: bool | None = Field(None, description="Mount Windows drives under root.")
-    mountFsTab: bool | None = Field(None, description="Mount /etc/fstab's entries at start.")
+    enabled: StrictBool | None = Field(None, description="Mount Windows drives under root.")
+    mountFsTab: StrictBool | None = Field(None, description="Mount /etc/fstab's entries at start.")
     root: Annotated[str, Field(pattern=r"^/\S*$")] | None = Field(None, description="Where Windows drives are mounted, e.g. /mnt/.")
     options: Annotated[str, Field(pattern=r"^[A-Za-z0-9=,_-]+$")] | None = Field(None,
         description="Mount options for Windows drives, e.g. metadata.")
 
 
 class WslConfNetwork(_Section):
-    generateHosts: bool | None = Field(None, description="Write /etc/hosts at start.")
-    generateResolvConf: bool | None = Field(None, description="Write /etc/resolv.conf at start.")
+    generateHosts: StrictBool | None = Field(None, description="Write /etc/hosts at start.")
+    generateResolvConf: StrictBool | None = Field(None, description="Write /etc/resolv.conf at start.")
     hostname: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9-]{0,62}$")] | None = Field(None,
         description="The distribution's hostname.")
 
 
 class WslConfInterop(_Section):
-    enabled: bool | None = Field(None, description="Run Windows programs from the distribution.")
-    appendWindowsPath: bool | None = Field(None, description="Add Windows' PATH to the distribution's PATH.")
+    enabled: StrictBool | None = Field(None, description="Run Windows programs from the distribution.")
+    appendWindowsPath: StrictBool | None = Field(None, description="Add Windows' PATH to the distribution's PATH.")
 
 
 class WslConfUser(_Section):
@@ -162,11 +162,11 @@ class WslConfUser(_Section):
 
 
 class WslConfGpu(_Section):
-    enabled: bool | None = Field(None, description="Give the distribution access to Windows' GPU.")
+    enabled: StrictBool | None = Field(None, description="Give the distribution access to Windows' GPU.")
 
 
 class WslConfTime(_Section):
-    useWindowsTimezone: bool | None = Field(None, description="Take the timezone from Windows.")
+    useWindowsTimezone: StrictBool | None = Field(None, description="Take the timezone from Windows.")
 
 
 class WslConf(_Section):
@@ -189,22 +189,22 @@ class Wsl(_Section):
     kernelCommandLine: OneLine | None = Field(None, description="Kernel arguments.")
     memory: Size | None = Field(None, description="VM memory (default: 50% of RAM); must hold the container's run.memory plus headroom.")
     processors: Annotated[int, Field(ge=1, le=1024), WholeText] | None = Field(None, description="VM processors (default: all).")
-    localhostForwarding: bool | None = Field(None, description="Forward the VM's localhost ports to Windows (NAT networking).")
-    safeMode: bool | None = Field(None, description="Start WSL with many features off, for recovery; Windows 11.")
+    localhostForwarding: StrictBool | None = Field(None, description="Forward the VM's localhost ports to Windows (NAT networking).")
+    safeMode: StrictBool | None = Field(None, description="Start WSL with many features off, for recovery; Windows 11.")
     swap: Size | None = Field(None, description="Swap size (default: 25% of memory); 0 disables swap.")
     swapFile: WindowsPath | None = Field(None, description="The swap VHD's location (Windows path).")
-    guiApplications: bool | None = Field(None, description="WSLg: Linux GUI applications.")
-    debugConsole: bool | None = Field(None, description="Show a dmesg console at start; Windows 11.")
+    guiApplications: StrictBool | None = Field(None, description="WSLg: Linux GUI applications.")
+    debugConsole: StrictBool | None = Field(None, description="Show a dmesg console at start; Windows 11.")
     maxCrashDumpCount: Annotated[int, Field(ge=-1), WholeText] | None = Field(None, description="Crash dumps kept.")
-    nestedVirtualization: bool | None = Field(None, description="Let the VM run other VMs; Windows 11.")
+    nestedVirtualization: StrictBool | None = Field(None, description="Let the VM run other VMs; Windows 11.")
     vmIdleTimeout: Annotated[int, Field(ge=0), WholeText] | None = Field(None,
         description="Milliseconds the VM stays idle before it shuts down; Windows 11.")
-    dnsProxy: bool | None = Field(None, description="The VM's DNS is forwarded through Windows; NAT networking only.")
+    dnsProxy: StrictBool | None = Field(None, description="The VM's DNS is forwarded through Windows; NAT networking only.")
     networkingMode: NetworkingMode | None = Field(None,
         description="nat, mirrored, none, virtioproxy or bridged (deprecated); Windows 11 22H2 or newer.")
-    firewall: bool | None = Field(None, description="Windows' Hyper-V firewall filters the VM's traffic; Windows 11 22H2 or newer.")
-    dnsTunneling: bool | None = Field(None, description="DNS requests are tunnelled to Windows; Windows 11 22H2 or newer.")
-    autoProxy: bool | None = Field(None, description="Use Windows' proxy settings; Windows 11.")
+    firewall: StrictBool | None = Field(None, description="Windows' Hyper-V firewall filters the VM's traffic; Windows 11 22H2 or newer.")
+    dnsTunneling: StrictBool | None = Field(None, description="DNS requests are tunnelled to Windows; Windows 11 22H2 or newer.")
+    autoProxy: StrictBool | None = Field(None, description="Use Windows' proxy settings; Windows 11.")
     defaultVhdSize: Size | None = Field(None, description="The size of new distributions' VHDs.")
     experimental: WslExperimental | None = Field(None, description="[experimental] of .wslconfig.")
     wsl_conf: WslConf | None = Field(None, description="The distribution's /etc/wsl.conf (written as wsl.conf).")

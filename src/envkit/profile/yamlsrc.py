@@ -18,6 +18,7 @@ import re
 import yaml
 
 from envkit.errors import ProfileError
+from envkit.termtext import neutralise
 
 MAX_BYTES = 1024 * 1024
 MAX_NODES = 50_000  # after alias expansion; a real profile has a few hundred
@@ -26,11 +27,26 @@ MAX_DEPTH = 100
 _NON_PRINTABLE = re.compile("[^\x09\x0A\x0D\x20-\x7E\x85\xA0-\uD7FF\uE000-\uFFFD\U00010000-\U0010ffff]")
 
 Position = tuple[int, int]
+# The tags a profile's values may carry: JSON's kinds, as YAML resolves them (plus the merge key <<).
+# Anything else (!!set, !!binary, !!timestamp, !!omap, !!pairs, !!python/..., local !tags) would reach the
+# models as a Python set, bytes or date that pydantic turns into text or a list without a word.
+_JSON_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "seq", "map", "merge"))
+_TAG_HINTS = {
+    "tag:yaml.org,2002:timestamp": "YAML reads {text} as a date; put it in quotes (\"{text}\") where text is meant",
+    "tag:yaml.org,2002:set": "a set has no order (a different file on each run); write a list: [a, b]",
+    "tag:yaml.org,2002:binary": "write the text itself",
+}
 _FAST_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def read_yaml(raw: bytes, source: str) -> tuple[dict, dict[tuple, Position]]:
-    """Parse ``raw`` as one YAML document; raise ``ProfileError`` with file:line:col on any problem."""
+def read_yaml(raw: bytes, source: str, numbers: dict[tuple, tuple[Position, str, object]] | None = None
+              ) -> tuple[dict, dict[tuple, Position]]:
+    """Parse ``raw`` as one YAML document; raise ``ProfileError`` with file:line:col on any problem.
+
+    ``numbers``, when given, receives the key path, position, text and value of every number written in a
+    form only YAML 1.1 reads as one (``010``: octal 8, ``1:30``: 90), for the caller to refuse where
+    nothing more precise was said.
+    """
     if len(raw) > MAX_BYTES:
         raise ProfileError(f"{source}: file is {len(raw)} bytes; a profile is at most {MAX_BYTES} bytes")
     try:
@@ -48,11 +64,11 @@ def read_yaml(raw: bytes, source: str) -> tuple[dict, dict[tuple, Position]]:
         # problem is reported by the pure-Python parser again, so messages never depend on which one is built.
         # libyaml also takes tabs where PyYAML refuses them: a text with a tab is read by PyYAML alone, so
         # what is valid never depends on whether PyYAML was built with libyaml.
-        data, positions, node = _parse(text, source, yaml.SafeLoader if "\t" in text else _FAST_LOADER)
+        data, positions, node = _parse(text, source, yaml.SafeLoader if "\t" in text else _FAST_LOADER, numbers)
     except ProfileError:
         if _FAST_LOADER is yaml.SafeLoader:
             raise
-        data, positions, node = _parse(text, source, yaml.SafeLoader)
+        data, positions, node = _parse(text, source, yaml.SafeLoader, numbers)
     if not isinstance(data, dict):
         kind = type(data).__name__ if data is not None else "null"
         raise ProfileError(
@@ -62,7 +78,8 @@ def read_yaml(raw: bytes, source: str) -> tuple[dict, dict[tuple, Position]]:
     return data, positions
 
 
-def _parse(text: str, source: str, loader_cls: type) -> tuple[object, dict[tuple, Position], yaml.Node]:
+def _parse(text: str, source: str, loader_cls: type, numbers: dict | None = None
+           ) -> tuple[object, dict[tuple, Position], yaml.Node]:
     """One document with ``loader_cls``: data, key positions and the root node; ProfileError on any problem."""
     try:
         loader = loader_cls(text)
@@ -74,7 +91,11 @@ def _parse(text: str, source: str, loader_cls: type) -> tuple[object, dict[tuple
             raise ProfileError(f"{source}: the profile is empty; expected a mapping that starts with 'envkit: 1'")
         _check_size(node, source)
         positions: dict[tuple, Position] = {}
-        _walk(node, (), positions, source)
+        found: dict[tuple, tuple[Position, str, object]] = {}
+        _walk(node, (), positions, source, found)
+        if numbers is not None:
+            numbers.clear()
+            numbers.update(found)
         data = loader.construct_document(node)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
@@ -184,12 +205,37 @@ def _check_size(root: yaml.Node, source: str) -> None:
         )
 
 
-def _walk(node: yaml.Node, path: tuple, out: dict[tuple, Position], source: str) -> None:
+def _check_tag(node: yaml.Node, path: tuple, source: str) -> None:
+    """Refuse a node whose tag is none of JSON's kinds, at its position (see _JSON_TAGS)."""
+    if node.tag in _JSON_TAGS:
+        return
+    tag = node.tag.replace("tag:yaml.org,2002:", "!!", 1)
+    text = neutralise(node.value) if isinstance(node, yaml.ScalarNode) else ""
+    hint = _TAG_HINTS.get(node.tag, "a profile holds only text, numbers, true/false, null, lists and mappings")
+    where = f"{source}:{node.start_mark.line + 1}:{node.start_mark.column + 1}: {_dotted(path)}"
+    if node.tag == "tag:yaml.org,2002:timestamp" and node.start_mark.index == node.end_mark.index - len(node.value):
+        raise ProfileError(f"{where}: {hint.format(text=text)}")  # an unquoted date, not an explicit !!timestamp
+    raise ProfileError(f"{where}: the YAML tag {neutralise(tag)} is not allowed in a profile; {hint.format(text=text)}")
+
+
+# Numbers only YAML 1.1 reads as numbers: a leading 0 (octal) and base 60 (1:30); 1.2 reads neither so.
+_YAML11_NUMBER = re.compile(r"[-+]?(0[0-9_]+|[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?)")
+_NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+
+
+def _walk(node: yaml.Node, path: tuple, out: dict[tuple, Position], source: str,
+          numbers: dict[tuple, tuple[Position, str, object]]) -> None:
+    _check_tag(node, path, source)
+    if (isinstance(node, yaml.ScalarNode) and node.tag in _NUMBER_TAGS and not node.style  # plain: None or ""
+            and _YAML11_NUMBER.fullmatch(node.value)):
+        numbers[path] = ((node.start_mark.line + 1, node.start_mark.column + 1), node.value,
+                         yaml.safe_load(node.value))
     if isinstance(node, yaml.MappingNode):
         seen: dict[object, int] = {}
         for k, v in node.value:
             if not isinstance(k, yaml.ScalarNode):
                 raise ProfileError(f"{source}:{k.start_mark.line + 1}:{k.start_mark.column + 1}: keys must be plain scalars")
+            _check_tag(k, path, source)
             key = k.value
             if key in seen and key != "<<":
                 raise ProfileError(
@@ -199,16 +245,17 @@ def _walk(node: yaml.Node, path: tuple, out: dict[tuple, Position], source: str)
             seen[key] = k.start_mark.line + 1
             child = path + (key,)
             out.setdefault(child, (k.start_mark.line + 1, k.start_mark.column + 1))
-            _walk(v, child, out, source)
+            _walk(v, child, out, source, numbers)
     elif isinstance(node, yaml.SequenceNode):
         for i, v in enumerate(node.value):
             child = path + (i,)
             out.setdefault(child, (v.start_mark.line + 1, v.start_mark.column + 1))
-            _walk(v, child, out, source)
+            _walk(v, child, out, source, numbers)
 
 
 def _dotted(path: tuple) -> str:
     out = ""
     for seg in path:
-        out += f"[{seg}]" if isinstance(seg, int) else (f".{seg}" if out else str(seg))
+        # A key is the user's text: shown as values are, control, bidi and invisible characters escaped.
+        out += f"[{seg}]" if isinstance(seg, int) else (f".{neutralise(str(seg))}" if out else neutralise(str(seg)))
     return out or "(top level)"
