@@ -65,3 +65,24 @@ def test_a_broken_stream_is_tars_error(tmp_path, monkeypatch):
     with pytest.raises(EngineError, match="unpacking nope:1 into"):
         bundle.export_rootfs("nope:1", tmp_path / "rootfs")
     assert eng.closed
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("tty", [False, True])
+def test_the_bytes_exported_are_shown_as_the_export_runs(tmp_path, monkeypatch, tty):
+    """On a pipe: plain lines (the last with the total); on a terminal: one line redrawn, cleared at the end."""
+    eng = ExportingEngine(_tar({"opt/big.bin": b"x" * 300_000}))
+    monkeypatch.setattr(envkit.engine, "connect", lambda labels=None: eng)
+    err = _Tty() if tty else io.StringIO()
+    bundle.export_rootfs("some/img:1", tmp_path / "rootfs", err)
+    text = err.getvalue()
+    # The last line, after the redrawn one is cleared: the total.
+    assert text.split("\r\033[K")[-1].rstrip("\n").split("\n")[-1].startswith("envkit: exported some/img:1: ")
+    if tty:
+        assert "\r\033[Kenvkit: exporting some/img:1: " in text
+    else:
+        assert "\r" not in text and "\033" not in text

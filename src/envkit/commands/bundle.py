@@ -133,11 +133,20 @@ def check_destination(out_dir: Path) -> None:
                          "refusing to overwrite it", hint="choose another -o, or remove that folder yourself")
 
 
-def export_rootfs(image: str, rootfs: Path) -> tuple[str, list[str]]:
-    """``docker export`` of a (never started) container of ``image`` into ``rootfs``: (image id, its Env)."""
+def export_rootfs(image: str, rootfs: Path, err: TextIO | None = None) -> tuple[str, list[str]]:
+    """``docker export`` of a (never started) container of ``image`` into ``rootfs``: (image id, its Env).
+
+    With ``err``, the bytes exported so far are shown there (:class:`envkit.progress.StatusLine`: one
+    line redrawn on a terminal, a plain line every few seconds on a pipe): a root filesystem is GBs.
+    """
     import subprocess  # here, not at the top: building the CLI's parser imports every command module
 
     from envkit.engine import connect
+    from envkit.harness.report import human_bytes
+    from envkit.progress import StatusLine
+
+    status = StatusLine(err, every=5.0) if err is not None else None
+    sent = 0
 
     engine = connect()
     try:
@@ -147,18 +156,29 @@ def export_rootfs(image: str, rootfs: Path) -> tuple[str, list[str]]:
         # Both pipes were asked for above; the asserts tell mypy so.
         assert tar.stdin is not None and tar.stderr is not None
         exported: tuple[str, list[str]] | None = None
+
+        def write(chunk: bytes) -> None:
+            nonlocal sent
+            assert tar.stdin is not None
+            tar.stdin.write(chunk)
+            sent += len(chunk)
+            if status is not None:
+                status.show(f"envkit: exporting {image}: {human_bytes(sent)}")
+
         try:
-            exported = engine.export_image(image, tar.stdin.write, labels={BUNDLE_LABEL: "1"})
+            exported = engine.export_image(image, write, labels={BUNDLE_LABEL: "1"})
         except BrokenPipeError:  # tar stopped reading: its own message, below, says why
             pass
         finally:
             with contextlib.suppress(BrokenPipeError):
                 tar.stdin.close()
             with tar.stderr:
-                err = tar.stderr.read().decode(errors="replace")
+                tar_err = tar.stderr.read().decode(errors="replace")
             code = tar.wait()
+        if status is not None:
+            status.say(f"envkit: exported {image}: {human_bytes(sent)}")
         if code != 0 or exported is None:
-            raise EngineError(f"unpacking {image} into {rootfs} failed: {err.strip()[-500:] or f'tar exited {code}'}")
+            raise EngineError(f"unpacking {image} into {rootfs} failed: {tar_err.strip()[-500:] or f'tar exited {code}'}")
     finally:
         engine.close()
     image_id, env = exported
@@ -178,7 +198,7 @@ def run(profile_path: Path | None, image: str | None, out_dir: Path, *, out: Tex
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".envkit-bundle-", dir=out_dir.parent))
     try:
-        image_id, image_env = export_rootfs(image, staging / "rootfs")
+        image_id, image_env = export_rootfs(image, staging / "rootfs", err)
         config = oci_config(p, rs, image_env=image_env, base_dir=loaded.base_dir)
         (staging / "config.json").write_text(json.dumps(config, indent=2) + "\n")
         (staging / MARKER).write_text(json.dumps({"image": image, "image_id": image_id,

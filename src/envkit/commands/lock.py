@@ -71,42 +71,34 @@ class UvTimedOut(EnvkitError):
 
 
 class _Progress:
-    """uv's lines on ``err``: redrawn in place on a terminal (``\\r`` + clear to the line's end), plain on a pipe."""
+    """uv's lines on ``err`` (:class:`envkit.progress.StatusLine`): the latest redrawn in place on a terminal,
+    each one plain on a pipe, with a line after ``HEARTBEAT`` seconds of silence; warnings and errors stay."""
 
     def __init__(self, err: TextIO) -> None:
-        self.err, self.tty, self.drawn = err, hasattr(err, "isatty") and err.isatty(), False
-        self.start = self.said = time.monotonic()
+        from envkit.progress import StatusLine
+
+        self.status = StatusLine(err, every=0)
+        self.tty = self.status.tty
+        self.start = self.heard = time.monotonic()
         self.latest = "resolving"
 
     def line(self, text: str) -> None:
-        self.latest = neutralise(text)
+        self.latest = text
+        self.heard = time.monotonic()
         if not self.tty or text.lower().startswith(("warning", "error")):
-            self._plain(self.latest)
+            self.status.say(text)
         else:
             self.tick()
 
     def tick(self) -> None:
         now = time.monotonic()
         if self.tty:
-            import shutil
-
-            width = max(shutil.get_terminal_size().columns - 1, 20)
-            self.err.write("\r\033[K" + f"envkit: uv ({now - self.start:.0f} s): {self.latest}"[:width])
-            self.err.flush()
-            self.drawn = True
-        elif now - self.said >= HEARTBEAT:
-            self._plain(f"envkit: uv still resolving ({now - self.start:.0f} s)")
+            self.status.show(f"envkit: uv ({now - self.start:.0f} s): {self.latest}")
+        elif now - max(self.heard, self.status.said) >= HEARTBEAT:
+            self.status.say(f"envkit: uv still resolving ({now - self.start:.0f} s)")
 
     def done(self) -> None:
-        if self.drawn:
-            self.err.write("\r\033[K")
-            self.err.flush()
-            self.drawn = False
-
-    def _plain(self, text: str) -> None:
-        self.done()
-        print(text, file=self.err, flush=True)
-        self.said = time.monotonic()
+        self.status.done()
 
 
 def run_uv(argv: list[str], env: dict[str, str], err: TextIO, timeout: float | None = None) -> tuple[int, list[str]]:
