@@ -41,3 +41,17 @@ class Escapes(torch.utils.data.Dataset):
 
 def escapes():
     return Escapes()
+
+
+class Hang(torch.utils.data.Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, idx):
+        import time
+
+        time.sleep(3600)  # a loader that never answers: only a kill ends its workers
+
+
+def hang():
+    return Hang()

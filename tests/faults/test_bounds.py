@@ -1,4 +1,6 @@
-"""Non-finite and non-positive numbers are refused (exit 2), and a missing /dev/shm is named (exit 1)."""
+"""Edges: non-finite and non-positive numbers are refused (exit 2), a missing /dev/shm is named (exit 1), a script
+nested past the parser is a failed check, -o at a link loop is exit 1, a UTF-16 .wslconfig without a BOM is read,
+and an unreachable package index is a network failure (exit 1), not bad pins."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import io
 import pytest
 
 from envkit.harness import shmwatch
+from envkit.wslmerge import decode_config, encode_config
 from tests.conftest import run_envkit
 
 
@@ -53,3 +56,24 @@ def test_output_at_a_symlink_loop_is_refused_with_exit_1(where, tmp_path):
     res = run_envkit("generate", "-o", where, "--target", "run", cwd=tmp_path)
     assert res.returncode == 1, res.stderr
     assert "is a loop of symbolic links" in res.stderr and "Traceback" not in res.stderr
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_utf16_without_a_bom_is_read_even_with_characters_beyond_latin1(encoding):
+    text = "[wsl2]\r\nkernel=C:\\\\\u20ac\\\\k\r\nmemory=8GB\r\n"
+    decoded = decode_config(text.encode(encoding), ".wslconfig")
+    assert decoded.encoding == encoding and decoded.text == text and decoded.bom == b""
+    assert encode_config(decoded.text, decoded) == text.encode(encoding)
+
+
+def test_an_unreachable_index_is_a_network_failure_exit_1_not_bad_pins(tmp_path):
+    """Nothing listens on 127.0.0.1:9 (discard): uv's requests are refused, which says nothing of the pins."""
+    (tmp_path / "envkit.yaml").write_text(
+        "envkit: 1\nname: lk\nimage:\n  base: python:3.11-slim\n  python: '3.11'\n"
+        "  torch: {version: '2.5.1', variant: cpu, index_url: 'http://127.0.0.1:9/simple'}\n  pip_packages: [pillow]\n")
+    res = run_envkit("lock", "envkit.yaml", cwd=tmp_path, timeout=300,
+                     env={"UV_INDEX_URL": "http://127.0.0.1:9/simple", "UV_HTTP_RETRIES": "0"})
+    assert res.returncode == 1, res.stderr
+    assert "could not reach the package index" in res.stderr and "do not resolve" not in res.stderr
+    assert "Connection refused" in res.stderr and "Traceback" not in res.stderr
+    assert not (tmp_path / "envkit.lock.txt").exists()

@@ -28,6 +28,8 @@ def test_the_profile_and_the_harness_share_the_bound():
         Profile.model_validate({**base, "loader": {"num_workers": MAX_WORKERS + 1}})
 
 
-def test_envkit_harness_exits_2_on_too_many_workers(run_cli):
-    res = run_cli("--num-workers", "100000", "--quick")
+def test_envkit_harness_exits_2_on_too_many_workers(tmp_path):
+    from tests.conftest import run_envkit
+
+    res = run_envkit("harness", "--num-workers", "100000", "--quick", cwd=tmp_path)
     assert res.returncode == 2 and "--num-workers must be from 0 to 256" in res.stderr, res.stderr

@@ -11,7 +11,20 @@ from pathlib import Path
 
 import pytest
 
-from harness_procs import child_pids
+
+def child_pids(ppid: int) -> list[int]:
+    """Direct children (zombies included) of ``ppid``, from /proc."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rpartition(")")[2].split()[1]) == ppid:
+                found.append(int(entry))
+    return found
+
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 
@@ -36,10 +49,10 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.slow  # a real harness with two DataLoader workers, held for seconds on purpose
 def test_sigkill_of_envkit_harness_during_a_hanging_dataset_leaves_no_descendant(tmp_path):
-    from tests.harness.conftest import harness_env as env_for
-
-    proc = subprocess.Popen([sys.executable, "-m", "envkit", "harness", "--dataset", "harness_datasets:hang",
-                             "--num-workers", "2", "--timeout", "120", "--quick"], cwd=tmp_path, env=env_for(),
+    here = Path(__file__).resolve().parent  # fault_datasets.py, importable by the harness's workers
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(here.parents[1] / "src"), str(here)])}
+    proc = subprocess.Popen([sys.executable, "-m", "envkit", "harness", "--dataset", "fault_datasets:hang",
+                             "--num-workers", "2", "--timeout", "120", "--quick"], cwd=tmp_path, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     seen: set[int] = set()
     try:
