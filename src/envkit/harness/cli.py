@@ -108,14 +108,16 @@ def main(argv: list[str] | None = None, *, prog: str = "envkit-harness", profile
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse already printed the usage error
         return int(exc.code or 0) if exc.code in (0, None) else 2
-    if torch_missing():  # up front: otherwise every torch-based check fails with ModuleNotFoundError
-        print(NO_TORCH, file=sys.stderr)
-        return 2
     try:
-        check_timeout(args.timeout)  # NaN/inf/0/negative: refused before anything runs
+        # Bad input is refused before torch is imported (seconds): NaN/inf/0/negative timeouts, a plot path
+        # that cannot be written, an expectation that does not load.
+        check_timeout(args.timeout)
         if args.plot:
             check_plot_path(args.plot)
         expect = load_expect(args.expect) if args.expect else None
+        if torch_missing():  # before any check: otherwise every torch-based one fails with ModuleNotFoundError
+            print(NO_TORCH, file=sys.stderr)
+            return 2
         report = run_checks(expect, dataset=args.dataset, num_workers=args.num_workers,
                             batch_size=args.batch_size, timeout=args.timeout, quick=args.quick,
                             sweep=args.sweep, progress=_Progress(), plot=args.plot)
