@@ -20,6 +20,9 @@ import pytest
 from envkit.output import STAGING_PREFIX
 from tests.conftest import copy_example, in_ci, run_envkit
 
+# Slow tier (--run-slow; the README's command runs it): real concurrent envkit runs racing for one output folder.
+pytestmark = pytest.mark.slow
+
 PROFILE = "envkit: 1\nname: {name}\nimage: {{base: debian:bookworm}}\nrun: {{shm_size: {shm}}}\n"
 
 

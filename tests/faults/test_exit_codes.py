@@ -15,6 +15,9 @@ import pytest
 
 from tests.conftest import ROOT, run_envkit, spawn_envkit
 
+# Slow tier (--run-slow; the README's command runs it): one real envkit run per documented exit code, signals included.
+pytestmark = pytest.mark.slow
+
 BAD_PROFILE = "envkit: 1\nname: demo\nimage: {base: 'debian:bookworm'}\nrun: {shm_size: 8gg}\n"
 PROFILE = "envkit: 1\nname: demo\nimage: {base: 'debian:bookworm'}\nwsl: {memory: 8GB}\n"
 

@@ -14,6 +14,9 @@ import yaml
 from envkit.profile.load import ENV_ENTRY_MAX, ENV_TOTAL_MAX
 from tests.conftest import run_envkit
 
+# Slow tier (--run-slow; the README's command runs it): real runs of run.sh and the sbatch script under fakes.
+pytestmark = pytest.mark.slow
+
 FAKEBIN = Path(__file__).resolve().parent.parent / "slurm" / "fakebin"
 HEAD = "envkit: 1\nname: demo\nimage: {base: 'debian:bookworm'}\n"
 

@@ -19,6 +19,9 @@ import pytest
 from envkit.profile import default_profile_text
 from tests.conftest import in_ci, run_envkit
 
+# Slow tier (--run-slow; the README's command runs it): real envkit runs over a user's files, links and backups.
+pytestmark = pytest.mark.slow
+
 WSL_PROFILE = "envkit: 1\nname: w\nimage: {base: debian:bookworm}\nwsl: {memory: 8GB, processors: 4}\n"
 
 

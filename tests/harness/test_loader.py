@@ -14,6 +14,9 @@ from envkit.harness.loader import check_loader, plan_batches
 
 from harness_procs import child_pids, group_pids
 
+# Slow tier (--run-slow; the README's command runs it): real DataLoaders with workers, one harness child each.
+pytestmark = pytest.mark.slow
+
 
 def settings(dataset=None, **loader):
     base = {"num_workers": 2, "batch_size": 8, "sample_shape": [3, 16, 16], "prefetch_factor": 2}
