@@ -23,6 +23,9 @@ from envkit.commands.generate import run as generate
 from envkit.project import SECRETS
 from tests.conftest import run_envkit
 
+# Slow tier (--run-slow; the README's command runs it): real generate runs over a project tree, its links, FIFOs and sockets.
+pytestmark = pytest.mark.slow
+
 HEAD = "envkit: 1\nname: ctx\nimage:\n  base: debian:bookworm\n"
 COPY = HEAD + "  copy_project: true\n"
 CERT = b"-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUQ2Fw\n-----END CERTIFICATE-----\n"
