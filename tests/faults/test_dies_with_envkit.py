@@ -11,20 +11,7 @@ from pathlib import Path
 
 import pytest
 
-
-def child_pids(ppid: int) -> list[int]:
-    """Direct children (zombies included) of ``ppid``, from /proc."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rpartition(")")[2].split()[1]) == ppid:
-                found.append(int(entry))
-    return found
-
+from tests.procs import child_pids
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 

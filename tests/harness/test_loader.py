@@ -12,7 +12,7 @@ import pytest
 from envkit.harness.expect import resolve_loader
 from envkit.harness.loader import check_loader, plan_batches
 
-from harness_procs import child_pids, group_pids
+from tests.procs import child_pids, group_pids
 
 # Slow tier (--run-slow; the README's command runs it): real DataLoaders with workers, one harness child each.
 pytestmark = pytest.mark.slow

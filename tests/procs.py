@@ -1,4 +1,4 @@
-"""/proc scans used to prove no loader or worker process survives (no psutil)."""
+"""/proc scans used to prove no loader or worker process survives (no psutil); shared by the harness and fault tests."""
 
 import os
 from pathlib import Path
