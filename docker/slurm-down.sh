@@ -9,10 +9,14 @@ if [ "$#" -ne 1 ]; then echo "usage: $0 DIR" >&2; exit 2; fi
 [ -d "$1" ] || exit 0
 DIR=$(cd "$1" && pwd)
 
-if [ -d "$DIR/runc" ] && command -v runc >/dev/null 2>&1; then
-    for c in $(runc --root="$DIR/runc" list -q 2>/dev/null); do
-        runc --root="$DIR/runc" kill "$c" KILL 2>/dev/null
-        runc --root="$DIR/runc" delete --force "$c" 2>/dev/null
+# Root's state root, then each user's (rootless mode): root may act on a user's rootless container.
+if command -v runc >/dev/null 2>&1; then
+    for root in "$DIR/runc" "$DIR"/runc-users/*/; do
+        [ -d "$root" ] || continue
+        for c in $(runc --root="$root" list -q 2>/dev/null); do
+            runc --root="$root" kill "$c" KILL 2>/dev/null
+            runc --root="$root" delete --force "$c" 2>/dev/null
+        done
     done
 fi
 

@@ -8,6 +8,9 @@
 #   one host, each with 2 CPUs, 8 GiB and two fake GPUs (GRES on character devices made with
 #   mknod: --gpus-per-node is honoured and sets CUDA_VISIBLE_DEVICES);
 # - Slurm's OCI container support through runc (oci.conf), containers under DIR/runc;
+# - with ENVKIT_SLURM_ROOTLESS=1, oci.conf is the rootless runc example of SchedMD's containers
+#   guide (runc --rootless=true, run as the job's user, a state root per user under
+#   DIR/runc-users/USER), and DIR is readable by every user, so any local user can submit;
 # - every file (config, state, spool, logs, pid files) under DIR; ports chosen free.
 # - with ENVKIT_SLURM_OWNER=PID, a watchdog runs slurm-down.sh DIR once that process is gone, so a
 #   killed test session leaves no daemon behind.
@@ -40,7 +43,17 @@ free_port() {
 CTLD_PORT=$(free_port); N1_PORT=$(free_port); N2_PORT=$(free_port)
 HOST=$(hostname -s)
 mkdir -p "$DIR/state" "$DIR/spool/n1" "$DIR/spool/n2" "$DIR/runc" "$DIR/dev"
-chmod 700 "$DIR"
+ROOTLESS=${ENVKIT_SLURM_ROOTLESS:-0}
+case "$ROOTLESS" in 0|1) ;; *) say "ENVKIT_SLURM_ROOTLESS must be 0 or 1, not $ROOTLESS"; exit 2 ;; esac
+if [ "$ROOTLESS" = 1 ]; then
+    # Submitters need slurm.conf and munge's socket; the key (0400) and the state stay root's.
+    chmod 755 "$DIR"
+    # Each user's runc makes its own state root here (sticky, like /tmp: nobody removes another's).
+    mkdir -p "$DIR/runc-users"
+    chmod 1777 "$DIR/runc-users"
+else
+    chmod 700 "$DIR"
+fi
 
 # Fake GPUs: any character device will do for GRES bookkeeping (/dev/null's numbers).
 for i in 0 1; do [ -e "$DIR/dev/nvidia$i" ] || mknod "$DIR/dev/nvidia$i" c 1 3; done
@@ -80,8 +93,23 @@ PartitionName=debug Nodes=n[1-2] Default=YES MaxTime=INFINITE State=UP
 EOF
 echo "NodeName=n[1-2] Name=gpu File=$DIR/dev/nvidia[0-1]" >"$DIR/gres.conf"
 # Slurm's OCI support: each step's container is runc's, named node.user.job.step.task, under DIR/runc.
-R="$RUNC --root=$DIR/runc"
+if [ "$ROOTLESS" = 1 ]; then
+    # The guide's "runc using run" example, its state root per user: %U (uid) needs Slurm >= 23.02,
+    # so the user's name (%u), which every release replaces.
+    R="$RUNC --rootless=true --root=$DIR/runc-users/%u/"
+    # The guide's EnvExclude lines only where slurmstepd reads them (23.02 on; 22.05 refuses the file).
+    version=$(slurmd -V | sed -n 's/^slurm[^ ]* \([0-9]*\)\.\([0-9]*\).*/\1\2/p')
+    EXCLUDE=""
+    if [ "${version:-0}" -ge 2302 ]; then
+        EXCLUDE='EnvExclude="^(SLURM_CONF|SLURM_CONF_SERVER)="
+RunTimeEnvExclude="^(SLURM_CONF|SLURM_CONF_SERVER)="'
+    fi
+else
+    R="$RUNC --root=$DIR/runc"
+    EXCLUDE=""
+fi
 cat >"$DIR/oci.conf" <<EOF
+$EXCLUDE
 RunTimeQuery="$R state %n.%u.%j.%s.%t"
 RunTimeKill="$R kill -a %n.%u.%j.%s.%t"
 RunTimeDelete="$R delete --force %n.%u.%j.%s.%t"
@@ -107,7 +135,7 @@ fi
 
 for _ in $(seq "$((WAIT * 4))"); do
     if [ "$(sinfo -h -N -o '%t' 2>/dev/null | grep -c '^idle')" = 2 ]; then
-        say "two nodes idle (n1, n2 on $HOST; SLURM_CONF=$SLURM_CONF)"
+        say "two nodes idle (n1, n2 on $HOST; SLURM_CONF=$SLURM_CONF$([ "$ROOTLESS" = 1 ] && echo "; rootless runc"))"
         echo "export SLURM_CONF=$SLURM_CONF"
         exit 0
     fi

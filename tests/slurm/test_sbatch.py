@@ -4,6 +4,7 @@ bundle's config.json. The real two-node Slurm runs are in test_cluster.py."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import shlex
@@ -12,6 +13,7 @@ import resource
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -94,8 +96,9 @@ def _profile(tmp_path: Path, runtime: str, **run) -> Path:
     return path
 
 
-def _run_script(tmp_path: Path, runtime: str, *, fail: str | None = None) -> tuple[subprocess.CompletedProcess, list]:
-    profile = _profile(tmp_path, runtime)
+def _run_script(tmp_path: Path, runtime: str, *, fail: str | None = None,
+                extra: dict | None = None, **run) -> tuple[subprocess.CompletedProcess, list]:
+    profile = _profile(tmp_path, runtime, **run)
     out = tmp_path / "out"
     res = run_envkit("generate", str(profile), "-o", str(out), "--target", "slurm")
     assert res.returncode == 0, res.stderr
@@ -105,6 +108,7 @@ def _run_script(tmp_path: Path, runtime: str, *, fail: str | None = None) -> tup
            "SLURM_CPUS_PER_TASK": "4", "SLURM_SUBMIT_DIR": str(out), "HOME": str(tmp_path)}
     if fail is not None:
         env["FAKE_SRUN_FAIL"] = fail
+    env.update(extra or {})
     # The script's #SBATCH lines are comments to bash: run it as a batch step would.
     proc = subprocess.run(["bash", str(out / "slurm.sbatch")], cwd=out, env=env, capture_output=True, text=True,
                           timeout=60)
@@ -126,16 +130,88 @@ def test_pyxis_steps(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "envkit: preflight passed on 2 node(s) (n1 n2)" in proc.stdout
     assert "rendezvous at 10.0.0.1:24242 (node n1)" in proc.stdout  # NodeAddr, port 20000 + job id % 20000
-    preflight, train = calls
+    preflight, train = calls[0], _training(calls)["n1"]
     out = tmp_path / "out"
     assert "--label" in preflight and preflight[-len(preflight_command()):] == preflight_command()
-    assert "--container-image=reg.example.com/t:1" in train and "--container-workdir=/workspace" in train
+    # enroot's REGISTRY#IMAGE form: enroot 3.x would read reg.example.com/t as a Docker Hub path.
+    assert "--container-image=reg.example.com#t:1" in train and "--container-workdir=/workspace" in train
     # Relative sources anchored at the submit folder (the output folder, inside the profile's); the
     # quote and the space reach srun intact.
     assert f"--container-mounts={out}/..:/workspace,{out}/../data:/data:ro,/scratch/it's here:/scratch" in train
     i = train.index("torchrun")
     assert train[i:] == ["torchrun", "--nnodes=2", "--nproc-per-node=2", "--rdzv-backend=c10d",
-                         "--rdzv-endpoint=10.0.0.1:24242", "--rdzv-id=4242", "train.py", "--msg", "it's; $(id)"]
+                         "--rdzv-endpoint=10.0.0.1:24242", "--rdzv-id=4242", "--rdzv-conf=is_host=1",
+                         "train.py", "--msg", "it's; $(id)"]
+
+
+def _training(calls: list) -> dict[str, list]:
+    """The training steps by node (one srun per node, run concurrently: the log's order is not theirs)."""
+    steps = {}
+    for call in calls:
+        if call[0] == "srun" and "--label" not in call:
+            (node,) = [a.split("=", 1)[1] for a in call if a.startswith("--nodelist=")]
+            assert node not in steps, f"two training steps on {node}"
+            steps[node] = call
+    return steps
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_each_node_is_told_whether_it_hosts_the_rendezvous_store(runtime, tmp_path, monkeypatch):
+    from torch.distributed import run as torchrun
+    from torch.distributed.elastic.rendezvous import RendezvousParameters, c10d_rendezvous_backend
+
+    # c10d would host the store only where the endpoint matches a local address: a NodeAddr on
+    # another interface matches nowhere, and every node waits out the timeout.
+    proc, calls = _run_script(tmp_path, runtime)
+    assert proc.returncode == 0, proc.stderr
+    steps = _training(calls)
+    assert sorted(steps) == ["n1", "n2"]
+    for node, is_host in (("n1", True), ("n2", False)):
+        cmd = steps[node][steps[node].index("torchrun"):]
+        assert "--rdzv-endpoint=10.0.0.1:24242" in cmd and "--nodes=1" in steps[node]
+        # torchrun's own reading of the command, and what the installed c10d backend makes of it.
+        monkeypatch.setenv("OMP_NUM_THREADS", "1")  # config_from_args would set it in os.environ
+        config, _cmd, _args = torchrun.config_from_args(torchrun.parse_args(cmd[1:]))
+        params = RendezvousParameters(config.rdzv_backend, config.rdzv_endpoint, config.run_id, 2, 2,
+                                      **config.rdzv_configs)
+        assert config.rdzv_backend == "c10d" and params.get_as_bool("is_host") is is_host
+    assert 'cfg_is_host = params.get_as_bool("is_host")' in inspect.getsource(c10d_rendezvous_backend._create_tcp_store)
+
+
+def test_a_node_whose_torchrun_fails_stops_the_other(tmp_path):
+    start = time.monotonic()
+    proc, calls = _run_script(tmp_path, "pyxis", extra={"FAKE_TRAIN_FAIL": "n2"})
+    assert proc.returncode == 3, proc.stderr
+    assert "envkit: torchrun failed on a node (exit 3); stopping the other nodes" in proc.stderr
+    assert time.monotonic() - start < 30, "the healthy node's step was left to run"
+
+
+@pytest.mark.parametrize("runtime", ["pyxis", "apptainer"])
+def test_run_env_and_the_proxy_reach_the_container_over_the_image(runtime, tmp_path):
+    # Both runtimes keep an image's own value of a variable unless told: pyxis --container-env,
+    # Apptainer's APPTAINERENV_ (what its --env sets). The fakes record what would win.
+    envlog = tmp_path / "env.jsonl"
+    proxy = {"http": "http://proxy.corp:3128", "no_proxy": "localhost,.corp"}
+    profile = _profile(tmp_path, runtime)
+    data = yaml.safe_load(profile.read_text())
+    data["image"]["proxy"] = proxy
+    profile.write_text(yaml.safe_dump(data))
+    rs = RunSettings.from_profile(load_profile(profile).profile)
+    expected = dict(rs.env)
+    assert expected["QUOTED"] == "a b; $(touch /tmp/pwned) 'x'" and expected["no_proxy"] == "localhost,.corp"
+    out = tmp_path / "out"
+    assert run_envkit("generate", str(profile), "-o", str(out), "--target", "slurm").returncode == 0
+    env = {"PATH": f"{FAKEBIN}:/usr/bin:/bin", "FAKE_LOG": str(tmp_path / "calls.jsonl"), "FAKE_RUNTIME": runtime,
+           "FAKE_ENV_LOG": str(envlog), "SLURM_JOB_ID": "9", "SLURM_JOB_NODELIST": "n[1-2]",
+           "SLURM_JOB_NUM_NODES": "2", "SLURM_SUBMIT_DIR": str(out), "HOME": str(tmp_path),
+           "QUOTED": "the submitter's own value"}
+    proc = subprocess.run(["bash", str(out / "slurm.sbatch")], cwd=out, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    steps = [json.loads(line) for line in envlog.read_text().splitlines()]
+    assert len(steps) == 3  # the preflight and one training step per node
+    for seen in steps:
+        assert seen == expected
 
 
 def test_oci_steps_use_the_bundle_and_the_image_environment(tmp_path):
@@ -150,7 +226,7 @@ def test_apptainer_steps(tmp_path):
     proc, calls = _run_script(tmp_path, "apptainer")
     assert proc.returncode == 0, proc.stderr
     app = [c for c in calls if c[0] == "apptainer"]
-    assert len(app) == 2
+    assert len(app) == 3  # the preflight, then one step per node
     out = tmp_path / "out"
     assert app[1][:10] == ["apptainer", "exec", "--nv", "--pwd", "/workspace", "--bind", f"{out}/..:/workspace",
                            "--bind", f"{out}/../data:/data:ro", "--bind"]
@@ -275,7 +351,7 @@ def test_no_mounts_and_no_gpus(runtime, tmp_path):
                           env={"PATH": f"{FAKEBIN}:/usr/bin:/bin", "FAKE_LOG": str(log), "FAKE_RUNTIME": runtime,
                                "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "n[1-2]", "SLURM_JOB_NUM_NODES": "2"})
     assert proc.returncode == 0, proc.stderr
-    train = [json.loads(line) for line in log.read_text().splitlines()][-1]
+    train = _training([json.loads(line) for line in log.read_text().splitlines()])["n1"]
     assert "" not in train and not any(a.startswith(("--container-mounts", "--bind", "--nv")) for a in train)
     assert train[train.index("torchrun"):][:3] == ["torchrun", "--nnodes=2", "--nproc-per-node=1"]
 
@@ -331,3 +407,24 @@ def test_docs_worked_example_warnings_are_real_output(tmp_path):
     docs = (ROOT / "docs" / "slurm.md").read_text()
     lines = [line for line in res.stderr.splitlines() if "warning" in line and "run." in line]
     assert lines and all(line in docs for line in lines), lines
+
+
+def test_a_non_root_submitter_gets_a_user_namespace_with_root_mapped_to_them(tmp_path):
+    # Slurm runs the runtime as the submitter, rootless: runc needs a user namespace, can map only
+    # the submitter's own ids, and needs the container's root mapped (docs/slurm.md).
+    p = load_profile(_profile(tmp_path, "oci", ulimits={"memlock": -1})).profile
+    rs = RunSettings.from_profile(p)
+    cfg = oci_config(p, rs, image_env=[], base_dir=tmp_path, submitter=(2345, 100))
+    assert {n["type"] for n in cfg["linux"]["namespaces"]} == {"ipc", "mount", "user"}
+    assert cfg["linux"]["uidMappings"] == [{"containerID": 0, "hostID": 2345, "size": 1}]
+    assert cfg["linux"]["gidMappings"] == [{"containerID": 0, "hostID": 100, "size": 1}]
+    assert cfg["process"]["user"] == {"uid": 0, "gid": 0}
+    mounts = {m["destination"]: m for m in cfg["mounts"]}
+    # A fresh proc needs a pid namespace of its own: the node's /proc is bound instead.
+    assert mounts["/proc"]["type"] == "bind" and mounts["/proc"]["source"] == "/proc"
+    # CAP_IPC_LOCK counts only in the initial user namespace: a placebo here.
+    assert "CAP_IPC_LOCK" not in cfg["process"]["capabilities"]["effective"]
+    root = oci_config(p, rs, image_env=[], base_dir=tmp_path, submitter=None)
+    assert "uidMappings" not in root["linux"] and root["process"]["user"] == {"uid": 1500, "gid": 1600}
+    assert {m["destination"]: m for m in root["mounts"]}["/proc"]["type"] == "proc"
+    assert "CAP_IPC_LOCK" in root["process"]["capabilities"]["effective"]

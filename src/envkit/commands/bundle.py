@@ -7,11 +7,14 @@ path where envkit can size /dev/shm, so config.json carries the same run setting
   ``ipc: host``);
 - ``process.rlimits`` from ``run.ulimits`` (runc fails with "error setting rlimit" above the hard
   limits slurmd runs with: the job ends at once, naming it);
-- ``process.user`` from ``image.user`` (uid/gid); ``process.cwd`` ``image.workdir``;
+- who the container runs as (:func:`identity`): built by root, ``image.user`` (uid/gid) with no
+  user namespace; built by anyone else, a user namespace mapping the container's root to that
+  user, who is the one submitting (Slurm runs the runtime as the job's user, rootless);
+- ``process.cwd`` ``image.workdir``;
 - ``process.env``: the image's environment, then ``run.env`` (and the proxy);
 - mounts: the project folder (``run.mount_project``) and ``run.volumes``, sources made absolute
   from the profile's folder, plus the node's /etc/hosts and /etc/resolv.conf;
-- namespaces ipc and mount only: the job shares the node's network, host name and process ids, as
+- namespaces ipc and mount (and user, rootless): the job shares the node's network, host name and process ids, as
   pyxis and Apptainer do. torchrun's c10d rendezvous tells nodes apart by (host name, pid): with
   ``runc spec``'s uts and pid namespaces every node's agent is ("runc", 1) -- on one host even
   with the node's host name it is (host, 1) -- so the nodes count as one and the rendezvous
@@ -27,6 +30,8 @@ Example:
     >>> cfg = oci_config(p, RunSettings.from_profile(p), image_env=["PATH=/usr/bin"], base_dir=Path("/p"))
     >>> [m["options"][-1] for m in cfg["mounts"] if m["destination"] == "/dev/shm"]
     ['size=2147483648']
+    >>> cfg["process"]["user"], "uidMappings" in cfg["linux"]
+    ({'uid': 1000, 'gid': 1000}, False)
 """
 
 from __future__ import annotations
@@ -34,7 +39,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
+import stat
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
@@ -54,14 +62,65 @@ DEFAULT_CAPS = ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CA
                 "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE"]
 
 
+@dataclass(frozen=True)
+class Identity:
+    """Who the container's process is, and the user namespace that makes it so (None: none)."""
+
+    uid: int
+    gid: int
+    # (container id, host id) of the one uid and gid mapped, or None without a user namespace.
+    uid_map: tuple[int, int] | None
+    gid_map: tuple[int, int] | None
+
+    @property
+    def rootless(self) -> bool:
+        return self.uid_map is not None
+
+    def describe(self) -> str:
+        if self.uid_map is None:
+            return f"uid {self.uid}"
+        return f"root in a user namespace, mapped to uid {self.uid_map[1]} (the submitter)"
+
+
+def identity(image_uid: int, image_gid: int, submitter: tuple[int, int] | None) -> Identity:
+    """The container's user for a bundle that ``submitter`` (uid, gid; None: root) runs.
+
+    Slurm runs the OCI runtime as the job's user, rootless (SchedMD containers guide, "Known
+    limitations"; its oci.conf examples pass ``runc --rootless=true``), and rootless runc needs a
+    user namespace (runc ``libcontainer/configs/validate/rootless.go``). Without newuidmap and
+    subordinate ids an unprivileged runtime can map one uid and one gid: the submitter's own. runc
+    also needs the container's root mapped (``HostRootUID``, ``libcontainer/configs/config_linux.go``),
+    so the one mapping is root -> submitter and the process is root inside: it owns the root
+    filesystem the submitter unpacked, and what it writes to a bind mount is the submitter's.
+    ``image.user`` stays the user only where no mapping is needed: a bundle root runs.
+
+    >>> identity(1001, 1001, None)
+    Identity(uid=1001, gid=1001, uid_map=None, gid_map=None)
+    >>> identity(1001, 1001, (2345, 100)).describe()
+    'root in a user namespace, mapped to uid 2345 (the submitter)'
+    """
+    if submitter is None:
+        return Identity(image_uid, image_gid, None, None)
+    return Identity(0, 0, (0, submitter[0]), (0, submitter[1]))
+
+
+def current_submitter() -> tuple[int, int] | None:
+    """(uid, gid) of the user running envkit, who is the one submitting; None for root."""
+    euid = os.geteuid()
+    return None if euid == 0 else (euid, os.getegid())
+
+
 def _rlimit(value: int) -> int:
     return RLIM_INFINITY if value < 0 else value
 
 
-def _mounts(p: Profile, rs: RunSettings, base_dir: Path) -> list[dict]:
+def _mounts(p: Profile, rs: RunSettings, base_dir: Path, who: Identity) -> list[dict]:
     shm = rs.effective_shm
     mounts: list[dict] = [
-        {"destination": "/proc", "type": "proc", "source": "proc"},
+        # A new proc needs a pid namespace owned by the user namespace (mount_too_revealing): a
+        # rootless container that keeps the node's pids bind-mounts the node's /proc instead.
+        {"destination": "/proc", "type": "bind", "source": "/proc", "options": ["rbind", "nosuid", "noexec", "nodev"]}
+        if who.rootless else {"destination": "/proc", "type": "proc", "source": "proc"},
         {"destination": "/dev", "type": "tmpfs", "source": "tmpfs",
          "options": ["nosuid", "strictatime", "mode=755", "size=65536k"]},
         {"destination": "/dev/pts", "type": "devpts", "source": "devpts",
@@ -85,21 +144,32 @@ def _mounts(p: Profile, rs: RunSettings, base_dir: Path) -> list[dict]:
     return mounts
 
 
-def oci_config(p: Profile, rs: RunSettings, *, image_env: list[str], base_dir: Path) -> dict:
-    """The bundle's config.json (OCI runtime spec 1.0) from the profile's run settings."""
+def oci_config(p: Profile, rs: RunSettings, *, image_env: list[str], base_dir: Path,
+               submitter: tuple[int, int] | None = None) -> dict:
+    """The bundle's config.json (OCI runtime spec 1.0) from the profile's run settings, for a bundle
+    run by ``submitter`` ((uid, gid); None: root, see :func:`identity`)."""
+    who = identity(p.image.user.uid, p.image.user.gid, submitter)
     env = {}
     for item in image_env:
         key, _, value = item.partition("=")
         env[key] = value
     env.update(dict(rs.env))
     caps = list(DEFAULT_CAPS)
-    if any(u.name == "memlock" for u in rs.ulimits):
-        caps.append("CAP_IPC_LOCK")  # pinned memory (RDMA, pin_memory) beyond the soft limit
+    # Lets mlock go past RLIMIT_MEMLOCK (RDMA registration). The kernel checks it in the initial
+    # user namespace, so inside a rootless one it does nothing: there only the node's limit counts.
+    if any(u.name == "memlock" for u in rs.ulimits) and not who.rootless:
+        caps.append("CAP_IPC_LOCK")
+    namespaces = [{"type": "ipc"}, {"type": "mount"}]
+    linux: dict = {}
+    if who.uid_map is not None and who.gid_map is not None:
+        namespaces.append({"type": "user"})
+        linux["uidMappings"] = [{"containerID": who.uid_map[0], "hostID": who.uid_map[1], "size": 1}]
+        linux["gidMappings"] = [{"containerID": who.gid_map[0], "hostID": who.gid_map[1], "size": 1}]
     return {
         "ociVersion": "1.0.2",
         "process": {
             "terminal": False,
-            "user": {"uid": p.image.user.uid, "gid": p.image.user.gid},
+            "user": {"uid": who.uid, "gid": who.gid},
             # Slurm replaces args with the srun command; this is what `runc run` alone would start.
             "args": ["/bin/bash"],
             "env": [f"{k}={v}" for k, v in env.items()],
@@ -110,10 +180,11 @@ def oci_config(p: Profile, rs: RunSettings, *, image_env: list[str], base_dir: P
             "noNewPrivileges": True,
         },
         "root": {"path": "rootfs", "readonly": False},
-        "mounts": _mounts(p, rs, base_dir),
+        "mounts": _mounts(p, rs, base_dir, who),
         "linux": {
             # No network, uts or pid namespace: the node's interfaces, host name and pids (module docstring).
-            "namespaces": [{"type": "ipc"}, {"type": "mount"}],
+            "namespaces": namespaces,
+            **linux,
             "maskedPaths": ["/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
                             "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/sys/firmware",
                             "/proc/scsi"],
@@ -151,7 +222,8 @@ def export_rootfs(image: str, rootfs: Path, err: TextIO | None = None) -> tuple[
     engine = connect()
     try:
         rootfs.mkdir(parents=True)
-        tar = subprocess.Popen(["tar", "-x", "--numeric-owner", "-C", str(rootfs)], stdin=subprocess.PIPE,
+        tar = subprocess.Popen(["tar", "-x", "--numeric-owner", "--preserve-permissions", "--anchored", "--exclude=dev/*",
+                                "-C", str(rootfs)], stdin=subprocess.PIPE,
                                stderr=subprocess.PIPE)
         # Both pipes were asked for above; the asserts tell mypy so.
         assert tar.stdin is not None and tar.stderr is not None
@@ -185,9 +257,25 @@ def export_rootfs(image: str, rootfs: Path, err: TextIO | None = None) -> tuple[
     return image_id, env
 
 
-def run(profile_path: Path | None, image: str | None, out_dir: Path, *, out: TextIO, err: TextIO) -> int:
+def remove_tree(path: Path) -> None:
+    """Remove a bundle folder, also as the non-root user who unpacked it: an image's read-only
+    folders (0555 is common) are made writable first, since only root may unlink inside them."""
     import shutil  # here, not at the top: building the CLI's parser imports every command module
-    import tempfile
+
+    def writable_then_retry(func, name, _exc_info) -> None:
+        parent = os.path.dirname(name)
+        for target in (parent, name):
+            with contextlib.suppress(OSError):
+                mode = os.lstat(target).st_mode
+                if stat.S_ISDIR(mode):
+                    os.chmod(target, stat.S_IMODE(mode) | stat.S_IRWXU)
+        func(name)
+
+    shutil.rmtree(path, onerror=writable_then_retry)
+
+
+def run(profile_path: Path | None, image: str | None, out_dir: Path, *, out: TextIO, err: TextIO) -> int:
+    import tempfile  # here, not at the top: building the CLI's parser imports every command module
 
     loaded = load_profile(profile_path)
     p = loaded.profile
@@ -197,26 +285,31 @@ def run(profile_path: Path | None, image: str | None, out_dir: Path, *, out: Tex
     # Build next to the destination, then swap: a failed export never leaves half a bundle behind.
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".envkit-bundle-", dir=out_dir.parent))
+    staging.chmod(0o755)  # every node's runtime reads it; mkdtemp's 0700 is for the staging only
+    submitter = current_submitter()
+    who = identity(p.image.user.uid, p.image.user.gid, submitter)
     try:
         image_id, image_env = export_rootfs(image, staging / "rootfs", err)
-        config = oci_config(p, rs, image_env=image_env, base_dir=loaded.base_dir)
+        config = oci_config(p, rs, image_env=image_env, base_dir=loaded.base_dir, submitter=submitter)
         (staging / "config.json").write_text(json.dumps(config, indent=2) + "\n")
         (staging / MARKER).write_text(json.dumps({"image": image, "image_id": image_id,
                                                   "profile_sha256": loaded.sha256}) + "\n")
         if out_dir.exists():
-            shutil.rmtree(out_dir)
+            remove_tree(out_dir)
         staging.rename(out_dir)
     finally:
         if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                remove_tree(staging)
     shm = format_size(rs.effective_shm) if rs.effective_shm is not None else "the node's"
     print(f"wrote {out_dir}: rootfs of {image}, config.json (/dev/shm {shm}, {len(rs.ulimits)} rlimits, "
-          f"uid {p.image.user.uid})", file=out)
+          f"runs as {who.describe()})", file=out)
     return 0
 
 
 # ---------------------------------------------------------------- command line (envkit.commands' contract)
-HELP = "write an OCI bundle of the built image for Slurm's srun --container"
+HELP = ("write an OCI bundle of the built image for Slurm's srun --container "
+        "(run it as the user who submits: a non-root user's bundle is rootless)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

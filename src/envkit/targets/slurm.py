@@ -11,17 +11,24 @@ spells them. The script:
    naming the node's hard limit when a value is above it;
 3. runs one step per node with the harness (``preflight_command``) inside the image and stops
    with the failing node's diagnosis if any node fails;
-4. runs ``torchrun`` once per node, rendezvousing through c10d at the first node.
+4. runs ``torchrun`` once per node, one step per node, rendezvousing through c10d at the first
+   node, which alone is told to host the store (``--rdzv-conf=is_host=1``; ``is_host=0`` on the
+   others), so no node has to recognise the endpoint as one of its own addresses.
 
 The container runtime (``cluster.slurm.runtime``) changes only how a step enters the image:
-pyxis ``--container-image``, Slurm's own OCI ``--container=BUNDLE`` (a bundle from
-``envkit bundle``), or ``apptainer exec``. A profile without ``cluster`` renders nothing.
+pyxis ``--container-image`` (a registry reference in enroot's ``REGISTRY#IMAGE`` form, see
+:func:`enroot_image`), Slurm's own OCI ``--container=BUNDLE`` (a bundle from ``envkit bundle``),
+or ``apptainer exec``. ``run.env`` and the proxy reach the container over the image's own values:
+named with ``--container-env`` (pyxis), in an ``--env-file`` (Apptainer), in config.json (OCI).
+A profile without ``cluster`` renders nothing.
 
 Example:
     >>> ulimit_args("memlock", 64 * 1024 * 1024)
     ('l', '65536', ' KiB')
     >>> ulimit_args("nofile", -1)
     ('n', 'unlimited', '')
+    >>> enroot_image("registry.example.com/ml/x:1")
+    'registry.example.com#ml/x:1'
 """
 
 from __future__ import annotations
@@ -56,6 +63,29 @@ def preflight_command() -> list[str]:
     ['envkit-check', '--quick']
     """
     return [CHECK_COMMAND, "--quick"]
+
+
+# Docker Hub's names: enroot reaches Docker Hub by default, and given one of these as a registry it
+# would ask that host's /v2/ API, which only registry-1.docker.io serves.
+_DOCKER_HUB = ("docker.io", "index.docker.io", "registry-1.docker.io")
+
+
+def enroot_image(ref: str) -> str:
+    """``ref`` as enroot's image syntax, ``[USER@][REGISTRY#]IMAGE[:TAG]``, which pyxis passes on.
+
+    enroot before 4.0 does not split a Docker-style ``host/path`` reference: the host becomes part
+    of a Docker Hub path and the pull fails with Docker Hub's 401/404 (enroot v3.5.0
+    ``src/docker.sh``, the ``docker://`` regex; pyxis README, ``--container-image``). The ``#``
+    form is read by every enroot release. Docker Hub references lose their host (enroot's default).
+
+    >>> enroot_image("localhost:5000/x"), enroot_image("team/x:1"), enroot_image("docker.io/library/x:1")
+    ('localhost:5000#x', 'team/x:1', 'library/x:1')
+    """
+    host = registry_host(ref)
+    if host is None:
+        return ref
+    rest = ref[len(host) + 1:]
+    return rest if host in _DOCKER_HUB else f"{host}#{rest}"
 
 
 def ulimit_args(name: str, value: int) -> tuple[str, str, str]:
@@ -167,11 +197,13 @@ def context(ctx: GenContext) -> dict:
         "check_here": anchored,
         "sbatch": sbatch_options(ctx, plan),
         "runtime": c.slurm.runtime,
-        "image": plan.image,
+        "image": enroot_image(plan.image) if c.slurm.runtime == "pyxis" else plan.image,
         # A bundle path left unset means "beside the submit directory" (a run-time value).
         "bundle": c.slurm.bundle,
         "workdir": p.image.workdir,
         "env": list(ctx.settings.env),
+        # pyxis: the image's own value of a variable wins over the job's unless it is named here.
+        "env_names": ",".join(key for key, _ in ctx.settings.env),
         "ulimits": [{"name": u.name, **dict(zip(("letter", "value", "unit"), ulimit_args(u.name, u.soft), strict=True))}
                     for u in ctx.settings.ulimits],
         "mounts": items,
