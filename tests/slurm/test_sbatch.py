@@ -428,3 +428,12 @@ def test_a_non_root_submitter_gets_a_user_namespace_with_root_mapped_to_them(tmp
     assert "uidMappings" not in root["linux"] and root["process"]["user"] == {"uid": 1500, "gid": 1600}
     assert {m["destination"]: m for m in root["mounts"]}["/proc"]["type"] == "proc"
     assert "CAP_IPC_LOCK" in root["process"]["capabilities"]["effective"]
+
+
+def test_pyxis_warns_that_old_enroot_cannot_pull_by_digest():
+    digest = "reg.example.com/t@sha256:" + "a" * 64
+    p = Profile.model_validate({"envkit": 1, "name": "w", "image": {"base": "debian:bookworm"},
+                                "cluster": {"entrypoint": ["t.py"], "image": digest}})
+    assert any(w.startswith("cluster.image:") and "cannot pull" in w for w in _slurm_warnings(plan_of(p)))
+    tagged = p.model_copy(update={"cluster": p.cluster.model_copy(update={"image": "reg.example.com/t:1"})})
+    assert not any(w.startswith("cluster.image:") for w in _slurm_warnings(plan_of(tagged)))

@@ -136,6 +136,9 @@ def warnings(plan: EnvPlan) -> list[str]:
         elif registry_host(c.image) is None:
             out.append(f"cluster.image: {c.image} names no registry host, so nodes look for it on Docker Hub; "
                        "use the reference of the registry you pushed it to")
+    if runtime == "pyxis" and c.image is not None and "@" in c.image:
+        out.append(f"cluster.image: {c.image} is pinned by digest, which enroot before 4.0 cannot pull (its image "
+                   "syntax has no @); on such nodes use a tag, or an enroot .sqsh file with ENVKIT_IMAGE=FILE.sqsh")
     for name in sorted(run.ulimits):
         where = "ulimit -S in the batch script" + (" and set in the bundle's rlimits" if runtime == "oci" else "")
         out.append(f"run.ulimits.{name}: Slurm cannot set ulimits; raised with {where}, which fails "
