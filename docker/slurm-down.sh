@@ -12,7 +12,8 @@ DIR=$(cd "$1" && pwd)
 # Root's state root, then each user's (rootless mode): root may act on a user's rootless container.
 if command -v runc >/dev/null 2>&1; then
     for root in "$DIR/runc" "$DIR"/runc-users/*/; do
-        [ -d "$root" ] || continue
+        # Only real folders: root must not follow a link a user planted to another runtime's state.
+        [ -d "$root" ] && [ ! -L "${root%/}" ] || continue
         for c in $(runc --root="$root" list -q 2>/dev/null); do
             runc --root="$root" kill "$c" KILL 2>/dev/null
             runc --root="$root" delete --force "$c" 2>/dev/null

@@ -10,7 +10,9 @@
 # - Slurm's OCI container support through runc (oci.conf), containers under DIR/runc;
 # - with ENVKIT_SLURM_ROOTLESS=1, oci.conf is the rootless runc example of SchedMD's containers
 #   guide (runc --rootless=true, run as the job's user, a state root per user under
-#   DIR/runc-users/USER), and DIR is readable by every user, so any local user can submit;
+#   DIR/runc-users/USER, made 0700 for that user by a root Prolog before the job's first step,
+#   as a login manager makes /run/user/UID), and DIR is readable by every user, so any local
+#   user can submit;
 # - every file (config, state, spool, logs, pid files) under DIR; ports chosen free.
 # - with ENVKIT_SLURM_OWNER=PID, a watchdog runs slurm-down.sh DIR once that process is gone, so a
 #   killed test session leaves no daemon behind.
@@ -45,14 +47,27 @@ HOST=$(hostname -s)
 mkdir -p "$DIR/state" "$DIR/spool/n1" "$DIR/spool/n2" "$DIR/runc" "$DIR/dev"
 ROOTLESS=${ENVKIT_SLURM_ROOTLESS:-0}
 case "$ROOTLESS" in 0|1) ;; *) say "ENVKIT_SLURM_ROOTLESS must be 0 or 1, not $ROOTLESS"; exit 2 ;; esac
+chmod 700 "$DIR"
+# munge: a fresh key, never readable by anyone but root, even for an instant (it forges any user).
+[ -f "$DIR/munge.key" ] || (umask 077 && dd if=/dev/urandom bs=1 count=1024 of="$DIR/munge.key" 2>/dev/null)
+chmod 400 "$DIR/munge.key"
+PROLOG=""
 if [ "$ROOTLESS" = 1 ]; then
-    # Submitters need slurm.conf and munge's socket; the key (0400) and the state stay root's.
-    chmod 755 "$DIR"
-    # Each user's runc makes its own state root here (sticky, like /tmp: nobody removes another's).
+    # Only root writes here: each user's state root is made by the Prolog (below), so nobody can
+    # plant another user's folder or a link in its place.
     mkdir -p "$DIR/runc-users"
-    chmod 1777 "$DIR/runc-users"
-else
-    chmod 700 "$DIR"
+    chmod 755 "$DIR/runc-users"
+    cat >"$DIR/prolog.sh" <<'EOF'
+#!/bin/sh
+# Slurm's Prolog (root, on each node, before the job's first step there): the job user's runc
+# state root, 0700 and theirs. A link or anything not theirs in its place is replaced.
+set -eu
+dir="$(dirname "$0")/runc-users/$SLURM_JOB_USER"
+if [ -L "$dir" ] || { [ -e "$dir" ] && [ "$(stat -c %u "$dir")" != "$SLURM_JOB_UID" ]; }; then rm -rf "$dir"; fi
+install -d -m 0700 -o "$SLURM_JOB_UID" -g "$SLURM_JOB_GID" "$dir"
+EOF
+    chmod 755 "$DIR/prolog.sh"
+    PROLOG="Prolog=$DIR/prolog.sh"
 fi
 
 # Fake GPUs: any character device will do for GRES bookkeeping (/dev/null's numbers).
@@ -90,6 +105,7 @@ MinJobAge=30
 NodeName=n1 NodeHostname=$HOST NodeAddr=127.0.0.1 Port=$N1_PORT CPUs=2 RealMemory=8192 Gres=gpu:2 State=UNKNOWN
 NodeName=n2 NodeHostname=$HOST NodeAddr=127.0.0.1 Port=$N2_PORT CPUs=2 RealMemory=8192 Gres=gpu:2 State=UNKNOWN
 PartitionName=debug Nodes=n[1-2] Default=YES MaxTime=INFINITE State=UP
+$PROLOG
 EOF
 echo "NodeName=n[1-2] Name=gpu File=$DIR/dev/nvidia[0-1]" >"$DIR/gres.conf"
 # Slurm's OCI support: each step's container is runc's, named node.user.job.step.task, under DIR/runc.
@@ -116,9 +132,14 @@ RunTimeDelete="$R delete --force %n.%u.%j.%s.%t"
 RunTimeRun="$R run %n.%u.%j.%s.%t -b %b"
 EOF
 export SLURM_CONF="$DIR/slurm.conf"
+if [ "$ROOTLESS" = 1 ]; then
+    # Submitters need slurm.conf, oci.conf and munge's socket: the folder opens only now, with
+    # the key in it 0400. slurmctld's state stays root's; the spool is traversed by the jobs.
+    chmod 700 "$DIR/state"
+    chmod 755 "$DIR"
+fi
 
-# munge: a fresh key; --force because DIR is not munge's usual, root-only-checked folder.
-[ -f "$DIR/munge.key" ] || { dd if=/dev/urandom bs=1 count=1024 of="$DIR/munge.key" 2>/dev/null; chmod 400 "$DIR/munge.key"; }
+# munged: --force because DIR is not munge's usual, root-only-checked folder.
 # setsid: the daemons must not die with the caller's process group (Ctrl-C in a test run).
 setsid munged --force --key-file="$DIR/munge.key" --socket="$DIR/munge.sock" --pid-file="$DIR/munged.pid" \
     --log-file="$DIR/munged.log" --seed-file="$DIR/munge.seed" >&2

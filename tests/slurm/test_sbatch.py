@@ -13,6 +13,7 @@ import resource
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -424,6 +425,8 @@ def test_a_non_root_submitter_gets_a_user_namespace_with_root_mapped_to_them(tmp
     assert mounts["/proc"]["type"] == "bind" and mounts["/proc"]["source"] == "/proc"
     # CAP_IPC_LOCK counts only in the initial user namespace: a placebo here.
     assert "CAP_IPC_LOCK" not in cfg["process"]["capabilities"]["effective"]
+    # An unprivileged runc cannot raise a hard limit: the step's own limits apply, none are set.
+    assert cfg["process"]["rlimits"] == []
     root = oci_config(p, rs, image_env=[], base_dir=tmp_path, submitter=None)
     assert "uidMappings" not in root["linux"] and root["process"]["user"] == {"uid": 1500, "gid": 1600}
     assert {m["destination"]: m for m in root["mounts"]}["/proc"]["type"] == "proc"
@@ -437,3 +440,65 @@ def test_pyxis_warns_that_old_enroot_cannot_pull_by_digest():
     assert any(w.startswith("cluster.image:") and "cannot pull" in w for w in _slurm_warnings(plan_of(p)))
     tagged = p.model_copy(update={"cluster": p.cluster.model_copy(update={"image": "reg.example.com/t:1"})})
     assert not any(w.startswith("cluster.image:") for w in _slurm_warnings(plan_of(tagged)))
+
+
+def test_a_bundle_for_another_uid_stops_the_job_before_any_step(tmp_path):
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    other = os.geteuid() + 1
+    (bundle / MARKER).write_text(json.dumps({"image": "x", "runs_for_uid": other}) + "\n")
+    profile = tmp_path / "p.yaml"
+    profile.write_text("envkit: 1\nname: b\nimage: {base: 'debian:bookworm'}\n"
+                       f"cluster: {{nodes: 2, entrypoint: [t.py], slurm: {{runtime: oci, bundle: {bundle}}}}}\n")
+    out = tmp_path / "out"
+    assert run_envkit("generate", str(profile), "-o", str(out), "--target", "slurm").returncode == 0
+    log = tmp_path / "calls.jsonl"
+    env = {"PATH": f"{FAKEBIN}:/usr/bin:/bin", "FAKE_LOG": str(log), "FAKE_RUNTIME": "oci",
+           "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "n[1-2]", "SLURM_JOB_NUM_NODES": "2"}
+    proc = subprocess.run(["bash", str(out / "slurm.sbatch")], cwd=out, capture_output=True, text=True, timeout=60,
+                          env=env)
+    assert proc.returncode == 1
+    assert f"the bundle {bundle} runs only for uid {other}, who wrote it" in proc.stderr
+    assert not log.exists(), "a step ran with another user's bundle"
+    (bundle / MARKER).write_text(json.dumps({"image": "x", "runs_for_uid": os.geteuid()}) + "\n")
+    proc = subprocess.run(["bash", str(out / "slurm.sbatch")], cwd=out, capture_output=True, text=True, timeout=60,
+                          env=env)
+    assert proc.returncode == 0, proc.stderr
+
+
+_REMOVE = """
+import os, sys
+from pathlib import Path
+from envkit.commands.bundle import remove_tree
+root = Path(sys.argv[1]) / "bundle"
+for mode in (0o555, 0o500, 0o111, 0o000):
+    d = root / "rootfs" / f"d{mode:o}" / "inner"
+    d.mkdir(parents=True)
+    (d / "file").write_text("x")
+    (d.parent / "file").write_text("x")
+    os.chmod(d, mode)
+    os.chmod(d.parent, mode)
+os.symlink("/etc", root / "rootfs" / "link")  # never followed: /etc keeps its modes
+remove_tree(root)
+print("gone" if not root.exists() else "left")
+"""
+
+
+def test_remove_tree_removes_what_an_unprivileged_owner_unpacked(request):
+    # As root every folder is writable anyway: run as a plain uid, which is what a user's bundle meets.
+    # Outside pytest's folders, which are root's and 0700: the plain uid must reach its own.
+    work = Path(tempfile.mkdtemp(prefix="envkit-remove-tree-"))
+    request.addfinalizer(lambda: shutil.rmtree(work, ignore_errors=True))
+    cmd = [sys.executable, "-c", _REMOVE, str(work)]
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"}
+    if os.geteuid() == 0:
+        os.chown(work, 65534, 65534)
+        cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", *cmd]
+        probe = subprocess.run([*cmd[:5], sys.executable, "-c", "import envkit"], env=env, capture_output=True)
+        if probe.returncode != 0:
+            pytest.skip("this interpreter cannot be run by uid 65534")
+    etc = os.stat("/etc").st_mode
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "gone"
+    assert os.stat("/etc").st_mode == etc

@@ -5,8 +5,10 @@ path where envkit can size /dev/shm, so config.json carries the same run setting
 
 - ``/dev/shm`` a tmpfs of ``run.shm_size`` (Docker's 64 MiB when unset; the node's /dev/shm under
   ``ipc: host``);
-- ``process.rlimits`` from ``run.ulimits`` (runc fails with "error setting rlimit" above the hard
-  limits slurmd runs with: the job ends at once, naming it);
+- ``process.rlimits`` from ``run.ulimits`` in a root bundle (runc fails with "error setting rlimit"
+  above the hard limits slurmd runs with: the job ends at once, naming it). A rootless bundle has
+  none: an unprivileged runtime cannot raise a hard limit, so the container keeps the step's limits,
+  which the batch script's ``ulimit -S`` raised;
 - who the container runs as (:func:`identity`): built by root, ``image.user`` (uid/gid) with no
   user namespace; built by anyone else, a user namespace mapping the container's root to that
   user, who is the one submitting (Slurm runs the runtime as the job's user, rootless);
@@ -105,9 +107,20 @@ def identity(image_uid: int, image_gid: int, submitter: tuple[int, int] | None) 
 
 
 def current_submitter() -> tuple[int, int] | None:
-    """(uid, gid) of the user running envkit, who is the one submitting; None for root."""
+    """(uid, primary gid) of the user running envkit, who is the one submitting; None for root.
+
+    The primary group from the user database, not the effective gid: under ``sg docker -c ...``
+    that is the docker group's, while Slurm starts the job with the user's primary group.
+    """
+    import pwd  # here: POSIX only, and building the CLI's parser imports every command module
+
     euid = os.geteuid()
-    return None if euid == 0 else (euid, os.getegid())
+    if euid == 0:
+        return None
+    try:
+        return euid, pwd.getpwuid(euid).pw_gid
+    except KeyError:  # a uid with no passwd entry (some containers): its gid is all there is
+        return euid, os.getegid()
 
 
 def _rlimit(value: int) -> int:
@@ -175,8 +188,10 @@ def oci_config(p: Profile, rs: RunSettings, *, image_env: list[str], base_dir: P
             "env": [f"{k}={v}" for k, v in env.items()],
             "cwd": p.image.workdir,
             "capabilities": {k: caps for k in ("bounding", "effective", "permitted")},
-            "rlimits": [{"type": f"RLIMIT_{u.name.upper()}", "soft": _rlimit(u.soft), "hard": _rlimit(u.hard)}
-                        for u in rs.ulimits],
+            # Rootless: none (module docstring); the step's own limits apply.
+            "rlimits": [] if who.rootless else [
+                {"type": f"RLIMIT_{u.name.upper()}", "soft": _rlimit(u.soft), "hard": _rlimit(u.hard)}
+                for u in rs.ulimits],
             "noNewPrivileges": True,
         },
         "root": {"path": "rootfs", "readonly": False},
@@ -258,20 +273,22 @@ def export_rootfs(image: str, rootfs: Path, err: TextIO | None = None) -> tuple[
 
 
 def remove_tree(path: Path) -> None:
-    """Remove a bundle folder, also as the non-root user who unpacked it: an image's read-only
-    folders (0555 is common) are made writable first, since only root may unlink inside them."""
+    """Remove a bundle folder, also as the non-root user who unpacked it: an image's folders that
+    its owner may not write or enter (0555, 0500, even 0000) are opened to the owner first, top
+    down, since only root may list or unlink inside them. Links are never followed."""
     import shutil  # here, not at the top: building the CLI's parser imports every command module
 
-    def writable_then_retry(func, name, _exc_info) -> None:
-        parent = os.path.dirname(name)
-        for target in (parent, name):
-            with contextlib.suppress(OSError):
-                mode = os.lstat(target).st_mode
-                if stat.S_ISDIR(mode):
-                    os.chmod(target, stat.S_IMODE(mode) | stat.S_IRWXU)
-        func(name)
+    def open_to_owner(folder: str) -> None:
+        with contextlib.suppress(OSError):  # not ours (root's bundle as root: nothing to do)
+            mode = os.lstat(folder).st_mode
+            if stat.S_ISDIR(mode) and stat.S_IMODE(mode) & stat.S_IRWXU != stat.S_IRWXU:
+                os.chmod(folder, stat.S_IMODE(mode) | stat.S_IRWXU)
 
-    shutil.rmtree(path, onerror=writable_then_retry)
+    open_to_owner(str(path))
+    for top, folders, _files in os.walk(path):  # top down: each folder is opened before it is entered
+        for name in folders:
+            open_to_owner(os.path.join(top, name))
+    shutil.rmtree(path)
 
 
 def run(profile_path: Path | None, image: str | None, out_dir: Path, *, out: TextIO, err: TextIO) -> int:
@@ -285,15 +302,16 @@ def run(profile_path: Path | None, image: str | None, out_dir: Path, *, out: Tex
     # Build next to the destination, then swap: a failed export never leaves half a bundle behind.
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".envkit-bundle-", dir=out_dir.parent))
-    staging.chmod(0o755)  # every node's runtime reads it; mkdtemp's 0700 is for the staging only
     submitter = current_submitter()
     who = identity(p.image.user.uid, p.image.user.gid, submitter)
     try:
         image_id, image_env = export_rootfs(image, staging / "rootfs", err)
         config = oci_config(p, rs, image_env=image_env, base_dir=loaded.base_dir, submitter=submitter)
         (staging / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+        # runs_for_uid: the one uid whose jobs can run it (the batch script checks it before the first step).
         (staging / MARKER).write_text(json.dumps({"image": image, "image_id": image_id,
-                                                  "profile_sha256": loaded.sha256}) + "\n")
+                                                  "profile_sha256": loaded.sha256,
+                                                  "runs_for_uid": submitter[0] if submitter else 0}) + "\n")
         if out_dir.exists():
             remove_tree(out_dir)
         staging.rename(out_dir)

@@ -19,7 +19,7 @@ The container runtime (``cluster.slurm.runtime``) changes only how a step enters
 pyxis ``--container-image`` (a registry reference in enroot's ``REGISTRY#IMAGE`` form, see
 :func:`enroot_image`), Slurm's own OCI ``--container=BUNDLE`` (a bundle from ``envkit bundle``),
 or ``apptainer exec``. ``run.env`` and the proxy reach the container over the image's own values:
-named with ``--container-env`` (pyxis), in an ``--env-file`` (Apptainer), in config.json (OCI).
+named with ``--container-env`` (pyxis), exported as ``APPTAINERENV_NAME`` (Apptainer), in config.json (OCI).
 A profile without ``cluster`` renders nothing.
 
 Example:
@@ -140,7 +140,7 @@ def warnings(plan: EnvPlan) -> list[str]:
         out.append(f"cluster.image: {c.image} is pinned by digest, which enroot before 4.0 cannot pull (its image "
                    "syntax has no @); on such nodes use a tag, or an enroot .sqsh file with ENVKIT_IMAGE=FILE.sqsh")
     for name in sorted(run.ulimits):
-        where = "ulimit -S in the batch script" + (" and set in the bundle's rlimits" if runtime == "oci" else "")
+        where = "ulimit -S in the batch script" + (" (and in a root bundle's rlimits)" if runtime == "oci" else "")
         out.append(f"run.ulimits.{name}: Slurm cannot set ulimits; raised with {where}, which fails "
                    "(naming the limit) if above the node's hard limit")
     return out
