@@ -339,18 +339,30 @@ def test_bundle_refuses_a_folder_it_did_not_write(tmp_path):
     check_destination(mine)
 
 
+def _generate_small(tmp_path: Path, slurm: str, run: str = "") -> Path:
+    """slurm.sbatch of a two-node profile with the given ``cluster.slurm`` (flow YAML), in tmp_path/out."""
+    profile = tmp_path / "p.yaml"
+    profile.write_text("envkit: 1\nname: nm\nimage: {base: 'debian:bookworm'}\n" + run
+                       + f"cluster: {{nodes: 2, entrypoint: [t.py], slurm: {slurm}}}\n")
+    out = tmp_path / "out"
+    assert run_envkit("generate", str(profile), "-o", str(out), "--target", "slurm").returncode == 0
+    return out
+
+
+def _batch(out: Path, log: Path, runtime: str) -> subprocess.CompletedProcess:
+    """The generated script in ``out`` as a two-node batch step would run it, under the fakes."""
+    env = {"PATH": f"{FAKEBIN}:/usr/bin:/bin", "FAKE_LOG": str(log), "FAKE_RUNTIME": runtime,
+           "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "n[1-2]", "SLURM_JOB_NUM_NODES": "2"}
+    return subprocess.run(["bash", str(out / "slurm.sbatch")], cwd=out, capture_output=True, text=True, timeout=60,
+                          env=env)
+
+
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_no_mounts_and_no_gpus(runtime, tmp_path):
     """Empty mount lists must not reach srun/apptainer as an empty option (set -u, empty arrays)."""
-    profile = tmp_path / "p.yaml"
-    profile.write_text("envkit: 1\nname: nm\nimage: {base: 'debian:bookworm'}\nrun: {mount_project: false}\n"
-                       f"cluster: {{nodes: 2, entrypoint: [t.py], slurm: {{runtime: {runtime}, bundle: /b}}}}\n")
-    out = tmp_path / "out"
-    assert run_envkit("generate", str(profile), "-o", str(out), "--target", "slurm").returncode == 0
+    out = _generate_small(tmp_path, f"{{runtime: {runtime}, bundle: /b}}", run="run: {mount_project: false}\n")
     log = tmp_path / "calls.jsonl"
-    proc = subprocess.run(["bash", str(out / "slurm.sbatch")], cwd=out, capture_output=True, text=True, timeout=60,
-                          env={"PATH": f"{FAKEBIN}:/usr/bin:/bin", "FAKE_LOG": str(log), "FAKE_RUNTIME": runtime,
-                               "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "n[1-2]", "SLURM_JOB_NUM_NODES": "2"})
+    proc = _batch(out, log, runtime)
     assert proc.returncode == 0, proc.stderr
     train = _training([json.loads(line) for line in log.read_text().splitlines()])["n1"]
     assert "" not in train and not any(a.startswith(("--container-mounts", "--bind", "--nv")) for a in train)
@@ -447,22 +459,14 @@ def test_a_bundle_for_another_uid_stops_the_job_before_any_step(tmp_path):
     bundle.mkdir()
     other = os.geteuid() + 1
     (bundle / MARKER).write_text(json.dumps({"image": "x", "runs_for_uid": other}) + "\n")
-    profile = tmp_path / "p.yaml"
-    profile.write_text("envkit: 1\nname: b\nimage: {base: 'debian:bookworm'}\n"
-                       f"cluster: {{nodes: 2, entrypoint: [t.py], slurm: {{runtime: oci, bundle: {bundle}}}}}\n")
-    out = tmp_path / "out"
-    assert run_envkit("generate", str(profile), "-o", str(out), "--target", "slurm").returncode == 0
+    out = _generate_small(tmp_path, f"{{runtime: oci, bundle: {bundle}}}")
     log = tmp_path / "calls.jsonl"
-    env = {"PATH": f"{FAKEBIN}:/usr/bin:/bin", "FAKE_LOG": str(log), "FAKE_RUNTIME": "oci",
-           "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "n[1-2]", "SLURM_JOB_NUM_NODES": "2"}
-    proc = subprocess.run(["bash", str(out / "slurm.sbatch")], cwd=out, capture_output=True, text=True, timeout=60,
-                          env=env)
+    proc = _batch(out, log, "oci")
     assert proc.returncode == 1
     assert f"the bundle {bundle} runs only for uid {other}, who wrote it" in proc.stderr
     assert not log.exists(), "a step ran with another user's bundle"
     (bundle / MARKER).write_text(json.dumps({"image": "x", "runs_for_uid": os.geteuid()}) + "\n")
-    proc = subprocess.run(["bash", str(out / "slurm.sbatch")], cwd=out, capture_output=True, text=True, timeout=60,
-                          env=env)
+    proc = _batch(out, log, "oci")
     assert proc.returncode == 0, proc.stderr
 
 
