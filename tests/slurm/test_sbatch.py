@@ -506,3 +506,14 @@ def test_remove_tree_removes_what_an_unprivileged_owner_unpacked(request):
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "gone"
     assert os.stat("/etc").st_mode == etc
+
+
+def test_apptainer_warns_that_home_cannot_be_set():
+    p = Profile.model_validate({"envkit": 1, "name": "w", "image": {"base": "debian:bookworm"},
+                                "run": {"env": {"HOME": "/scratch/me", "OTHER": "x"}},
+                                "cluster": {"entrypoint": ["t.py"], "image": "reg.example.com/t:1",
+                                            "slurm": {"runtime": "apptainer"}}})
+    assert [w.split(":")[0] for w in _slurm_warnings(plan_of(p)) if w.startswith("run.env")] == ["run.env.HOME"]
+    pyxis = p.model_copy(update={"cluster": p.cluster.model_copy(update={
+        "slurm": p.cluster.slurm.model_copy(update={"runtime": "pyxis"})})})
+    assert not any(w.startswith("run.env") for w in _slurm_warnings(plan_of(pyxis)))

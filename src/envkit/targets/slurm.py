@@ -139,6 +139,10 @@ def warnings(plan: EnvPlan) -> list[str]:
     if runtime == "pyxis" and c.image is not None and "@" in c.image:
         out.append(f"cluster.image: {c.image} is pinned by digest, which enroot before 4.0 cannot pull (its image "
                    "syntax has no @); on such nodes use a tag, or an enroot .sqsh file with ENVKIT_IMAGE=FILE.sqsh")
+    if runtime == "apptainer" and "HOME" in run.env:
+        # apptainer internal/pkg/util/env/create.go, alwaysOmitKeys: HOME cannot be overridden.
+        out.append("run.env.HOME: Apptainer does not let a job set HOME in the container (it ignores "
+                   "APPTAINERENV_HOME with a warning); Apptainer's --home sets it")
     for name in sorted(run.ulimits):
         where = "ulimit -S in the batch script" + (" (and in a root bundle's rlimits)" if runtime == "oci" else "")
         out.append(f"run.ulimits.{name}: Slurm cannot set ulimits; raised with {where}, which fails "
