@@ -201,7 +201,9 @@ def rootless_project(slurm_project, submitter) -> Path:
     submitter.give(root)
     res = submitter.envkit("bundle", "envkit.yaml", "-o", "bundle", cwd=root, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
-    assert "runs as root in a user namespace, mapped to uid" in res.stdout, res.stdout
+    # The same line docs/slurm.md shows, but for this session's uid.
+    assert (f"(/dev/shm 512m, the step's rlimits, runs as root in a user namespace, mapped to uid {submitter.uid} "
+            "(the submitter))") in res.stdout, res.stdout
     return root
 
 

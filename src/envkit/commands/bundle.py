@@ -320,7 +320,9 @@ def run(profile_path: Path | None, image: str | None, out_dir: Path, *, out: Tex
             with contextlib.suppress(OSError):
                 remove_tree(staging)
     shm = format_size(rs.effective_shm) if rs.effective_shm is not None else "the node's"
-    print(f"wrote {out_dir}: rootfs of {image}, config.json (/dev/shm {shm}, {len(rs.ulimits)} rlimits, "
+    # A rootless bundle sets none: the step's own limits apply (oci_config).
+    rlimits = "the step's rlimits" if who.rootless else f"{len(config['process']['rlimits'])} rlimits"
+    print(f"wrote {out_dir}: rootfs of {image}, config.json (/dev/shm {shm}, {rlimits}, "
           f"runs as {who.describe()})", file=out)
     return 0
 
