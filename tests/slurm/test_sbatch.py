@@ -385,7 +385,7 @@ def test_sbatch_agrees_with_the_run_settings(example, tmp_path):
     for u in rs.ulimits:
         assert f"raise_limit {u.name} " in text
     for key, value in rs.env:
-        assert f"export {key}={shlex.quote(value)}" in text
+        assert f"  {shlex.quote(f'{key}={value}')}\n" in text  # job_env: srun's environment, not the shell's
 
 
 def test_cluster_scripts_pass_shellcheck():

@@ -209,6 +209,8 @@ def context(ctx: GenContext) -> dict:
         "bundle": c.slurm.bundle,
         "workdir": p.image.workdir,
         "env": list(ctx.settings.env),
+        # Single-quoted values keep $ and ` literal, as the profile wrote them: shellcheck asks why.
+        "env_literal": any(ch in value for _, value in ctx.settings.env for ch in "$`"),
         # pyxis: the image's own value of a variable wins over the job's unless it is named here.
         "env_names": ",".join(key for key, _ in ctx.settings.env),
         "ulimits": [{"name": u.name, **dict(zip(("letter", "value", "unit"), ulimit_args(u.name, u.soft), strict=True))}
