@@ -77,3 +77,16 @@ def test_an_unreachable_index_is_a_network_failure_exit_1_not_bad_pins(tmp_path)
     assert "could not reach the package index" in res.stderr and "do not resolve" not in res.stderr
     assert "Connection refused" in res.stderr and "Traceback" not in res.stderr
     assert not (tmp_path / "envkit.lock.txt").exists()
+
+
+def test_doctor_script_over_the_size_bound_names_the_bound_not_permissions(tmp_path):
+    import json
+
+    script = tmp_path / "train.py"
+    with open(script, "wb") as f:
+        f.truncate(9 * 1024 * 1024)  # sparse: over the 8 MiB bound, no disk
+    res = run_envkit("doctor", "--script", str(script), "--json", cwd=tmp_path)
+    assert res.returncode == 1, res.stderr
+    (check,) = [c for c in json.loads(res.stdout)["checks"] if c["name"].startswith("script:")]
+    assert check["status"] == "fail" and "larger than 8 MiB" in check["message"]
+    assert "up to 8 MiB" in check["remedy"] and "readable" not in check["remedy"]

@@ -19,19 +19,37 @@ Example:
 
 from __future__ import annotations
 
+import errno
 import os
 import textwrap
 from pathlib import Path
 
 from envkit.doctor import checks as C
 from envkit.doctor.host import Host
-from envkit.doctor.spawncheck import check_file
+from envkit.doctor.spawncheck import SCRIPT_MAX, check_file
 from envkit.harness.report import FAIL, PASS, WARN, make_check, verdict
 from envkit.profile.model import Profile
 
 SCHEMA_VERSION = 1
 
 __all__ = ["Host", "diagnose", "render_table", "check_script"]
+
+
+def _unreadable_remedy(exc: OSError) -> str:
+    """What to do about a script that could not be read, by the reason it could not.
+
+    >>> import errno
+    >>> _unreadable_remedy(OSError(errno.EFBIG, "larger than 8 MiB"))
+    'pass the training script itself (doctor reads scripts up to 8 MiB; a data or generated file is not one)'
+    """
+    if exc.errno == errno.EFBIG:
+        return (f"pass the training script itself (doctor reads scripts up to {SCRIPT_MAX // 2**20} MiB; "
+                "a data or generated file is not one)")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return "make it readable by this user (ls -l shows its permissions)"
+    if exc.errno == errno.ENOENT:
+        return "check the path: the file was removed while doctor ran"
+    return "check the file and the disk it is on (the system refused the read)"
 
 
 def check_script(path: Path, shown: str | None = None) -> dict:
@@ -50,9 +68,8 @@ def check_script(path: Path, shown: str | None = None) -> dict:
         return unreadable("is not a regular file", "pass the training script (a .py file)")
     try:
         findings = check_file(path)
-    except OSError as exc:  # permission denied, I/O error, vanished since the checks above
-        return unreadable(f"cannot be read ({exc.strerror or exc})",
-                          "make it readable by this user (ls -l shows its permissions)")
+    except OSError as exc:  # too large, permission denied, I/O error, vanished since the checks above
+        return unreadable(f"cannot be read ({exc.strerror or exc})", _unreadable_remedy(exc))
     except (RecursionError, MemoryError):  # nesting deeper than Python's parser (or memory) allows
         return unreadable("is nested too deeply for Python's parser to read (it ran out of stack or memory), "
                           "so Python could not import it either",

@@ -81,11 +81,15 @@ def _read_script(path) -> bytes:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
-        if st.st_size > SCRIPT_MAX:
-            raise OSError(errno.EFBIG, f"larger than {SCRIPT_MAX // (1024 * 1024)} MiB, not a training script",
+        too_big = OSError(errno.EFBIG, f"larger than {SCRIPT_MAX // (1024 * 1024)} MiB, not a training script",
                           str(path))
+        if st.st_size > SCRIPT_MAX:
+            raise too_big
         with os.fdopen(os.dup(fd), "rb") as f:
-            return f.read(SCRIPT_MAX + 1)[:SCRIPT_MAX]
+            raw = f.read(SCRIPT_MAX + 1)
+        if len(raw) > SCRIPT_MAX:  # it grew after the fstat: never check a cut-off script
+            raise too_big
+        return raw
     finally:
         os.close(fd)
 
