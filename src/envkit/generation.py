@@ -28,6 +28,7 @@ from envkit.profile import LoadedProfile
 from envkit.render import make_env
 from envkit.targets import TARGET_NAMES, GenContext, OutputFile, render_targets, target_warnings
 from envkit.targets import dockerfile
+from envkit.termtext import neutralise_lines
 
 
 def context(plan: EnvPlan) -> GenContext:
@@ -119,5 +120,5 @@ def report_warnings(plan: EnvPlan, strict: bool, err: TextIO, targets: tuple[str
         raise ProfileError("\n".join(f"{loaded.source}: {w}" for w in warnings),
                            hint="fix the profile, or drop --strict to treat these as warnings")
     for w in warnings:
-        print(f"envkit: warning: {loaded.source}: {w}", file=err)
+        print(f"envkit: warning: {neutralise_lines(f'{loaded.source}: {w}')}", file=err)
     return warnings

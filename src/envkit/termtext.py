@@ -6,6 +6,10 @@ bidi or invisible characters could make a key read as another (``shm_size\\u200b
 Shared by ``imagebuild`` (build progress and failure tails), ``validate`` (harness output tails),
 the profile's messages and ``cli`` (every error line), so the rule lives here once.
 
+URL credentials are text from outside too, and no message may show them: ``neutralise`` also
+replaces a URL's userinfo (``https://deploy:TOKEN@host``) with ``***``, as pip redacts them
+(pip ``_internal/utils/misc.py``, ``redact_auth_from_url``), whatever message or log line holds it.
+
 Example:
     >>> neutralise("ok\\x1b]0;pwned\\x07\\tdone")
     'ok\\\\x1b]0;pwned\\\\x07\\tdone'
@@ -26,6 +30,18 @@ _SUSPECT = re.compile(r"[^\t\x20-\x7e]")
 _UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Cn"})
 # Letters and marks that render as nothing: combining grapheme joiner, Hangul and Khmer fillers.
 _INVISIBLE = frozenset({0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x3164, 0xFFA0})
+# scheme "://" userinfo "@" (RFC 3986 3.2.1): userinfo holds no "/", "?", "#" or "@"; the scheme may be
+# misspelt (a typo is exactly when a URL gets echoed back), so any scheme-like word counts.
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@\"'<>]+@")
+
+
+def redact_userinfo(text: str) -> str:
+    """``text`` with every URL's userinfo (user, password or token) shown as ``***``.
+
+    >>> redact_userinfo("htps://deploy:S3CRET@pypi.corp/simple and https://pypi.org/simple")
+    'htps://***@pypi.corp/simple and https://pypi.org/simple'
+    """
+    return _USERINFO.sub(r"\1***@", text)
 
 
 def _escape(m: re.Match[str]) -> str:
@@ -42,15 +58,15 @@ def neutralise(text: str) -> str:
     """``text`` with control, bidi and invisible characters shown as escapes, as Python's repr spells them.
 
     ``\\xNN`` below U+0100 (ESC, BEL, CR, NUL, NEL...), ``\\uXXXX`` above (U+200B, U+202E, U+FEFF...);
-    TAB and every visible character kept. Backslashes are left alone, so neutralising twice is the
-    same as once.
+    TAB and every visible character kept; a URL's userinfo becomes ``***`` (:func:`redact_userinfo`).
+    Backslashes are left alone, so neutralising twice is the same as once.
 
     >>> neutralise("a\\rb\\x00c")
     'a\\\\x0db\\\\x00c'
     >>> neutralise("caf\\u00e9 \\u4e2d \\U0001f600")
     'café 中 😀'
     """
-    return _SUSPECT.sub(_escape, text)
+    return _SUSPECT.sub(_escape, redact_userinfo(text))
 
 
 def neutralise_lines(text: str) -> str:

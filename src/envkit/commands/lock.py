@@ -176,14 +176,23 @@ def compile_args(loaded: LoadedProfile, plan: ImagePlan, python: str, src: Path,
     image = loaded.profile.image
     args = ["pip", "compile", str(src), "-o", str(dest), "--generate-hashes", "--no-header",
             "--python-version", python, "--python-platform", PLATFORM]
-    if image.torch:
-        index = plan.torch_index_url
+    if image.torch:  # the torch index reaches uv through its environment (index_env), never argv
         for d in image.torch.find_links:
             args += ["--find-links", str(loaded.resolve(d))]
-        if index:
-            # uv asks an extra index first: torch (and what that index also serves) comes from it.
-            args += ["--extra-index-url", index]
     return args
+
+
+def index_env(plan: ImagePlan) -> dict[str, str]:
+    """uv's environment naming the torch index: ``UV_INDEX`` is ``--index`` (uv's docs, "Environment
+    variables"), which uv asks before the default index, so torch (and what that index also serves)
+    comes from it. An index URL may carry a token (``https://deploy:TOKEN@mirror/simple``): on argv
+    any user could read it (``ps``, /proc/PID/cmdline); a process's environment only its owner can.
+
+    >>> index_env(type("Plan", (), {"torch_index_url": None})())
+    {}
+    """
+    index = plan.torch_index_url
+    return {"UV_INDEX": index} if index else {}
 
 
 def run(profile_path: Path | None, *, force: bool, out: TextIO, err: TextIO, as_json: bool = False) -> int:
@@ -211,7 +220,8 @@ def run(profile_path: Path | None, *, force: bool, out: TextIO, err: TextIO, as_
     with tempfile.TemporaryDirectory(prefix="envkit-lock-") as tmp:
         src, result = Path(tmp) / "requirements.in", Path(tmp) / LOCK_FILE
         src.write_text("\n".join(lines) + "\n")
-        env = {**os.environ, "UV_NO_CACHE": "1"}  # a cache would hide an index that no longer serves a file
+        # No cache: it would hide an index that no longer serves a file.
+        env = {**os.environ, "UV_NO_CACHE": "1", **index_env(plan)}
         code, lines = run_uv(uv_command() + compile_args(loaded, plan, python, src, result), env, err)
         if code != 0:
             stderr = "\n".join(lines)
