@@ -39,6 +39,8 @@ UV_TIMEOUT = 900
 HEARTBEAT = 30.0
 # uv's last lines kept for the failure message and for telling a network failure from pins that do not resolve.
 TAIL_LINES = 200
+# Seconds uv has to exit after SIGTERM (envkit stopped, or uv past UV_TIMEOUT) before SIGKILL.
+STOP_GRACE = 5.0
 # What uv prints when a request to an index never got an answer (DNS, refused or reset connections,
 # TLS, time-outs), as opposed to an index that answered that no version fits.
 _NETWORK_CAUSES = ("error sending request", "tcp connect error", "dns error", "failed to lookup address",
@@ -152,9 +154,24 @@ def run_uv(argv: list[str], env: dict[str, str], err: TextIO, timeout: float | N
     finally:
         progress.done()
         if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+            stop(proc)
         proc.stderr.close()
+
+
+def stop(proc, grace: float = STOP_GRACE) -> None:
+    """End ``proc`` as a service manager would: SIGTERM, ``grace`` seconds to exit, then SIGKILL.
+
+    SIGKILL at once would leave whatever uv had not cleaned up yet; uv's temporary folders also lie
+    in envkit's own (``TMPDIR`` in :func:`run`), which is removed however uv ended.
+    """
+    import subprocess
+
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _timed_out(timeout: float, tail: deque[str]) -> UvTimedOut:
@@ -221,7 +238,9 @@ def run(profile_path: Path | None, *, force: bool, out: TextIO, err: TextIO, as_
         src, result = Path(tmp) / "requirements.in", Path(tmp) / LOCK_FILE
         src.write_text("\n".join(lines) + "\n")
         # No cache: it would hide an index that no longer serves a file.
-        env = {**os.environ, "UV_NO_CACHE": "1", **index_env(plan)}
+        # uv's own temporary folders go inside this one, which is removed however uv ends.
+        (Path(tmp) / "uv-tmp").mkdir()
+        env = {**os.environ, "UV_NO_CACHE": "1", "TMPDIR": str(Path(tmp) / "uv-tmp"), **index_env(plan)}
         code, lines = run_uv(uv_command() + compile_args(loaded, plan, python, src, result), env, err)
         if code != 0:
             stderr = "\n".join(lines)
