@@ -107,9 +107,15 @@ class Found(NamedTuple):
     how: str
 
 
-def discover_profile(start: Path) -> Path | None:
+def discover_profile(start: Path, euid: int | None = None) -> Path | None:
     """``envkit.yaml`` in ``start`` or the nearest parent, up to the repository root (the folder holding
     ``.git``) or the filesystem root outside a repository; None when there is none.
+
+    A profile decides what runs and what is mounted (``run.volumes: ["/:/host"]``), so one found by
+    walking is trusted as git trusts a repository (safe.directory, CVE-2022-24765): it must belong to
+    ``euid`` (default: this process's) or root, else :class:`~envkit.errors.ProfileError` (exit 2);
+    and the walk never goes up into a world-writable folder (``/tmp``), where anyone can plant one.
+    A profile named with PROFILE, ``-f`` or ``$ENVKIT_PROFILE`` is the user's choice and is not checked.
 
     >>> import tempfile
     >>> root = Path(tempfile.mkdtemp()); (root / ".git").mkdir(); _ = (root / "envkit.yaml").write_text("")
@@ -120,13 +126,47 @@ def discover_profile(start: Path) -> Path | None:
     >>> discover_profile(root / "a" / "b") is None
     True
     """
+    if euid is None:
+        euid = os.geteuid() if hasattr(os, "geteuid") else None  # Windows: no owner rule
     for folder in (start, *start.parents):
+        if folder != start and _world_writable(folder):
+            return None
         candidate = folder / DEFAULT_PROFILE_FILE
         if candidate.is_file():
+            _check_owner(candidate, euid)
             return candidate
         if (folder / ".git").exists():
             return None
     return None
+
+
+def _world_writable(folder: Path) -> bool:
+    import stat
+
+    try:
+        return bool(folder.stat().st_mode & stat.S_IWOTH)
+    except OSError:
+        return True  # a folder envkit cannot inspect is not one to trust either
+
+
+def _check_owner(candidate: Path, euid: int | None) -> None:
+    from envkit.errors import ProfileError
+    from envkit.termtext import neutralise
+
+    owner = candidate.stat().st_uid
+    if euid is None or owner in (euid, 0):
+        return
+    try:
+        import pwd
+
+        who = f"uid {owner} ({pwd.getpwuid(owner).pw_name})"
+    except (ImportError, KeyError):
+        who = f"uid {owner}"
+    raise ProfileError(f"{neutralise(str(candidate))}: found by looking up from this folder, but owned by {who}, "
+                       "not by you or root; envkit does not use a profile another user could have put there "
+                       "(as git refuses such a repository, safe.directory)",
+                       hint=f"if you trust it, name it: -f {neutralise(str(candidate))}; or run envkit where "
+                            "your own envkit.yaml is")
 
 
 def find_profile(named: Path | None, file: Path | None, environ: Mapping[str, str], cwd: Path) -> Found:
