@@ -381,7 +381,9 @@ def _data_path(loc: tuple, data) -> tuple[tuple, list]:
     rest: list = []
     for seg in loc:
         if isinstance(node, dict) and seg in node:
-            path.append(seg)
+            # A key YAML read as a number or boolean (`1:`, `true:`) is a key, not a list index: its text
+            # as usually written, which is also how the positions know it.
+            path.append(seg if isinstance(seg, str) else str(seg).lower())
             node = node[seg]
         elif isinstance(node, list) and isinstance(seg, int) and seg < len(node):
             path.append(seg)

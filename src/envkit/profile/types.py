@@ -18,6 +18,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints, 
 from pydantic_core import PydanticKnownError
 
 from envkit.profile.dockerref import check_size
+from envkit.termtext import neutralise
 from envkit.units import format_cpuset, parse_cpuset, parse_size
 
 _SIZE_SCHEMA = {
@@ -65,7 +66,38 @@ Cpuset = Annotated[
 """Canonical cpuset text (ranges collapsed, sorted)."""
 
 Name = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]*$", max_length=63)]
-EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+# An environment variable's name: a POSIX shell name (XBD 3.216 "Name": underscores, digits and letters of
+# the portable character set, not starting with a digit), because the Slurm script sets run.env with the
+# batch shell's `export` and the entrypoint's shell reads it back; docker's --env would take more, the shells not.
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _env_name(value: object) -> object:
+    """``value`` unchanged when it is a valid env key, else a ValueError that names the key as the problem.
+
+    >>> _env_name("MY_VAR")
+    'MY_VAR'
+    >>> _env_name("MY-VAR")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: env key 'MY-VAR' is not a valid name: an env key must match ^[A-Za-z_][A-Za-z0-9_]*$ ... (did you mean 'MY_VAR'?)
+    """
+    if isinstance(value, str) and ENV_NAME.match(value):
+        return value
+    text = str(value).lower() if isinstance(value, bool) else str(value)
+    read = ""
+    if not isinstance(value, str):
+        kind = "boolean" if isinstance(value, bool) else "number" if isinstance(value, (int, float)) else "value"
+        read = f" (YAML reads it as a {kind})"
+    fixed = re.sub(r"[^A-Za-z0-9_]", "_", text)
+    fixed = "_" + fixed if fixed[:1].isdigit() or not fixed else fixed
+    suggestion = f" (did you mean {fixed!r}?)" if fixed.strip("_") else ""
+    raise ValueError(f"env key '{neutralise(text)}'{read} is not a valid name: an env key must match "
+                     f"{ENV_NAME.pattern} (letters, digits and '_', not starting with a digit){suggestion}")
+
+
+# The pattern stays in the JSON Schema for editors; the check before it names the key, not its value.
+EnvName = Annotated[str, BeforeValidator(_env_name), StringConstraints(pattern=ENV_NAME.pattern)]
 # Paths and values that land in Dockerfile RUN lines and mount specs: a conservative
 # alphabet, so no value can be read as shell syntax or as an extra mount option.
 AbsPath = Annotated[str, StringConstraints(pattern=r"^/[A-Za-z0-9._/+-]*$")]
