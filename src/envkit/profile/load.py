@@ -133,6 +133,7 @@ def load_profile_bytes(raw: bytes, source: str, base_dir: Path) -> LoadedProfile
     inputs = _check_files(profile, pos, source, base_dir)
     _check_mount_sources(profile, pos, source, base_dir)
     _check_run_env(profile, pos, source)
+    _check_gpu_ids(profile, pos, source)
     note = _check_python(profile, pos, source, base_dir)
     lock = _read_lock(base_dir)
     # Defaults left out: a profile's hash stays the same when a later envkit adds an optional key.
@@ -327,6 +328,37 @@ def _check_run_env(profile: Profile, pos: dict, source: str) -> None:
     if problems:
         raise ProfileError("\n".join(problems), hint="put large values in a file the container mounts "
                            "(run.volumes) and pass its path in run.env")
+
+
+def _check_gpu_ids(profile: Profile, pos: dict, source: str) -> None:
+    """Refuse a GPU id listed twice in run.gpus, at the second one's line.
+
+    Docker hands the container each listed device once (``--gpus device=0,0`` is one GPU), while the
+    cluster targets count the list (two per node): the same profile would ask for different numbers.
+    An index and a UUID naming the same card cannot be told apart without the host; only equal spellings
+    (0 and "0", a UUID in either case) are caught.
+    """
+    gpus = profile.run.gpus
+    if not isinstance(gpus, tuple):
+        return
+    seen: dict[str, int] = {}
+    twice: list[tuple[int, int]] = []
+    for i, gpu in enumerate(gpus):
+        norm = str(gpu).strip().lower()
+        if norm in seen:
+            twice.append((i, seen[norm]))
+        else:
+            seen[norm] = i
+    written = ", ".join(neutralise(str(g)) for g in gpus)
+    problems = []
+    for i, first in twice:
+        line, col = pos.get(("run", "gpus", i), pos.get(("run", "gpus"), (1, 1)))
+        problems.append(f"{source}:{line}:{col}: run.gpus[{i}]: GPU {neutralise(str(gpus[i]))} is listed twice "
+                        f"(first as run.gpus[{first}]); Docker gives the container each device once, so "
+                        f"[{written}] is {len(seen)} GPU(s) on a workstation but {len(gpus)} on a cluster: "
+                        "list each id once")
+    if problems:
+        raise ProfileError("\n".join(problems[:MAX_ERRORS]))
 
 
 def _check_pem(p: Path, rel: str, key: tuple, pos: dict, source: str, problems: list[str]) -> bytes | None:

@@ -136,6 +136,63 @@ def literal_for_devcontainer(value: str) -> str:
 # Run-time text (run.env values, volume specs, proxy settings): also literal for devcontainer.
 RunText = AfterValidator(literal_for_devcontainer)
 RunEnvValue = Annotated[EnvValue, RunText]
+
+# The schemes every tool of the build reads from http_proxy/https_proxy: apt's http method takes http and
+# https (apt methods/connect.cc: anything else is "Unsupported proxy configured"; socks5h only), and pip
+# takes http and https, SOCKS only with PySocks, which pip does not vendor (pypa/pip#6668). uv and curl
+# take both. A value outside them passes the profile and fails in the middle of the image build.
+PROXY_SCHEMES = ("http", "https")
+
+
+def check_proxy_url(value: str) -> str:
+    """``value`` unchanged when it is a proxy URL the build's tools read, else a ValueError saying why.
+
+    The message never repeats the URL's user and password (they are credentials).
+
+    >>> check_proxy_url("http://user:pw@proxy.corp:3128/")
+    'http://user:pw@proxy.corp:3128/'
+    >>> check_proxy_url("socks5://proxy.corp:1080")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: the proxy's scheme 'socks5' is not one the image build can use...
+    >>> check_proxy_url("http://proxy.corp:99999")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: the proxy's port '99999' is not a port number from 1 to 65535...
+    """
+    from urllib.parse import urlsplit
+
+    from envkit.units import did_you_mean
+
+    form = "; write it as http://HOST:PORT (or https://HOST:PORT for a TLS proxy)"
+    if "://" not in value:
+        raise ValueError(f"a proxy URL needs a scheme: apt reads HOST:PORT without one as a scheme of its own "
+                         f"(\"Unsupported proxy configured\"){form}")
+    scheme, rest = value.split("://", 1)
+    if scheme.lower() in PROXY_SCHEMES and scheme not in PROXY_SCHEMES:
+        raise ValueError(f"write the proxy's scheme '{neutralise(scheme)}' in lower case "
+                         f"('{scheme.lower()}'): apt compares it as written")
+    if scheme not in PROXY_SCHEMES:
+        why = (" (pip reads a SOCKS proxy only with PySocks installed, which it does not ship)"
+               if scheme.lower().startswith("socks") else "")
+        raise ValueError(f"the proxy's scheme '{neutralise(scheme)}' is not one the image build can use{why}; "
+                         f"apt and pip read {' and '.join(PROXY_SCHEMES)}"
+                         f"{did_you_mean(scheme.lower(), PROXY_SCHEMES)}{form}")
+    hostport = rest.split("/", 1)[0].rpartition("@")[2]  # the user and password left out of every message
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError:
+        port = -1
+    written = hostport.rpartition("]")[2].rpartition(":")[2] if ":" in hostport.rpartition("]")[2] else ""
+    if port == -1 or port == 0 or (written and not written.isdigit()):
+        raise ValueError(f"the proxy's port '{neutralise(written)}' is not a port number from 1 to 65535{form}")
+    if not parts.hostname:
+        raise ValueError(f"the proxy URL names no host{form}")
+    return value
+
+
+ProxyUrl = AfterValidator(check_proxy_url)
 DebPackage = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+:~-]+)?$")]
 # A PEP 508 requirement without environment markers or URLs: enough for pins,
 # extras and ranges, and nothing a shell could misread even before quoting.
