@@ -134,6 +134,7 @@ def load_profile_bytes(raw: bytes, source: str, base_dir: Path) -> LoadedProfile
     _check_mount_sources(profile, pos, source, base_dir)
     _check_run_env(profile, pos, source)
     _check_gpu_ids(profile, pos, source)
+    _check_kubernetes(profile, pos, source)
     note = _check_python(profile, pos, source, base_dir)
     lock = _read_lock(base_dir)
     # Defaults left out: a profile's hash stays the same when a later envkit adds an optional key.
@@ -359,6 +360,18 @@ def _check_gpu_ids(profile: Profile, pos: dict, source: str) -> None:
                         "list each id once")
     if problems:
         raise ProfileError("\n".join(problems[:MAX_ERRORS]))
+
+
+def _check_kubernetes(profile: Profile, pos: dict, source: str) -> None:
+    """Refuse what the API server would refuse in the pods envkit writes (envkit.profile.kuberules), at its key."""
+    from envkit.profile.kuberules import kubernetes_problems
+
+    problems = []
+    for key, message in kubernetes_problems(profile):
+        line, col = _position(key, pos)
+        problems.append(((line, col), f"{source}:{line}:{col}: {_dotted(key)}: {message}"))
+    if problems:
+        raise ProfileError("\n".join(text for _, text in sorted(problems)[:MAX_ERRORS]))
 
 
 def _check_pem(p: Path, rel: str, key: tuple, pos: dict, source: str, problems: list[str]) -> bytes | None:
