@@ -34,13 +34,27 @@ def test_an_invalid_env_key_is_named_at_its_own_position(tmp_path, section, writ
     assert "Traceback" not in res.stderr and res.stderr.count("\n") == 1, res.stderr
 
 
-def test_a_key_yaml_reads_as_a_number_is_a_key_not_a_list_index(tmp_path):
+@pytest.mark.parametrize("written, message", [
+    ("1", "p.yaml:8:5: run.env.1: YAML reads the key 1 as the number 1, not as text, and an env key must match"),
+    ("YES", 'p.yaml:8:5: run.env.YES: YAML reads the key YES as the boolean true, not as text; put it in quotes: "YES"'),
+    ("null", 'p.yaml:8:5: run.env.null: YAML reads the key null as null, not as text; put it in quotes: "null"'),
+    ("Off", 'p.yaml:8:5: run.env.Off: YAML reads the key Off as the boolean false'),
+])
+def test_a_key_yaml_reads_as_no_text_is_named_as_written(tmp_path, written, message):
     p = tmp_path / "p.yaml"
-    p.write_text(HEAD + "run:\n  env:\n    GOOD: fine\n    1: x\n")
+    p.write_text(HEAD + f"run:\n  env:\n    GOOD: fine\n    {written}: x\n")
     res = run_envkit("flags", str(p))
     assert res.returncode == 2, res.stderr
-    assert "p.yaml:8:5: run.env.1: env key '1' (YAML reads it as a number) is not a valid name" in res.stderr
-    assert "run.env[1]" not in res.stderr
+    assert message in res.stderr, res.stderr
+    assert "run.env[" not in res.stderr and "(did you mean 'true'?)" not in res.stderr
+
+
+def test_quoted_keys_yaml_would_read_as_booleans_load(tmp_path):
+    p = tmp_path / "p.yaml"
+    p.write_text(HEAD + 'run:\n  env:\n    "YES": a\n    "NULL": b\n')
+    res = run_envkit("flags", str(p))
+    assert res.returncode == 0, res.stderr
+    assert "--env=YES=a" in res.stdout and "--env=NULL=b" in res.stdout
 
 
 def test_valid_env_keys_still_load(tmp_path):

@@ -400,6 +400,12 @@ def _format_errors(exc: ValidationError, data: dict, pos: dict, source: str, lin
     found: dict[tuple, str] = {}
     for err in exc.errors():
         path, extra = _data_path(err["loc"], data)
+        if err["loc"][-1:] == ("[key]",) and not isinstance(err.get("input"), str):
+            # A key YAML read as a boolean, null or number (`YES:`, `null:`, `1:`): named as written.
+            prefix = _data_path(err["loc"][:-2], data)[0]
+            written = _written_key(prefix, err.get("input"), pos)
+            found[prefix + (written,)] = _key_not_text(written, err.get("input"), prefix)
+            continue
         line, col = pos[path] if path in pos else (0, 0)
         # The value as written (a union's members leave their tags in ``extra``; the text is the same).
         raw = (_raw_value(lines, line, col, item=isinstance(path[-1], int))
@@ -417,6 +423,37 @@ def _format_errors(exc: ValidationError, data: dict, pos: dict, source: str, lin
     if len(placed) > MAX_ERRORS:
         out.append(f"... and {len(placed) - MAX_ERRORS} more")
     return "\n".join(out)
+
+
+def _written_key(prefix: tuple, key: object, pos: dict) -> str:
+    """The text of the mapping key under ``prefix`` that YAML read as ``key`` (a boolean, null or number)."""
+    import yaml
+
+    for p in pos:
+        if len(p) == len(prefix) + 1 and p[:-1] == prefix and isinstance(p[-1], str):
+            try:
+                value = yaml.safe_load(p[-1])
+            except yaml.YAMLError:
+                continue
+            if type(value) is type(key) and value == key:
+                return p[-1]
+    return str(key).lower() if isinstance(key, bool) or key is None else str(key)
+
+
+def _key_not_text(written: str, key: object, prefix: tuple) -> str:
+    """Why a mapping key that YAML read as other than text is refused, and the fix."""
+    from envkit.profile.types import ENV_NAME
+
+    kind = ("the boolean " + str(key).lower() if isinstance(key, bool) else "null" if key is None
+            else f"the number {key!r}")
+    text = neutralise(written)
+    message = f"YAML reads the key {text} as {kind}, not as text"
+    if prefix[-1:] == ("env",) and not ENV_NAME.match(written):
+        fixed = re.sub(r"[^A-Za-z0-9_]", "_", written)
+        fixed = "_" + fixed if fixed[:1].isdigit() else fixed
+        return (f"{message}, and an env key must match {ENV_NAME.pattern} (letters, digits and '_', not "
+                f"starting with a digit) (did you mean {fixed!r}?)")
+    return f"{message}; put it in quotes: \"{text}\""
 
 
 def _data_path(loc: tuple, data) -> tuple[tuple, list]:
