@@ -9,7 +9,7 @@ Each rule here is the API server's, from kubernetes/kubernetes pkg/apis/core/val
   must be empty when `operator` is 'Exists'"). Key and value alphabets are the model's patterns
   (envkit.profile.cluster.LabelKey, LabelValue).
 - ``ValidateVolumeMounts``: a container's mountPaths "must be unique". The pod mounts its shared
-  memory at ``SHM_MOUNT`` (envkit.targets.kube), every claim, and with ``host_path_volumes`` the
+  memory at ``SHM_MOUNT`` (envkit.plan.paths), every claim, and with ``host_path_volumes`` the
   absolute ``run.volumes``; the paths are compared after removing repeated and trailing slashes, since
   the runtime would mount both onto one directory even where the API server's string compare passes.
 
@@ -28,12 +28,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from envkit.hostpaths import is_drive_path, split_volume
+from envkit.plan.paths import SHM_MOUNT
 
 if TYPE_CHECKING:
     from envkit.profile.model import Profile
 
-# Where the Kubernetes targets mount the pod's Memory emptyDir (run.shm_size's size).
-SHM_MOUNT = "/dev/shm"
 _RULES = "the API server's rule (kubernetes/kubernetes pkg/apis/core/validation/validation.go, {})"
 _TOLERATIONS = ("cluster", "kubernetes", "tolerations")
 _CLAIMS = ("cluster", "kubernetes", "volumes")

@@ -43,8 +43,7 @@ from dataclasses import dataclass
 from envkit.hostpaths import is_drive_path
 from envkit.plan.cluster import ClusterPlan, registry_host
 from envkit.plan.envplan import EnvPlan
-from envkit.plan.paths import CHECK_FILE
-from envkit.profile.kuberules import SHM_MOUNT
+from envkit.plan.paths import CHECK_FILE, SHM_MOUNT
 from envkit.targets import GenContext
 
 MASTER_PORT = 29500
