@@ -32,14 +32,60 @@ def templates_dir() -> Path:
     raise FileNotFoundError("envkit's templates folder is missing from this installation")
 
 
+def _quote_text(node) -> None:
+    """Every text value under ``node`` quoted (mapping keys left plain), in place."""
+    import yaml
+
+    if isinstance(node, yaml.MappingNode):
+        for _, value in node.value:
+            _quote_text(value)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            _quote_text(item)
+    elif node.tag == "tag:yaml.org,2002:str" and not node.style:
+        node.style = "'"  # the emitter picks double quotes where single ones cannot carry the text
+
+
+def _quoting_dumper(base: type) -> type:
+    """``base`` (a PyYAML dumper) writing every text value quoted.
+
+    PyYAML decides what to leave plain by YAML 1.1's rules; Compose reads YAML 1.2 (compose-go, through
+    go-yaml v3), whose numbers differ: plain ``2719e14`` (a git SHA) is a float there and comes back from
+    ``docker compose config`` as 2.719e+17, ``08`` as 8, ``0o17`` as 15, ``+.5`` as 0.5. A quoted scalar is
+    text in every YAML version, so the container gets the value as written. Mapping keys are left to PyYAML:
+    they are Compose's own names and env names (envkit.profile.types.ENV_NAME), and the only such names
+    YAML 1.2 reads as other than text (null, true, false in their spellings) are YAML 1.1 booleans or
+    nulls too, which PyYAML quotes.
+    """
+
+    class QuotingDumper(base):
+        def represent(self, data) -> None:  # BaseRepresenter.represent, with the quoting pass between
+            node = self.represent_data(data)
+            _quote_text(node)
+            self.serialize(node)
+            self.represented_objects: dict = {}
+            self.object_keeper: list = []
+            self.alias_key = None
+
+    return QuotingDumper
+
+
 def _to_yaml(data) -> str:
+    """``data`` as block YAML with every text value quoted (see ``_quoting_dumper``).
+
+    >>> print(_to_yaml({"environment": {"SHA": "2719e14", "N": 3, "ON": True}}), end="")
+    environment:
+      SHA: '2719e14'
+      N: 3
+      'ON': true
+    """
     import yaml  # only compose.yaml needs the dumper
 
     # sort_keys=False: contexts are built in a deliberate, stable order.
     options: dict = {"sort_keys": False, "default_flow_style": False, "width": 1000, "allow_unicode": True}
-    text = yaml.dump(data, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), **options)
+    text = yaml.dump(data, Dumper=_quoting_dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)), **options)
     if "\\" in text:  # libyaml escapes what PyYAML writes raw (characters beyond the BMP): PyYAML's spelling
-        text = yaml.dump(data, Dumper=yaml.SafeDumper, **options)
+        text = yaml.dump(data, Dumper=_quoting_dumper(yaml.SafeDumper), **options)
     return text
 
 

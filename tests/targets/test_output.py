@@ -48,7 +48,7 @@ def test_edited_file_is_not_overwritten_without_force(tmp_path):
     assert res.returncode == 0, res.stderr
     (backup,) = out.glob("compose.yaml.envkit-bak-*")
     assert backup.read_text().endswith("# my edit\n")
-    assert "shm_size: 2g" in compose.read_text()
+    assert "shm_size: '2g'" in compose.read_text()
     # A second forced run keeps the first backup and makes a new one.
     compose.write_text("edited again\n")
     assert run_envkit("generate", str(profile), "-o", str(out), "--force").returncode == 0

@@ -62,4 +62,4 @@ def test_yaml_scalar_escapes_exactly_what_yaml_refuses_raw(text):
 def test_compose_keeps_characters_beyond_the_bmp_raw():
     from envkit.render import _to_yaml
 
-    assert _to_yaml({"GREETING": "hi \U0001F600"}) == "GREETING: hi \U0001F600\n"
+    assert _to_yaml({"GREETING": "hi \U0001F600"}) == "GREETING: 'hi \U0001F600'\n"

@@ -17,6 +17,8 @@ HARNESS_DIR = "/opt/envkit"
 HARNESS_FILE = "envkit_harness.pyz"
 EXPECT_FILE = "envkit_expect.json"
 CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+# Where the Kubernetes targets mount the pod's Memory emptyDir (run.shm_size's size); no claim may take it.
+SHM_MOUNT = "/dev/shm"
 # Copies of the profile's certificates, wheelhouses, requirement files, lock and code go under a folder
 # of envkit's own, so generating into the profile's folder never writes into the user's certs/ or wheels/.
 CONTEXT_DIR = ".envkit"

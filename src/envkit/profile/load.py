@@ -133,6 +133,8 @@ def load_profile_bytes(raw: bytes, source: str, base_dir: Path) -> LoadedProfile
     inputs = _check_files(profile, pos, source, base_dir)
     _check_mount_sources(profile, pos, source, base_dir)
     _check_run_env(profile, pos, source)
+    _check_gpu_ids(profile, pos, source)
+    _check_kubernetes(profile, pos, source)
     note = _check_python(profile, pos, source, base_dir)
     lock = _read_lock(base_dir)
     # Defaults left out: a profile's hash stays the same when a later envkit adds an optional key.
@@ -329,6 +331,49 @@ def _check_run_env(profile: Profile, pos: dict, source: str) -> None:
                            "(run.volumes) and pass its path in run.env")
 
 
+def _check_gpu_ids(profile: Profile, pos: dict, source: str) -> None:
+    """Refuse a GPU id listed twice in run.gpus, at the second one's line.
+
+    Docker hands the container each listed device once (``--gpus device=0,0`` is one GPU), while the
+    cluster targets count the list (two per node): the same profile would ask for different numbers.
+    An index and a UUID naming the same card cannot be told apart without the host; only equal spellings
+    (0 and "0", a UUID in either case) are caught.
+    """
+    gpus = profile.run.gpus
+    if not isinstance(gpus, tuple):
+        return
+    seen: dict[str, int] = {}
+    twice: list[tuple[int, int]] = []
+    for i, gpu in enumerate(gpus):
+        norm = str(gpu).strip().lower()
+        if norm in seen:
+            twice.append((i, seen[norm]))
+        else:
+            seen[norm] = i
+    written = ", ".join(neutralise(str(g)) for g in gpus)
+    problems = []
+    for i, first in twice:
+        line, col = pos.get(("run", "gpus", i), pos.get(("run", "gpus"), (1, 1)))
+        problems.append(f"{source}:{line}:{col}: run.gpus[{i}]: GPU {neutralise(str(gpus[i]))} is listed twice "
+                        f"(first as run.gpus[{first}]); Docker gives the container each device once, so "
+                        f"[{written}] is {len(seen)} GPU(s) on a workstation but {len(gpus)} on a cluster: "
+                        "list each id once")
+    if problems:
+        raise ProfileError("\n".join(problems[:MAX_ERRORS]))
+
+
+def _check_kubernetes(profile: Profile, pos: dict, source: str) -> None:
+    """Refuse what the API server would refuse in the pods envkit writes (envkit.profile.kuberules), at its key."""
+    from envkit.profile.kuberules import kubernetes_problems
+
+    problems = []
+    for key, message in kubernetes_problems(profile):
+        line, col = _position(key, pos)
+        problems.append(((line, col), f"{source}:{line}:{col}: {_dotted(key)}: {message}"))
+    if problems:
+        raise ProfileError("\n".join(text for _, text in sorted(problems)[:MAX_ERRORS]))
+
+
 def _check_pem(p: Path, rel: str, key: tuple, pos: dict, source: str, problems: list[str]) -> bytes | None:
     """A certificate file: regular, at most CERT_MAX bytes (it is copied into the image), holding a PEM
     certificate block and no private key (:mod:`envkit.pem`; the image gets the certificate blocks only)."""
@@ -355,6 +400,12 @@ def _format_errors(exc: ValidationError, data: dict, pos: dict, source: str, lin
     found: dict[tuple, str] = {}
     for err in exc.errors():
         path, extra = _data_path(err["loc"], data)
+        if err["loc"][-1:] == ("[key]",) and not isinstance(err.get("input"), str):
+            # A key YAML read as a boolean, null or number (`YES:`, `null:`, `1:`): named as written.
+            prefix = _data_path(err["loc"][:-2], data)[0]
+            written = _written_key(prefix, err.get("input"), pos)
+            found[prefix + (written,)] = _key_not_text(written, err.get("input"), prefix)
+            continue
         line, col = pos[path] if path in pos else (0, 0)
         # The value as written (a union's members leave their tags in ``extra``; the text is the same).
         raw = (_raw_value(lines, line, col, item=isinstance(path[-1], int))
@@ -374,6 +425,37 @@ def _format_errors(exc: ValidationError, data: dict, pos: dict, source: str, lin
     return "\n".join(out)
 
 
+def _written_key(prefix: tuple, key: object, pos: dict) -> str:
+    """The text of the mapping key under ``prefix`` that YAML read as ``key`` (a boolean, null or number)."""
+    import yaml
+
+    for p in pos:
+        if len(p) == len(prefix) + 1 and p[:-1] == prefix and isinstance(p[-1], str):
+            try:
+                value = yaml.safe_load(p[-1])
+            except yaml.YAMLError:
+                continue
+            if type(value) is type(key) and value == key:
+                return p[-1]
+    return str(key).lower() if isinstance(key, bool) or key is None else str(key)
+
+
+def _key_not_text(written: str, key: object, prefix: tuple) -> str:
+    """Why a mapping key that YAML read as other than text is refused, and the fix."""
+    from envkit.profile.types import ENV_NAME
+
+    kind = ("the boolean " + str(key).lower() if isinstance(key, bool) else "null" if key is None
+            else f"the number {key!r}")
+    text = neutralise(written)
+    message = f"YAML reads the key {text} as {kind}, not as text"
+    if prefix[-1:] == ("env",) and not ENV_NAME.match(written):
+        fixed = re.sub(r"[^A-Za-z0-9_]", "_", written)
+        fixed = "_" + fixed if fixed[:1].isdigit() else fixed
+        return (f"{message}, and an env key must match {ENV_NAME.pattern} (letters, digits and '_', not "
+                f"starting with a digit) (did you mean {fixed!r}?)")
+    return f"{message}; put it in quotes: \"{text}\""
+
+
 def _data_path(loc: tuple, data) -> tuple[tuple, list]:
     """Split pydantic's loc into the path that exists in the data and leftover tags (union members)."""
     path: list = []
@@ -381,7 +463,9 @@ def _data_path(loc: tuple, data) -> tuple[tuple, list]:
     rest: list = []
     for seg in loc:
         if isinstance(node, dict) and seg in node:
-            path.append(seg)
+            # A key YAML read as a number or boolean (`1:`, `true:`) is a key, not a list index: its text
+            # as usually written, which is also how the positions know it.
+            path.append(seg if isinstance(seg, str) else str(seg).lower())
             node = node[seg]
         elif isinstance(node, list) and isinstance(seg, int) and seg < len(node):
             path.append(seg)

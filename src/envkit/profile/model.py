@@ -21,7 +21,7 @@ from envkit.profile.cluster import Cluster
 from envkit.hostpaths import split_volume
 from envkit.profile.dockerref import PATH_COMPONENT, check_cpus, check_reference, volume_target_problem
 from envkit.profile.types import (
-    AbsPath, Cpuset, DebPackage, EnvName, EnvValue, Name, NumberNotBool, PipRequirement, PositiveInt, RunEnvValue,
+    AbsPath, Cpuset, DebPackage, EnvName, EnvValue, Name, NumberNotBool, PipRequirement, PositiveInt, ProxyUrl, RunEnvValue,
     RunText, Size, WholeText,
 )
 from envkit.profile.wsl import Wsl
@@ -73,9 +73,9 @@ class Torch(Model):
 class Proxy(Model):
     """Proxy settings, applied to the build (as build args, not baked into the image) and the run."""
 
-    http: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]+$"), RunText] | None = Field(None,
+    http: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]+$"), RunText, ProxyUrl] | None = Field(None,
         description="http_proxy / HTTP_PROXY, for the build (as a build argument) and the run.")
-    https: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]+$"), RunText] | None = Field(None,
+    https: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]+$"), RunText, ProxyUrl] | None = Field(None,
         description="https_proxy / HTTPS_PROXY, for the build (as a build argument) and the run.")
     no_proxy: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]*$"), RunText] | None = Field(None,
         description="no_proxy / NO_PROXY, for the build (as a build argument) and the run.")

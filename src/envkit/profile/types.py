@@ -18,6 +18,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints, 
 from pydantic_core import PydanticKnownError
 
 from envkit.profile.dockerref import check_size
+from envkit.termtext import neutralise
 from envkit.units import format_cpuset, parse_cpuset, parse_size
 
 _SIZE_SCHEMA = {
@@ -65,7 +66,38 @@ Cpuset = Annotated[
 """Canonical cpuset text (ranges collapsed, sorted)."""
 
 Name = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]*$", max_length=63)]
-EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+# An environment variable's name: a POSIX shell name (XBD 3.216 "Name": underscores, digits and letters of
+# the portable character set, not starting with a digit), because the Slurm script sets run.env with the
+# batch shell's `export` and the entrypoint's shell reads it back; docker's --env would take more, the shells not.
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _env_name(value: object) -> object:
+    """``value`` unchanged when it is a valid env key, else a ValueError that names the key as the problem.
+
+    >>> _env_name("MY_VAR")
+    'MY_VAR'
+    >>> _env_name("MY-VAR")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: env key 'MY-VAR' is not a valid name: an env key must match ^[A-Za-z_][A-Za-z0-9_]*$ ... (did you mean 'MY_VAR'?)
+    """
+    if isinstance(value, str) and ENV_NAME.match(value):
+        return value
+    text = str(value).lower() if isinstance(value, bool) else str(value)
+    read = ""
+    if not isinstance(value, str):
+        kind = "boolean" if isinstance(value, bool) else "number" if isinstance(value, (int, float)) else "value"
+        read = f" (YAML reads it as a {kind})"
+    fixed = re.sub(r"[^A-Za-z0-9_]", "_", text)
+    fixed = "_" + fixed if fixed[:1].isdigit() or not fixed else fixed
+    suggestion = f" (did you mean {fixed!r}?)" if fixed.strip("_") else ""
+    raise ValueError(f"env key '{neutralise(text)}'{read} is not a valid name: an env key must match "
+                     f"{ENV_NAME.pattern} (letters, digits and '_', not starting with a digit){suggestion}")
+
+
+# The pattern stays in the JSON Schema for editors; the check before it names the key, not its value.
+EnvName = Annotated[str, BeforeValidator(_env_name), StringConstraints(pattern=ENV_NAME.pattern)]
 # Paths and values that land in Dockerfile RUN lines and mount specs: a conservative
 # alphabet, so no value can be read as shell syntax or as an extra mount option.
 AbsPath = Annotated[str, StringConstraints(pattern=r"^/[A-Za-z0-9._/+-]*$")]
@@ -104,6 +136,63 @@ def literal_for_devcontainer(value: str) -> str:
 # Run-time text (run.env values, volume specs, proxy settings): also literal for devcontainer.
 RunText = AfterValidator(literal_for_devcontainer)
 RunEnvValue = Annotated[EnvValue, RunText]
+
+# The schemes every tool of the build reads from http_proxy/https_proxy: apt's http method takes http and
+# https (apt methods/connect.cc: anything else is "Unsupported proxy configured"; socks5h only), and pip
+# takes http and https, SOCKS only with PySocks, which pip does not vendor (pypa/pip#6668). uv and curl
+# take both. A value outside them passes the profile and fails in the middle of the image build.
+PROXY_SCHEMES = ("http", "https")
+
+
+def check_proxy_url(value: str) -> str:
+    """``value`` unchanged when it is a proxy URL the build's tools read, else a ValueError saying why.
+
+    The message never repeats the URL's user and password (they are credentials).
+
+    >>> check_proxy_url("http://user:pw@proxy.corp:3128/")
+    'http://user:pw@proxy.corp:3128/'
+    >>> check_proxy_url("socks5://proxy.corp:1080")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: the proxy's scheme 'socks5' is not one the image build can use...
+    >>> check_proxy_url("http://proxy.corp:99999")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: the proxy's port '99999' is not a port number from 1 to 65535...
+    """
+    from urllib.parse import urlsplit
+
+    from envkit.units import did_you_mean
+
+    form = "; write it as http://HOST:PORT (or https://HOST:PORT for a TLS proxy)"
+    if "://" not in value:
+        raise ValueError(f"a proxy URL needs a scheme: apt reads HOST:PORT without one as a scheme of its own "
+                         f"(\"Unsupported proxy configured\"){form}")
+    scheme, rest = value.split("://", 1)
+    if scheme.lower() in PROXY_SCHEMES and scheme not in PROXY_SCHEMES:
+        raise ValueError(f"write the proxy's scheme '{neutralise(scheme)}' in lower case "
+                         f"('{scheme.lower()}'): apt compares it as written")
+    if scheme not in PROXY_SCHEMES:
+        why = (" (pip reads a SOCKS proxy only with PySocks installed, which it does not ship)"
+               if scheme.lower().startswith("socks") else "")
+        raise ValueError(f"the proxy's scheme '{neutralise(scheme)}' is not one the image build can use{why}; "
+                         f"apt and pip read {' and '.join(PROXY_SCHEMES)}"
+                         f"{did_you_mean(scheme.lower(), PROXY_SCHEMES)}{form}")
+    hostport = rest.split("/", 1)[0].rpartition("@")[2]  # the user and password left out of every message
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError:
+        port = -1
+    written = hostport.rpartition("]")[2].rpartition(":")[2] if ":" in hostport.rpartition("]")[2] else ""
+    if port == -1 or port == 0 or (written and not written.isdigit()):
+        raise ValueError(f"the proxy's port '{neutralise(written)}' is not a port number from 1 to 65535{form}")
+    if not parts.hostname:
+        raise ValueError(f"the proxy URL names no host{form}")
+    return value
+
+
+ProxyUrl = AfterValidator(check_proxy_url)
 DebPackage = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+:~-]+)?$")]
 # A PEP 508 requirement without environment markers or URLs: enough for pins,
 # extras and ranges, and nothing a shell could misread even before quoting.

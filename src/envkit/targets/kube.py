@@ -35,6 +35,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -42,7 +43,7 @@ from dataclasses import dataclass
 from envkit.hostpaths import is_drive_path
 from envkit.plan.cluster import ClusterPlan, registry_host
 from envkit.plan.envplan import EnvPlan
-from envkit.plan.paths import CHECK_FILE
+from envkit.plan.paths import CHECK_FILE, SHM_MOUNT
 from envkit.targets import GenContext
 
 MASTER_PORT = 29500
@@ -52,6 +53,7 @@ QOS_RESOURCES = ("cpu", "memory")
 SHM_VOLUME = "dshm"
 # Pod hostnames are "<job>-<index>" and TrainJob pods "<name>-node-0-<index>-<hash>": keep room under 63.
 NAME_MAX = 40
+HASH_HEX = 6
 
 
 def kube_escape(text: str) -> str:
@@ -67,16 +69,34 @@ def quantity(n: int) -> str:
     return str(n)
 
 
-def object_name(profile_name: str) -> str:
-    """A DNS-1035 label (a Service name: starts with a letter) from the profile's name.
+def full_object_name(profile_name: str) -> str:
+    """The profile's name as a DNS-1035 label (a Service name: starts with a letter), before any shortening.
 
-    >>> object_name("3d.vision_train")
+    >>> full_object_name("3d.vision_train")
     'envkit-3d-vision-train'
     """
     name = re.sub(r"[^a-z0-9-]+", "-", profile_name.lower()).strip("-")
-    if not name[:1].isalpha():
-        name = "envkit-" + name
-    return name[:NAME_MAX].rstrip("-")
+    return name if name[:1].isalpha() else "envkit-" + name
+
+
+def object_name(profile_name: str) -> str:
+    """``full_object_name``, or, over NAME_MAX characters, its prefix and a hash of the whole profile name.
+
+    Cutting alone would give two long names that differ only at the end (``...-baseline-lr3e4`` and
+    ``...-baseline-lr1e3``) one Job, Service and TrainJob, each run replacing the other's; the suffix
+    (HASH_HEX hex digits of the name's sha256) keeps them apart.
+
+    >>> object_name("3d.vision_train")
+    'envkit-3d-vision-train'
+    >>> a, b = object_name("imagenet-resnet50-ablation-baseline-lr3e4"), object_name("imagenet-resnet50-ablation-baseline-lr1e3")
+    >>> a, len(a), a != b
+    ('imagenet-resnet50-ablation-baseli-fbe776', 40, True)
+    """
+    name = full_object_name(profile_name)
+    if len(name) <= NAME_MAX:
+        return name
+    digest = hashlib.sha256(profile_name.encode()).hexdigest()[:HASH_HEX]
+    return f"{name[:NAME_MAX - HASH_HEX - 1].rstrip('-')}-{digest}"
 
 
 @dataclass(frozen=True)
@@ -165,7 +185,7 @@ without a request gets the limit as its request. Quantities compare as envkit wr
 def volumes(ctx: GenContext) -> tuple[Volume, ...]:
     rs, k = ctx.settings, ctx.profile.cluster.kubernetes
     shm = rs.effective_shm
-    out = [Volume(SHM_VOLUME, "emptyDir", "/dev/shm", size_limit=quantity(shm) if shm is not None else None)]
+    out = [Volume(SHM_VOLUME, "emptyDir", SHM_MOUNT, size_limit=quantity(shm) if shm is not None else None)]
     out += [Volume(f"claim-{i}", "persistentVolumeClaim", v.mount, v.read_only, claim=v.claim)
             for i, v in enumerate(k.volumes)]
     if k.host_path_volumes:
@@ -260,6 +280,12 @@ def kube_warnings(plan: EnvPlan) -> list[str]:
     if isinstance(run.gpus, tuple) and c.gpus_per_node is None:
         out.append(f"run.gpus: {KUBE} schedules GPU counts, not device ids; asking for {len(run.gpus)} per "
                    "node (set cluster.gpus_per_node to say so)")
+    full, short = full_object_name(p.name), object_name(p.name)
+    if full != short:
+        out.append(f"name: the Kubernetes objects are named {short!r}, not {full!r}: a name is at most {NAME_MAX} "
+                   "characters (pod hostnames add '-<index>' and TrainJob's '-node-0-<index>-<hash>' under 63), "
+                   f"so it keeps a prefix and ends in {HASH_HEX} hex digits of the profile name's sha256, which "
+                   "keeps two long names apart")
     image = c.image or p.image_tag
     key = "cluster.image" if c.image else "image.tag"
     if registry_host(image) is None:
