@@ -5,10 +5,13 @@ path where envkit can size /dev/shm, so config.json carries the same run setting
 
 - ``/dev/shm`` a tmpfs of ``run.shm_size`` (Docker's 64 MiB when unset; the node's /dev/shm under
   ``ipc: host``);
-- ``process.rlimits`` from ``run.ulimits`` in a root bundle (runc fails with "error setting rlimit"
-  above the hard limits slurmd runs with: the job ends at once, naming it). A rootless bundle has
-  none: an unprivileged runtime cannot raise a hard limit, so the container keeps the step's limits,
-  which the batch script's ``ulimit -S`` raised;
+- ``process.rlimits`` from ``run.ulimits`` in a root bundle. Root's runc sets them itself, soft and
+  hard, whatever slurmd's limits are: it calls prlimit on the container's init holding
+  CAP_SYS_RESOURCE (runc ``libcontainer/process_linux.go``, ``setupRlimits``), which lets it raise a
+  hard limit (Linux ``kernel/sys.c``, ``do_prlimit``). Only ``nofile`` above the node's
+  ``fs.nr_open`` fails ("error setting rlimit type 7"): do_prlimit refuses that for everyone. A
+  rootless bundle has none: an unprivileged runtime cannot raise a hard limit, so the container
+  keeps the step's limits, which the batch script's ``ulimit -S`` raised;
 - who the container runs as (:func:`identity`): built by root, ``image.user`` (uid/gid) with no
   user namespace; built by anyone else, a user namespace mapping the container's root to that
   user, who is the one submitting (Slurm runs the runtime as the job's user, rootless);

@@ -144,9 +144,13 @@ def warnings(plan: EnvPlan) -> list[str]:
         out.append("run.env.HOME: Apptainer does not let a job set HOME in the container (it ignores "
                    "APPTAINERENV_HOME with a warning); Apptainer's --home sets it")
     for name in sorted(run.ulimits):
-        where = "ulimit -S in the batch script" + (" (and in a root bundle's rlimits)" if runtime == "oci" else "")
-        out.append(f"run.ulimits.{name}: Slurm cannot set ulimits; raised with {where}, which fails "
-                   "(naming the limit) if above the node's hard limit")
+        # slurmstepd ulimits.c, _set_limit: a propagated soft limit above a node's hard limit is
+        # lowered to it without a message (only srun --propagate reports it), so only the batch
+        # node's own ulimit -S and the preflight's ulimits check can stop the job.
+        root = "; a root bundle's rlimits also set it in each container" if runtime == "oci" else ""
+        out.append(f"run.ulimits.{name}: Slurm cannot set ulimits; raised with ulimit -S in the batch script, "
+                   "which stops the job (naming the limit) above the batch node's hard limit; another node "
+                   f"lowers it to its own hard limit, which the preflight fails{root}")
     return out
 
 
