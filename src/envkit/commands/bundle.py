@@ -1,7 +1,7 @@
 """``envkit bundle``: an OCI bundle (rootfs + config.json) of the built image, for Slurm's ``srun --container``.
 
-Slurm's own OCI support runs a bundle through runc/crun (``oci.conf``). It is the one Slurm
-path where envkit can size /dev/shm, so config.json carries the same run settings as run.sh:
+Slurm's own OCI support runs a bundle through runc/crun (``oci.conf``). config.json carries the
+same run settings as run.sh:
 
 - ``/dev/shm`` a tmpfs of ``run.shm_size`` (Docker's 64 MiB when unset; the node's /dev/shm under
   ``ipc: host``);
@@ -141,7 +141,7 @@ def _mounts(p: Profile, rs: RunSettings, base_dir: Path, who: Identity) -> list[
          "options": ["nosuid", "strictatime", "mode=755", "size=65536k"]},
         {"destination": "/dev/pts", "type": "devpts", "source": "devpts",
          "options": ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"]},
-        # The whole point of the OCI path: /dev/shm sized from the workload, like --shm-size.
+        # /dev/shm sized from the workload, like --shm-size.
         {"destination": "/dev/shm", "type": "tmpfs", "source": "shm",
          "options": ["nosuid", "noexec", "nodev", "mode=1777", f"size={shm}"]}
         if shm is not None else
