@@ -113,7 +113,8 @@ def current_submitter() -> tuple[int, int] | None:
     """(uid, primary gid) of the user running envkit, who is the one submitting; None for root.
 
     The primary group from the user database, not the effective gid: under ``sg docker -c ...``
-    that is the docker group's, while Slurm starts the job with the user's primary group.
+    that is the docker group's. Slurm starts the job with the gid sbatch runs with (slurmctld
+    ``proc_req.c`` ``_valid_id`` takes the authenticated gid), which from a login shell is this one.
     """
     import pwd  # here: POSIX only, and building the CLI's parser imports every command module
 
