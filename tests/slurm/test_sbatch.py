@@ -138,7 +138,9 @@ def test_pyxis_steps(tmp_path):
     assert "--container-image=reg.example.com#t:1" in train and "--container-workdir=/workspace" in train
     # Relative sources anchored at the submit folder (the output folder, inside the profile's); the
     # quote and the space reach srun intact.
-    assert f"--container-mounts={out}/..:/workspace,{out}/../data:/data:ro,/scratch/it's here:/scratch" in train
+    # First a /dev/shm tmpfs of run.shm_size (1g), in pyxis's flag syntax ("+" for ",").
+    assert (f"--container-mounts=tmpfs:/dev/shm:nosuid+nodev+noexec+mode=1777+size={1024**3},"
+            f"{out}/..:/workspace,{out}/../data:/data:ro,/scratch/it's here:/scratch") in train
     i = train.index("torchrun")
     assert train[i:] == ["torchrun", "--nnodes=2", "--nproc-per-node=2", "--rdzv-backend=c10d",
                          "--rdzv-endpoint=10.0.0.1:24242", "--rdzv-id=4242", "--rdzv-conf=is_host=1",
@@ -265,8 +267,9 @@ def test_warnings_name_each_key():
         "cluster": {"entrypoint": ["t.py"]}})
     warnings = _slurm_warnings(plan_of(p))
     keys = [w.split(":")[0] for w in warnings]
-    assert keys == ["run.cpuset", "run.shm_size", "run.gpus", "cluster.image", "run.ulimits.memlock"]
-    assert "asking for 2 per node" in warnings[2]
+    # pyxis sizes /dev/shm (a tmpfs mount), so run.shm_size is expressed and not warned about.
+    assert keys == ["run.cpuset", "run.gpus", "cluster.image", "run.ulimits.memlock"]
+    assert "asking for 2 per node" in warnings[1]
     oci = p.model_copy(update={"cluster": p.cluster.model_copy(update={
         "slurm": p.cluster.slurm.model_copy(update={"runtime": "oci"}), "gpus_per_node": 4})})
     assert [w.split(":")[0] for w in _slurm_warnings(plan_of(oci))] == ["run.cpuset", "run.ulimits.memlock"]
@@ -275,7 +278,7 @@ def test_warnings_name_each_key():
 def test_generate_prints_the_slurm_warnings_and_needs_a_cluster(tmp_path):
     profile = copy_example(CLUSTER_EXAMPLES[0], tmp_path)
     res = run_envkit("generate", str(profile), "-o", str(tmp_path / "o"), "--target", "slurm")
-    assert res.returncode == 0 and "warning" in res.stderr and "run.shm_size: under pyxis" in res.stderr
+    assert res.returncode == 0 and "warning" in res.stderr and "run.shm_size" not in res.stderr
     plain = copy_example("cpu-minimal.yaml", tmp_path)
     res = run_envkit("generate", str(plain), "-o", str(tmp_path / "p"), "--target", "slurm")
     assert res.returncode == 2 and "--target slurm needs a cluster: section" in res.stderr
@@ -359,8 +362,10 @@ def _batch(out: Path, log: Path, runtime: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_no_mounts_and_no_gpus(runtime, tmp_path):
-    """Empty mount lists must not reach srun/apptainer as an empty option (set -u, empty arrays)."""
-    out = _generate_small(tmp_path, f"{{runtime: {runtime}, bundle: /b}}", run="run: {mount_project: false}\n")
+    """Empty mount lists must not reach srun/apptainer as an empty option (set -u, empty arrays).
+    ipc: host keeps the node's /dev/shm, so pyxis gets no tmpfs mount either."""
+    out = _generate_small(tmp_path, f"{{runtime: {runtime}, bundle: /b}}",
+                          run="run: {mount_project: false, ipc: host}\n")
     log = tmp_path / "calls.jsonl"
     proc = _batch(out, log, runtime)
     assert proc.returncode == 0, proc.stderr

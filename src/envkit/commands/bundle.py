@@ -1,14 +1,17 @@
 """``envkit bundle``: an OCI bundle (rootfs + config.json) of the built image, for Slurm's ``srun --container``.
 
-Slurm's own OCI support runs a bundle through runc/crun (``oci.conf``). It is the one Slurm
-path where envkit can size /dev/shm, so config.json carries the same run settings as run.sh:
+Slurm's own OCI support runs a bundle through runc/crun (``oci.conf``). config.json carries the
+same run settings as run.sh:
 
 - ``/dev/shm`` a tmpfs of ``run.shm_size`` (Docker's 64 MiB when unset; the node's /dev/shm under
   ``ipc: host``);
-- ``process.rlimits`` from ``run.ulimits`` in a root bundle (runc fails with "error setting rlimit"
-  above the hard limits slurmd runs with: the job ends at once, naming it). A rootless bundle has
-  none: an unprivileged runtime cannot raise a hard limit, so the container keeps the step's limits,
-  which the batch script's ``ulimit -S`` raised;
+- ``process.rlimits`` from ``run.ulimits`` in a root bundle. Root's runc sets them itself, soft and
+  hard, whatever slurmd's limits are: it calls prlimit on the container's init holding
+  CAP_SYS_RESOURCE (runc ``libcontainer/process_linux.go``, ``setupRlimits``), which lets it raise a
+  hard limit (Linux ``kernel/sys.c``, ``do_prlimit``). Only ``nofile`` above the node's
+  ``fs.nr_open`` fails ("error setting rlimit type 7"): do_prlimit refuses that for everyone. A
+  rootless bundle has none: an unprivileged runtime cannot raise a hard limit, so the container
+  keeps the step's limits, which the batch script's ``ulimit -S`` raised;
 - who the container runs as (:func:`identity`): built by root, ``image.user`` (uid/gid) with no
   user namespace; built by anyone else, a user namespace mapping the container's root to that
   user, who is the one submitting (Slurm runs the runtime as the job's user, rootless);
@@ -110,7 +113,8 @@ def current_submitter() -> tuple[int, int] | None:
     """(uid, primary gid) of the user running envkit, who is the one submitting; None for root.
 
     The primary group from the user database, not the effective gid: under ``sg docker -c ...``
-    that is the docker group's, while Slurm starts the job with the user's primary group.
+    that is the docker group's. Slurm starts the job with the gid sbatch runs with (slurmctld
+    ``proc_req.c`` ``_valid_id`` takes the authenticated gid), which from a login shell is this one.
     """
     import pwd  # here: POSIX only, and building the CLI's parser imports every command module
 
@@ -138,7 +142,7 @@ def _mounts(p: Profile, rs: RunSettings, base_dir: Path, who: Identity) -> list[
          "options": ["nosuid", "strictatime", "mode=755", "size=65536k"]},
         {"destination": "/dev/pts", "type": "devpts", "source": "devpts",
          "options": ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"]},
-        # The whole point of the OCI path: /dev/shm sized from the workload, like --shm-size.
+        # /dev/shm sized from the workload, like --shm-size.
         {"destination": "/dev/shm", "type": "tmpfs", "source": "shm",
          "options": ["nosuid", "noexec", "nodev", "mode=1777", f"size={shm}"]}
         if shm is not None else

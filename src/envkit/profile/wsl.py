@@ -33,8 +33,13 @@ WSL_KEY_NOTES: dict[str, str] = {
     "firewall": WIN11_22H2,
     "dnsTunneling": WIN11_22H2,
     "dnsProxy": "NAT networking only",
-    "ignoredPorts": "mirrored networking only",
-    "hostAddressLoopback": "mirrored networking only",
+    # wsl-config.md's [experimental] table: footnote 1 (Windows 11) on all five, footnote 2 (22H2) on all
+    # but initialAutoProxyTimeout.
+    "bestEffortDnsParsing": WIN11_22H2,
+    "dnsTunnelingIpAddress": WIN11_22H2,
+    "initialAutoProxyTimeout": WIN11,
+    "ignoredPorts": WIN11_22H2 + ", mirrored networking only",
+    "hostAddressLoopback": WIN11_22H2 + ", mirrored networking only",
 }
 
 

@@ -101,8 +101,8 @@ def warnings(plan: EnvPlan) -> list[str]:
     """What the slurm target cannot express, one warning per profile key, each naming the key ([] without a
     ``cluster`` section).
 
-    Slurm schedules counts (CPUs, GPUs, memory per node), not devices or cores, and under pyxis
-    and Apptainer a job gets the node's own /dev/shm. The warnings say what the generated script
+    Slurm schedules counts (CPUs, GPUs, memory per node), not devices or cores, and under
+    Apptainer a job gets the node's own /dev/shm. The warnings say what the generated script
     does instead, so nobody believes a setting reached the job when it did not.
 
     >>> from pathlib import Path
@@ -111,7 +111,7 @@ def warnings(plan: EnvPlan) -> list[str]:
     >>> lp = load_profile_bytes(b"envkit: 1\\nname: demo\\nimage: {base: 'debian:bookworm'}\\nrun: {cpuset: '0-3'}\\n"
     ...     b"cluster: {entrypoint: [train.py], image: 'reg.example.com/demo:1'}\\n", "d.yaml", Path("."))
     >>> [w.split(":")[0] for w in warnings(build_plan(lp))]
-    ['run.cpuset', 'run.shm_size']
+    ['run.cpuset']
     """
     profile = plan.profile
     c = profile.cluster
@@ -122,9 +122,9 @@ def warnings(plan: EnvPlan) -> list[str]:
     if run.cpuset:
         out.append(f"run.cpuset: Slurm cannot request specific cores ({run.cpuset!r}); the job asks for "
                    f"--cpus-per-task={len(run.cpuset_cpus)} and the node chooses which")
-    if runtime in ("pyxis", "apptainer"):
-        out.append(f"run.shm_size: under {runtime} the job uses the node's own /dev/shm, which no job can size; "
-                   "the preflight checks it on every node before training (use runtime: oci to size it)")
+    if runtime == "apptainer":
+        out.append("run.shm_size: under apptainer the job uses the node's own /dev/shm, which the script does not "
+                   "size; the preflight checks it on every node before training (use runtime: oci or pyxis to size it)")
     if isinstance(run.gpus, tuple) and c.gpus_per_node is None:
         out.append(f"run.gpus: Slurm schedules a count, not device ids; asking for {len(run.gpus)} per node "
                    "(set cluster.gpus_per_node to say so)")
@@ -144,9 +144,13 @@ def warnings(plan: EnvPlan) -> list[str]:
         out.append("run.env.HOME: Apptainer does not let a job set HOME in the container (it ignores "
                    "APPTAINERENV_HOME with a warning); Apptainer's --home sets it")
     for name in sorted(run.ulimits):
-        where = "ulimit -S in the batch script" + (" (and in a root bundle's rlimits)" if runtime == "oci" else "")
-        out.append(f"run.ulimits.{name}: Slurm cannot set ulimits; raised with {where}, which fails "
-                   "(naming the limit) if above the node's hard limit")
+        # slurmstepd ulimits.c, _set_limit: a propagated soft limit above a node's hard limit is
+        # lowered to it without a message (only srun --propagate reports it), so only the batch
+        # node's own ulimit -S and the preflight's ulimits check can stop the job.
+        root = "; a root bundle's rlimits also set it in each container" if runtime == "oci" else ""
+        out.append(f"run.ulimits.{name}: Slurm cannot set ulimits; raised with ulimit -S in the batch script, "
+                   "which stops the job (naming the limit) above the batch node's hard limit; another node "
+                   f"lowers it to its own hard limit, which the preflight fails{root}")
     return out
 
 
@@ -191,10 +195,31 @@ def mounts(ctx: GenContext) -> list[dict]:
     return items
 
 
+def shm_mount(ctx: GenContext) -> str | None:
+    """pyxis's ``--container-mounts`` entry that gives the step a /dev/shm of ``run.shm_size`` (Docker's
+    64 MiB when unset, as run.sh and the OCI bundle give it); None under ``ipc: host``, the node's own.
+
+    pyxis >= 0.9.0 takes ``tmpfs`` as a mount source and passes the flags after the target to the
+    tmpfs mount, ``+`` standing for ``,`` (NVIDIA/pyxis ``args.c``, ``add_mount`` and
+    ``parse_mount_option``; ``tests/mounts.bats``, "--container-mounts tmpfs huge pages"). enroot
+    makes it a tmpfs mount whose unknown options (``size=``, ``mode=``) go to mount(2) as data
+    (NVIDIA/enroot ``bin/enroot-mount.c``, ``parse_mount_opts``), after its own bind of the node's
+    /dev/shm (``conf/mounts/10-system.fstab``; user mounts come last, ``src/runtime.sh``
+    ``runtime::_do_mounts_fini``), so it covers that bind.
+    """
+    shm = ctx.settings.effective_shm
+    if shm is None:
+        return None
+    return f"tmpfs:/dev/shm:nosuid+nodev+noexec+mode=1777+size={shm}"
+
+
 def context(ctx: GenContext) -> dict:
     p, c = ctx.profile, ctx.profile.cluster
     plan = ctx.plan.require_cluster()
     items = mounts(ctx) if c.slurm.runtime != "oci" else []
+    shm = shm_mount(ctx) if c.slurm.runtime == "pyxis" else None
+    if shm is not None:
+        items.insert(0, {"here": False, "text": shm})
     anchored = any(m["here"] for m in items)
     return {
         "header": ctx.header("#"),

@@ -54,6 +54,7 @@ $NewerWindowsKeys = @(
     [pscustomobject]@{ Key = 'wsl2.networkingMode'; Build = [int]'22621' }
     [pscustomobject]@{ Key = 'wsl2.firewall'; Build = [int]'22621' }
     [pscustomobject]@{ Key = 'wsl2.dnsTunneling'; Build = [int]'22621' }
+    [pscustomobject]@{ Key = 'experimental.hostAddressLoopback'; Build = [int]'22621' }
 )
 # Empty when the profile leaves the value to WSL's default.
 $ExpectedProcessors = '8'
