@@ -252,9 +252,13 @@ def kube_warnings(plan: EnvPlan) -> list[str]:
                    "whole CPUs with requests == limits, which gets exclusive cores only where the node's "
                    "kubelet runs the static CPU manager policy")
     if isinstance(run.numa, int):
-        out.append(f"run.numa: {KUBE} cannot name a pod's memory node (--cpuset-mems={run.numa}); the kubelet's "
-                   "Topology Manager (policy single-numa-node) keeps a Guaranteed pod's CPUs, memory and GPUs "
-                   "on one node")
+        # kubernetes.io/docs/tasks/administer-cluster/topology-manager/: the Topology Manager aligns what its
+        # hint providers report; memory is one only under the Memory Manager's Static policy
+        # (.../memory-manager/, "Static policy"); the CPU Manager's static policy provides the CPUs.
+        out.append(f"run.numa: {KUBE} cannot name a pod's memory node (--cpuset-mems={run.numa}); on a node whose "
+                   "kubelet runs the Topology Manager (policy single-numa-node) a Guaranteed pod's CPUs and GPUs "
+                   "share one NUMA node where the CPU Manager's static policy runs, and its memory too only where "
+                   "the Memory Manager's Static policy runs")
     cluster = plan.cluster
     asked = dict(resources(plan.settings.memory, cluster)) if cluster is not None else {}
     qos = qos_class([(asked, asked)])  # every container of the pod asks the same
