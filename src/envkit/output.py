@@ -14,8 +14,10 @@ the same only when its sha256 equals the source's. Each copy's sha256 goes into 
 the copy's ``(dev, inode, size, mtime_ns, ctime_ns)``; while those are unchanged the recorded
 digest is reused, so an unchanged hard-linked multi-GB wheel is never read again (any write to
 the inode moves its ctime, which no user call can set back). A folder the caller names in
-``exact`` (the build context's ``.envkit/``) holds exactly the files given: anything else there
-is removed and reported in ``pruned``.
+``exact`` (the build context's ``.envkit/``) holds the files given and the user's: a file there that
+the manifest records (envkit wrote it) and that is no longer given is removed and reported in
+``pruned``; one the manifest does not record is the user's, kept and reported in ``foreign``. A
+folder without a manifest is one envkit never wrote to: nothing is removed from it.
 
 Called as::
 
@@ -58,6 +60,7 @@ class WriteReport:
     removed: list[str] = field(default_factory=list)  # unedited files of a target the profile no longer has
     kept: list[str] = field(default_factory=list)  # edited ones, left in place
     pruned: list[str] = field(default_factory=list)  # in an exact folder, but no longer among the files
+    foreign: list[str] = field(default_factory=list)  # in an exact folder, not written by envkit: the user's
 
 
 def sha256(data: bytes) -> str:
@@ -412,9 +415,10 @@ def write_outputs(out_dir: Path, files: list[OutputFile], *, force: bool = False
     it no longer makes (e.g. the WSL files once ``wsl:`` is removed), is removed
     when unedited and reported in ``removed``, else kept and reported in ``kept``.
 
-    ``exact`` names folders (relative to ``out_dir``) that hold exactly the files given under
-    them: anything else there (a file the project no longer has, a wheel gone from the
-    wheelhouse, something put there by hand) is removed, edited or not, and reported in ``pruned``.
+    ``exact`` names folders (relative to ``out_dir``) that hold the files given under them: a file
+    envkit wrote there (in the manifest) that is no longer given (a file the project no longer has, a
+    wheel gone from the wheelhouse) is removed, edited or not, and reported in ``pruned``; a file
+    the manifest does not record (put there by hand) is kept and reported in ``foreign``.
     """
     if out_dir.is_symlink() and not out_dir.is_dir() or out_dir.exists() and not out_dir.is_dir():
         raise FileRefused(f"{out_dir}: exists and is not a folder; nothing was written")
@@ -473,6 +477,16 @@ def _strays(out_dir: Path, exact: tuple[str, ...], made: set[str]) -> tuple[list
     return sorted(strays), sorted(folders, key=lambda p: len(p.parts), reverse=True)
 
 
+def foreign_files(out_dir: Path, exact: tuple[str, ...], files: list[OutputFile]) -> list[str]:
+    """The files under the ``exact`` folders that are not among ``files`` and that the manifest does not
+    record: the user's (kept, see :func:`write_outputs`). Reads the manifest (exit 2 when it is bad)."""
+    if not exact:
+        return []
+    manifest = (_read_manifest(out_dir) or ({}, {}, {}))[0]
+    found, _ = _strays(out_dir, exact, {f.path for f in files})
+    return [p for p in found if p not in manifest]
+
+
 def _write_locked(out_dir: Path, files: list[OutputFile], force: bool, owners: dict[str, str],
                   requested: tuple[str, ...] | None, exact: tuple[str, ...] = ()) -> WriteReport:
     manifest, manifest_owners, sigs = _read_manifest(out_dir) or ({}, {}, {})
@@ -516,7 +530,9 @@ def _write_locked(out_dir: Path, files: list[OutputFile], force: bool, owners: d
         )
     made = {f.path for f in files}
     prune = _orphans(out_dir, files, manifest, manifest_owners, requested, report, exact)
-    strays, folders = _strays(out_dir, exact, made)
+    found, folders = _strays(out_dir, exact, made)
+    strays = [p for p in found if p in manifest]  # envkit wrote them; the user's own stay
+    report.foreign = [p for p in found if p not in manifest]
     for path in [p for p in manifest if _under(p, exact) and p not in made]:
         if path not in strays:
             prune.append(path)  # recorded, already gone: forget it

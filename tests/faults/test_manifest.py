@@ -78,3 +78,63 @@ def test_a_manifest_not_in_envkits_form_is_exit_2_before_anything_is_written(tmp
     assert words in res.stderr, res.stderr
     assert "Traceback" not in res.stderr and str(out / MANIFEST) in res.stderr
     assert sorted(p.name for p in out.iterdir()) == [MANIFEST]
+
+
+COPY = "envkit: 1\nname: ctx\nimage:\n  base: debian:bookworm\n  copy_project: true\n"
+
+
+def _gen(proj: Path):
+    return run_envkit("generate", "envkit.yaml", "-o", "out", "--target", "dockerfile", cwd=proj, timeout=60)
+
+
+def _shipped(out: Path) -> set[str]:
+    """What the build context sends, as the Docker client reads the generated .dockerignore."""
+    from docker.utils.build import exclude_paths
+
+    patterns = [line for line in (out / ".dockerignore").read_text().splitlines() if line and line[0] != "#"]
+    return {p for p in exclude_paths(str(out), patterns) if (out / p).is_file()}
+
+
+def test_nothing_is_pruned_from_a_folder_envkit_has_no_manifest_for(tmp_path):
+    (tmp_path / "envkit.yaml").write_text(COPY)
+    (tmp_path / "train.py").write_text("print(1)\n")
+    mine = {".envkit/notes.txt": b"my notes\n", ".envkit/datasets/cached.bin": b"\0" * 64,
+            ".envkit/project/old.py": b"x = 1\n"}
+    for rel, data in mine.items():
+        (tmp_path / "out" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "out" / rel).write_bytes(data)
+    res = _gen(tmp_path)
+    assert res.returncode == 0, res.stderr
+    out = tmp_path / "out"
+    assert {rel: (out / rel).read_bytes() for rel in mine} == mine, "the user's files are all there"
+    assert "removed" not in res.stdout
+    for rel in mine:
+        assert f"kept {Path('out', rel)}: envkit did not write it" in res.stderr
+    assert (out / ".envkit/project/train.py").is_file()
+    shipped = _shipped(out)
+    assert ".envkit/project/train.py" in shipped and not set(mine) & shipped, shipped
+    # A second run: still the user's, still kept, and envkit's own copies are unchanged.
+    res = _gen(tmp_path)
+    assert res.returncode == 0 and "removed" not in res.stdout, res.stderr
+    assert {rel: (out / rel).read_bytes() for rel in mine} == mine
+
+
+def test_a_file_put_by_hand_into_the_project_copy_never_ships(tmp_path):
+    (tmp_path / "envkit.yaml").write_text(COPY)
+    (tmp_path / "train.py").write_text("print(1)\n")
+    assert _gen(tmp_path).returncode == 0
+    out = tmp_path / "out"
+    names = [".envkit/project/token.txt", ".envkit/project/a*b[1].txt", ".envkit/project/back\\slash",
+             ".envkit/project/ends in space "]
+    for rel in names:
+        (out / rel).write_text("mine\n")
+    res = _gen(tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert all((out / rel).read_text() == "mine\n" for rel in names)
+    shipped = _shipped(out)
+    assert ".envkit/project/train.py" in shipped and not set(names) & shipped, shipped
+    # Once the user removes them, the .dockerignore no longer names them.
+    for rel in names:
+        (out / rel).unlink()
+    assert _gen(tmp_path).returncode == 0
+    assert "token.txt" not in (out / ".dockerignore").read_text()
