@@ -138,3 +138,14 @@ def test_a_file_put_by_hand_into_the_project_copy_never_ships(tmp_path):
         (out / rel).unlink()
     assert _gen(tmp_path).returncode == 0
     assert "token.txt" not in (out / ".dockerignore").read_text()
+
+
+def test_a_project_file_name_never_reaches_the_terminal_raw(tmp_path):
+    (tmp_path / "envkit.yaml").write_text(COPY)
+    name = "evil\x1b]0;pwned\x07\nwrote forged.txt"
+    (tmp_path / name).write_text("x\n")
+    res = _gen(tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "\x1b" not in res.stdout + res.stderr and "\x07" not in res.stdout
+    assert "forged.txt" in res.stdout
+    assert not [line for line in res.stdout.splitlines() if line.startswith("wrote forged")], res.stdout

@@ -57,13 +57,13 @@ def run(profile_path: Path | None, out_dir: Path, targets: tuple[str, ...], *, f
               "warnings": [warning_record(loaded, w) for w in warnings]}, out)
         out = err
     for path in report.written:
-        print(f"wrote {out_dir / path}", file=out)
+        print(f"wrote {neutralise(str(out_dir / path))}", file=out)
     for path in report.removed:
-        print(f"removed {out_dir / path} (its target is no longer in the profile)", file=out)
+        print(f"removed {neutralise(str(out_dir / path))} (its target is no longer in the profile)", file=out)
     for path in report.pruned:
-        print(f"removed {out_dir / path} (no longer part of the build context)", file=out)
+        print(f"removed {neutralise(str(out_dir / path))} (no longer part of the build context)", file=out)
     for path in report.kept:
-        print(f"envkit: warning: kept {out_dir / path}: its target is no longer in the profile, "
+        print(f"envkit: warning: kept {neutralise(str(out_dir / path))}: its target is no longer in the profile, "
               "but the file was edited (delete it yourself if unneeded)", file=err)
     for path in report.foreign[:FOREIGN_SHOWN]:
         print(f"envkit: warning: kept {neutralise(str(out_dir / path))}: envkit did not write it (it is not in "
@@ -74,7 +74,7 @@ def run(profile_path: Path | None, out_dir: Path, targets: tuple[str, ...], *, f
     if report.unchanged:
         print(f"unchanged: {len(report.unchanged)} file(s)", file=out)
     for bak in report.backups:
-        print(f"backed up your edited file to {bak}", file=err)
+        print(f"backed up your edited file to {neutralise(str(bak))}", file=err)
     return 0
 
 
