@@ -31,9 +31,9 @@ from envkit.targets import dockerfile
 from envkit.termtext import neutralise_lines
 
 
-def context(plan: EnvPlan) -> GenContext:
-    """The frozen context every target renders from."""
-    return GenContext(plan=plan, env=make_env())
+def context(plan: EnvPlan, foreign: tuple[str, ...] = ()) -> GenContext:
+    """The frozen context every target renders from; ``foreign``: the user's files under ``.envkit/``."""
+    return GenContext(plan=plan, env=make_env(), foreign=foreign)
 
 
 def render_plan(plan: EnvPlan, targets: tuple[str, ...] = TARGET_NAMES) -> list[OutputFile]:
@@ -46,8 +46,12 @@ def render_all(loaded: LoadedProfile, out_dir: Path, targets: tuple[str, ...] = 
     return render_plan(build_plan(loaded, out_dir), targets)
 
 
-def render_owned(plan: EnvPlan, targets: tuple[str, ...] = TARGET_NAMES) -> tuple[list[OutputFile], dict[str, str]]:
+def render_owned(plan: EnvPlan, targets: tuple[str, ...] = TARGET_NAMES,
+                 foreign: tuple[str, ...] = ()) -> tuple[list[OutputFile], dict[str, str]]:
     """Render ``targets`` one at a time: the files (sorted by path) and which target owns each path.
+
+    ``foreign`` names the files under the output folder's ``.envkit/`` that envkit did not write
+    (:func:`envkit.output.foreign_files`): the generated ``.dockerignore`` keeps them out of the image.
 
     The owners go into the manifest, so a later run can remove the files of a target the
     profile no longer has (and only those). A path two targets render belongs to the first.
@@ -59,7 +63,7 @@ def render_owned(plan: EnvPlan, targets: tuple[str, ...] = TARGET_NAMES) -> tupl
     """
     owners: dict[str, str] = {}
     files: dict[str, OutputFile] = {}
-    ctx = context(plan)  # one context (and one template environment) for every target
+    ctx = context(plan, foreign)  # one context (and one template environment) for every target
     for name in targets:
         for f in render_targets(ctx, (name,)):
             owners.setdefault(f.path, name)

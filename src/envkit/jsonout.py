@@ -58,7 +58,8 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "properties": {
                 "path": {"type": "string", "description": "the file, under the output folder"},
                 "status": {"enum": ["written", "unchanged", "removed", "kept"],
-                           "description": "kept: its target left the profile, but you edited it"},
+                           "description": "kept: its target left the profile, but you edited it; or a file "
+                                          "under .envkit/ that envkit did not write (yours)"},
             }}},
         "backups": {**_STRINGS, "description": "copies of your edited files that --force replaced"},
         "warnings": _WARNINGS,

@@ -14,8 +14,10 @@ the same only when its sha256 equals the source's. Each copy's sha256 goes into 
 the copy's ``(dev, inode, size, mtime_ns, ctime_ns)``; while those are unchanged the recorded
 digest is reused, so an unchanged hard-linked multi-GB wheel is never read again (any write to
 the inode moves its ctime, which no user call can set back). A folder the caller names in
-``exact`` (the build context's ``.envkit/``) holds exactly the files given: anything else there
-is removed and reported in ``pruned``.
+``exact`` (the build context's ``.envkit/``) holds the files given and the user's: a file there that
+the manifest records (envkit wrote it) and that is no longer given is removed and reported in
+``pruned``; one the manifest does not record is the user's, kept and reported in ``foreign``. A
+folder without a manifest is one envkit never wrote to: nothing is removed from it.
 
 Called as::
 
@@ -28,16 +30,21 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import signal
 import stat
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
+from typing import Annotated, Literal
 
-from envkit.errors import EnvkitError, OutputConflict
+from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, StringConstraints, ValidationError
+
+from envkit.errors import EnvkitError, OutputConflict, ProfileError
 from envkit.safeio import FileRefused, kind_of, read_bounded, replace_file, stage_file, write_target
 from envkit.targets import OutputFile
+from envkit.termtext import neutralise
 
 MANIFEST = ".envkit-manifest.json"
 MANIFEST_MAX = 4 * 1024 * 1024
@@ -53,6 +60,7 @@ class WriteReport:
     removed: list[str] = field(default_factory=list)  # unedited files of a target the profile no longer has
     kept: list[str] = field(default_factory=list)  # edited ones, left in place
     pruned: list[str] = field(default_factory=list)  # in an exact folder, but no longer among the files
+    foreign: list[str] = field(default_factory=list)  # in an exact folder, not written by envkit: the user's
 
 
 def sha256(data: bytes) -> str:
@@ -112,21 +120,112 @@ def _digest(path: Path, known: dict[str, str]) -> str:
     return known[key]
 
 
-def _read_manifest(out_dir: Path) -> tuple[dict[str, str], dict[str, str], dict[str, Signature]]:
+class _Manifest(BaseModel):
+    """The manifest as envkit writes it (:func:`_manifest_bytes`); keys it does not know are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    envkit_manifest: Literal[1] = 1
+    files: dict[str, Annotated[StrictStr, StringConstraints(pattern=r"^[0-9a-f]{64}$")]] = {}
+    owners: dict[str, StrictStr] = {}
+    copies: dict[str, tuple[StrictInt, StrictInt, StrictInt, StrictInt, StrictInt]] = {}
+
+
+_MANIFEST_EXPECTED = {
+    "envkit_manifest": "the number 1",
+    "files": "an object mapping each path to its sha256 (64 lowercase hex digits)",
+    "owners": "an object mapping each path to the target that wrote it",
+    "copies": "an object mapping each path to five integers (dev, inode, size, mtime_ns, ctime_ns)",
+}
+
+
+def entry_problem(out_dir: Path, rel: str) -> str | None:
+    """Why manifest entry ``rel`` is not a file envkit may remove from ``out_dir``; None when it is.
+
+    An entry is removed as ``out_dir / rel``, so it must name a path inside the folder: relative (not
+    ``/x``, nor ``C:`` on Windows), no ``..``, ``.`` or empty component, no NUL, and no symbolic link on
+    the way out of the folder (the last component may be a link: removing it removes the link only).
+    The manifest sits in the user's folder, so a pull request or an unpacked archive can edit it.
+
+    >>> entry_problem(Path("."), "../victim.txt"), entry_problem(Path("."), "/etc/passwd")
+    ("goes up out of the folder with '..'", 'is an absolute path')
+    >>> entry_problem(Path("."), ".envkit/project/train.py") is None
+    True
+    """
+    seps = r"[/\\]" if os.name == "nt" else "/"
+    parts = re.split(seps, rel)
+    if "\0" in rel:
+        return "holds a NUL byte"
+    if rel.startswith(("/", "\\")) or os.name == "nt" and PureWindowsPath(rel).drive:
+        return "is an absolute path"
+    if ".." in parts:
+        return "goes up out of the folder with '..'"
+    if any(part in ("", ".") for part in parts):
+        return "has an empty or '.' component (envkit writes plain relative paths)"
+    top = os.path.realpath(out_dir)
+    parent = os.path.realpath(os.path.dirname(os.path.join(out_dir, rel)))
+    if parent != top and not parent.startswith(top.rstrip(os.sep) + os.sep):
+        return f"leads out of the folder through a symbolic link (to {parent})"
+    return None
+
+
+def _position(text: str, needle: str) -> str:
+    """``line:col:`` of the first ``needle`` in ``text``, or "" when it is not there as written."""
+    at = text.find(needle)
+    if at < 0:
+        return ""
+    line = text.count("\n", 0, at) + 1
+    return f"{line}:{at - (text.rfind(chr(10), 0, at) + 1) + 1}:"
+
+
+def _manifest_error(out_dir: Path, text: str, where: str, what: str) -> ProfileError:
+    name = neutralise(str(out_dir / MANIFEST))
+    return ProfileError(
+        f"{name}:{where} {neutralise(what)}; nothing was written or removed",
+        hint=f"remove the entry, or delete {name} (envkit then removes nothing it finds in the folder "
+             "and refuses to replace a file it did not write)")
+
+
+def _read_manifest(out_dir: Path) -> tuple[dict[str, str], dict[str, str], dict[str, Signature]] | None:
     """The recorded sha256 of each file envkit wrote, the target that owns it (when recorded), and the
-    signature each copied file had when its sha256 was taken."""
+    signature each copied file had when its sha256 was taken; None when the folder has no manifest.
+
+    Validated whole before anything is written or removed: a manifest that is not envkit's form, or an
+    entry that is not a path inside the folder (:func:`entry_problem`), is exit 2 naming the manifest,
+    the line and the entry.
+    """
+    path = out_dir / MANIFEST
+    if not path.exists() and not path.is_symlink():
+        return None
+    raw = read_bounded(path, MANIFEST_MAX, "an envkit manifest")
+    text = raw.decode("utf-8", errors="replace")
     try:
-        data = json.loads(read_bounded(out_dir / MANIFEST, MANIFEST_MAX, "an envkit manifest"))
-        files, owners, copies = data.get("files", {}), data.get("owners", {}), data.get("copies", {})
-        files = {str(k): str(v) for k, v in files.items()} if isinstance(files, dict) else {}
-        owners = {str(k): str(v) for k, v in owners.items()} if isinstance(owners, dict) else {}
-        sigs: dict[str, Signature] = {}
-        for k, v in (copies.items() if isinstance(copies, dict) else ()):
-            if isinstance(v, list) and len(v) == 5 and all(isinstance(n, int) for n in v):
-                sigs[str(k)] = (v[0], v[1], v[2], v[3], v[4])
-        return files, owners, sigs
-    except (EnvkitError, ValueError, AttributeError, RecursionError):
-        return {}, {}, {}
+        data = json.loads(raw)
+    except (ValueError, RecursionError) as e:
+        at = f"{e.lineno}:{e.colno}:" if isinstance(e, json.JSONDecodeError) else ""
+        raise _manifest_error(out_dir, text, at, f"is not JSON ({getattr(e, 'msg', e)})") from None
+    if not isinstance(data, dict):
+        raise _manifest_error(out_dir, text, "", "expected a JSON object with files, owners and copies")
+    try:
+        doc = _Manifest.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = [str(p) for p in err["loc"]]
+        key = loc[0]
+        entry = loc[1] if len(loc) > 1 and isinstance(data.get(key), dict) and loc[1] in data[key] else None
+        needle = json.dumps(entry) if entry is not None else json.dumps(key)
+        shown = f"{key}[{json.dumps(entry)}]" if entry is not None else key
+        raise _manifest_error(out_dir, text, _position(text, needle),
+                              f"{shown}: expected {_MANIFEST_EXPECTED.get(key, 'what envkit writes')}, "
+                              f"got {json.dumps(err.get('input'))[:80]}") from None
+    for section in ("files", "owners", "copies"):
+        for rel in getattr(doc, section):
+            problem = entry_problem(out_dir, rel)
+            if problem is not None:
+                raise _manifest_error(out_dir, text, _position(text, json.dumps(rel)),
+                                      f"{section}[{json.dumps(rel)}]: expected a path relative to the output "
+                                      f"folder and inside it; the entry {problem}")
+    return dict(doc.files), dict(doc.owners), {k: tuple(v) for k, v in doc.copies.items()}  # type: ignore[misc]
 
 
 def atomic_write(path: Path, data: bytes, mode: int | None = 0o644) -> Path:
@@ -316,9 +415,10 @@ def write_outputs(out_dir: Path, files: list[OutputFile], *, force: bool = False
     it no longer makes (e.g. the WSL files once ``wsl:`` is removed), is removed
     when unedited and reported in ``removed``, else kept and reported in ``kept``.
 
-    ``exact`` names folders (relative to ``out_dir``) that hold exactly the files given under
-    them: anything else there (a file the project no longer has, a wheel gone from the
-    wheelhouse, something put there by hand) is removed, edited or not, and reported in ``pruned``.
+    ``exact`` names folders (relative to ``out_dir``) that hold the files given under them: a file
+    envkit wrote there (in the manifest) that is no longer given (a file the project no longer has, a
+    wheel gone from the wheelhouse) is removed, edited or not, and reported in ``pruned``; a file
+    the manifest does not record (put there by hand) is kept and reported in ``foreign``.
     """
     if out_dir.is_symlink() and not out_dir.is_dir() or out_dir.exists() and not out_dir.is_dir():
         raise FileRefused(f"{out_dir}: exists and is not a folder; nothing was written")
@@ -377,9 +477,19 @@ def _strays(out_dir: Path, exact: tuple[str, ...], made: set[str]) -> tuple[list
     return sorted(strays), sorted(folders, key=lambda p: len(p.parts), reverse=True)
 
 
+def foreign_files(out_dir: Path, exact: tuple[str, ...], files: list[OutputFile]) -> list[str]:
+    """The files under the ``exact`` folders that are not among ``files`` and that the manifest does not
+    record: the user's (kept, see :func:`write_outputs`). Reads the manifest (exit 2 when it is bad)."""
+    if not exact:
+        return []
+    manifest = (_read_manifest(out_dir) or ({}, {}, {}))[0]
+    found, _ = _strays(out_dir, exact, {f.path for f in files})
+    return [p for p in found if p not in manifest]
+
+
 def _write_locked(out_dir: Path, files: list[OutputFile], force: bool, owners: dict[str, str],
                   requested: tuple[str, ...] | None, exact: tuple[str, ...] = ()) -> WriteReport:
-    manifest, manifest_owners, sigs = _read_manifest(out_dir)
+    manifest, manifest_owners, sigs = _read_manifest(out_dir) or ({}, {}, {})
     report = WriteReport()
     conflicts: list[str] = []
     plan: list[tuple[OutputFile, Path]] = []
@@ -420,7 +530,9 @@ def _write_locked(out_dir: Path, files: list[OutputFile], force: bool, owners: d
         )
     made = {f.path for f in files}
     prune = _orphans(out_dir, files, manifest, manifest_owners, requested, report, exact)
-    strays, folders = _strays(out_dir, exact, made)
+    found, folders = _strays(out_dir, exact, made)
+    strays = [p for p in found if p in manifest]  # envkit wrote them; the user's own stay
+    report.foreign = [p for p in found if p not in manifest]
     for path in [p for p in manifest if _under(p, exact) and p not in made]:
         if path not in strays:
             prune.append(path)  # recorded, already gone: forget it

@@ -1,7 +1,8 @@
 """The build context holds exactly the project, as it is now, and nothing secret.
 
-``out/.envkit/`` (the project, wheels, requirement files, certificates) holds exactly what the run's
-plan lists, each file in the manifest with its sha256; a copy is judged by its content, never by
+``out/.envkit/`` (the project, wheels, requirement files, certificates) holds what the run's plan
+lists, each file in the manifest with its sha256 (a file envkit did not write is the user's: kept,
+named and left out of the image); a copy is judged by its content, never by
 size and time; only regular files are copied; well-known credential files stay out unless the
 profile names them in ``image.ship_secrets``; a CA file ships its certificate blocks only and one
 holding a private key is refused; requirement files and the lock must be the project's own.
@@ -95,7 +96,7 @@ def test_a_file_deleted_from_the_project_is_pruned_and_every_copy_is_in_the_mani
     assert not (tmp_path / "out" / ".envkit" / "project").exists()
 
 
-def test_a_wheel_removed_from_the_wheelhouse_is_pruned(tmp_path):
+def test_a_wheel_removed_from_the_wheelhouse_is_pruned_and_one_put_there_by_hand_is_kept(tmp_path):
     wheels = tmp_path / "wheels"
     wheels.mkdir()
     for name in ("a-1-py3-none-any.whl", "b-1-py3-none-any.whl"):
@@ -106,9 +107,16 @@ def test_a_wheel_removed_from_the_wheelhouse_is_pruned(tmp_path):
                                                     ".envkit/wheels/00/b-1-py3-none-any.whl"}
     (wheels / "a-1-py3-none-any.whl").unlink()
     (tmp_path / "out" / ".envkit" / "wheels" / "00" / "planted.whl").write_bytes(b"not from the wheelhouse")
-    assert _gen(tmp_path)[0] == 0
-    assert _context(tmp_path, ".envkit/wheels") == {".envkit/wheels/00/b-1-py3-none-any.whl"}
+    code, out, err = _gen(tmp_path)
+    assert code == 0, err
+    # The wheel envkit copied goes with its source; the one envkit did not write is the user's: kept,
+    # named, and out of the image.
+    assert _context(tmp_path, ".envkit/wheels") == {".envkit/wheels/00/b-1-py3-none-any.whl",
+                                                    ".envkit/wheels/00/planted.whl"}
+    assert "a-1-py3-none-any.whl" in out and "planted.whl" in err and "did not write" in err
+    assert ".envkit/wheels/00/planted.whl" in (tmp_path / "out" / ".dockerignore").read_text().splitlines()
     assert ".envkit/wheels/00/b-1-py3-none-any.whl" in _manifest(tmp_path)
+    assert ".envkit/wheels/00/planted.whl" not in _manifest(tmp_path)
 
 
 def test_a_requirement_file_dropped_from_the_profile_leaves_the_context_even_when_edited(tmp_path):

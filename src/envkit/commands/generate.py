@@ -19,10 +19,13 @@ from envkit.commands import profile_argument, resolve_profile
 from envkit.errors import UsageError
 from envkit.generation import render_owned, report_warnings, warning_record
 from envkit.jsonout import emit
-from envkit.output import check_output_folder, write_outputs
+from envkit.output import check_output_folder, foreign_files, write_outputs
 from envkit.plan.envplan import build_plan
 from envkit.profile import load_profile
 from envkit.targets import TARGET_NAMES, exact_folders, required_section
+from envkit.termtext import neutralise
+
+FOREIGN_SHOWN = 20  # the user's files under .envkit/ named one per line; the rest counted
 
 
 def run(profile_path: Path | None, out_dir: Path, targets: tuple[str, ...], *, force: bool, strict: bool,
@@ -39,11 +42,14 @@ def run(profile_path: Path | None, out_dir: Path, targets: tuple[str, ...], *, f
     warnings = report_warnings(plan, strict, err, requested)
     files, owners = render_owned(plan, requested)
     exact = tuple(d for t in requested for d in exact_folders(t, loaded.profile))
+    foreign = tuple(foreign_files(out_dir, exact, files))
+    if foreign:  # the user's files under .envkit/: the .dockerignore keeps them out of the image
+        files, owners = render_owned(plan, requested, foreign)
     report = write_outputs(out_dir, files, force=force, owners=owners, requested=tuple(requested), exact=exact)
     if as_json:
         # A copy pruned from the build context is removed like a target's file the profile no longer has.
         statuses = {"written": report.written, "unchanged": report.unchanged,
-                    "removed": report.removed + report.pruned, "kept": report.kept}
+                    "removed": report.removed + report.pruned, "kept": report.kept + report.foreign}
         emit({"envkit_generate": 1, "profile": loaded.source, "output": str(out_dir),
               "files": [{"path": str(out_dir / path), "status": status}
                         for status, paths in statuses.items() for path in paths],
@@ -51,18 +57,24 @@ def run(profile_path: Path | None, out_dir: Path, targets: tuple[str, ...], *, f
               "warnings": [warning_record(loaded, w) for w in warnings]}, out)
         out = err
     for path in report.written:
-        print(f"wrote {out_dir / path}", file=out)
+        print(f"wrote {neutralise(str(out_dir / path))}", file=out)
     for path in report.removed:
-        print(f"removed {out_dir / path} (its target is no longer in the profile)", file=out)
+        print(f"removed {neutralise(str(out_dir / path))} (its target is no longer in the profile)", file=out)
     for path in report.pruned:
-        print(f"removed {out_dir / path} (no longer part of the build context)", file=out)
+        print(f"removed {neutralise(str(out_dir / path))} (no longer part of the build context)", file=out)
     for path in report.kept:
-        print(f"envkit: warning: kept {out_dir / path}: its target is no longer in the profile, "
+        print(f"envkit: warning: kept {neutralise(str(out_dir / path))}: its target is no longer in the profile, "
               "but the file was edited (delete it yourself if unneeded)", file=err)
+    for path in report.foreign[:FOREIGN_SHOWN]:
+        print(f"envkit: warning: kept {neutralise(str(out_dir / path))}: envkit did not write it (it is not in "
+              "the manifest), so it is yours; the generated .dockerignore keeps it out of the image", file=err)
+    if len(report.foreign) > FOREIGN_SHOWN:
+        print(f"envkit: warning: kept {len(report.foreign) - FOREIGN_SHOWN} more file(s) under "
+              f"{neutralise(str(out_dir))} that envkit did not write", file=err)
     if report.unchanged:
         print(f"unchanged: {len(report.unchanged)} file(s)", file=out)
     for bak in report.backups:
-        print(f"backed up your edited file to {bak}", file=err)
+        print(f"backed up your edited file to {neutralise(str(bak))}", file=err)
     return 0
 
 

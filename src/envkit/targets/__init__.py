@@ -57,6 +57,8 @@ class GenContext:
 
     plan: EnvPlan
     env: Environment
+    # Files under the output folder's .envkit/ that envkit did not write (the user's): kept out of the image.
+    foreign: tuple[str, ...] = ()
 
     @property
     def profile(self):

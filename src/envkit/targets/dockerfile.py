@@ -46,8 +46,33 @@ from envkit.targets.dockerfile_steps import ImageUser, Inputs, TorchInstall, sta
 
 BASE_APT = ("ca-certificates", "python3", "python3-venv")
 # The build context's copies (certificates, wheels, requirement files, the lock, the project) hold
-# exactly what the image plan lists: a file the project or a wheelhouse no longer has is removed.
+# exactly what the image plan lists: a copy envkit wrote that the plan no longer lists is removed;
+# a file there that envkit did not write is the user's, kept, and excluded (:func:`ignore_line`).
 EXACT_FOLDERS = (CONTEXT_DIR,)
+# The folders under .envkit/ that the generated .dockerignore brings back into the context.
+_REINCLUDED = ("certs", "wheels", "requirements", "project")
+# Go's strings.TrimSpace (unicode.IsSpace): what Docker trims from each .dockerignore line's ends.
+_GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
+    "\u2028\u2029\u202f\u205f\u3000"
+
+
+def ignore_line(rel: str) -> str:
+    r"""The .dockerignore line that excludes the file ``rel``, read the same by both Docker readers.
+
+    The docker CLI's reader (moby/patternmatcher, ignorefile/ignorefile.go ``ReadAll``) splits lines at
+    a line break and trims spaces from both ends, and its matcher takes ``\\`` as an escape; docker-py's
+    (docker/utils/fnmatch.py) takes ``\\`` as a plain character. So ``*``, ``?``, ``[``, ``\\``, a line
+    break and a space at either end become ``?`` (any one character but ``/`` in both): the line may
+    then also match a sibling name of the same length that differs only there.
+
+    >>> ignore_line(".envkit/project/a*b[1].txt"), ignore_line(".envkit/project/x\ny ")
+    ('.envkit/project/a?b?1].txt', '.envkit/project/x?y?')
+    """
+    out = []
+    for i, ch in enumerate(rel):
+        edge = i == 0 or i == len(rel) - 1
+        out.append("?" if ch in "*?[\\\n\r" or ch in _GO_SPACE and edge else ch)
+    return "".join(out)
 
 
 def is_python_base(base: str) -> bool:
@@ -133,6 +158,8 @@ def context(ctx: GenContext) -> dict:
         "harness_dir": HARNESS_DIR,
         "harness_file": HARNESS_FILE,
         "expect_file": EXPECT_FILE,
+        "excluded": tuple(ignore_line(rel) for rel in ctx.foreign
+                          if any(rel.startswith(f"{CONTEXT_DIR}/{d}/") for d in _REINCLUDED)),
     }
 
 
