@@ -26,6 +26,26 @@ def requirements_of(text: str) -> list[str]:
     return [line for line in lines if line and not line.startswith(("#", "-"))]
 
 
+# Options that name another file or a local folder (pip's req_file.py: -r/--requirement,
+# -c/--constraint, -e/--editable). Only the profile's listed files enter the build context, each alone,
+# so a file one of them names (or a folder such as `-e .`) is not there when pip reads it.
+_NESTED = re.compile(r"^(?:--requirement|--constraint|--editable|-[rce])(?=$|[\s=]|(?<=^-[rce])\S)")
+
+
+def nested_references(text: str) -> list[tuple[int, str]]:
+    r"""(line number, line) of each requirements line that names another file or a folder.
+
+    >>> nested_references("torch\n-r base.txt\n  --constraint=c.txt\n-e .\n--extra-index-url https://x\n-rother.txt\n")
+    [(2, '-r base.txt'), (3, '--constraint=c.txt'), (4, '-e .'), (6, '-rother.txt')]
+    """
+    out = []
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if _NESTED.match(stripped):
+            out.append((number, stripped))
+    return out
+
+
 def has_hashes(text: str) -> bool:
     """True when a requirements file pins with hashes (then pip/uv must check every one: --require-hashes).
 

@@ -28,6 +28,7 @@ from envkit import __version__
 from envkit.errors import ProfileError
 from envkit.pem import certificate_blocks, private_key_at
 from envkit.plan.paths import LOCK_FILE_NAME
+from envkit.plan.requirements import nested_references
 from envkit.profile.model import Profile
 from envkit.profile.yamlsrc import _dotted, read_yaml
 from envkit.termtext import neutralise
@@ -236,6 +237,14 @@ def _check_files(profile: Profile, pos: dict, source: str, base_dir: Path) -> tu
                 except ProfileError as e:
                     line, col = pos.get(key + (i,), (0, 0))
                     problems.append(f"{source}:{line}:{col}: {_dotted(key + (i,))}: {e}")
+                    continue
+                line, col = pos.get(key + (i,), (0, 0))
+                for number, text in nested_references(inputs[rel].decode("utf-8", "replace"))[:MAX_ERRORS]:
+                    problems.append(
+                        f"{source}:{line}:{col}: {_dotted(key + (i,))}: {neutralise(rel)}:{number}: "
+                        f"{neutralise(text)!r} names another file or folder, which the build cannot read: only "
+                        "the files image.requirements lists are copied into the image, each alone; list that "
+                        "file in image.requirements instead (the project itself: image.install_project)")
     if profile.image.install_project and not any((base_dir / f).is_file() for f in ("pyproject.toml", "setup.py")):
         line, col = pos.get(("image", "install_project"), (0, 0))
         problems.append(f"{source}:{line}:{col}: image.install_project: no pyproject.toml or setup.py in the "
