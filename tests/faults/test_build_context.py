@@ -266,3 +266,12 @@ def test_a_lock_linked_from_outside_the_project_is_refused(tmp_path):
     code, _, err = _gen(proj, HEAD + "  torch: {version: '2.13.0'}\n")
     assert code == 2, err
     assert "envkit.lock.txt: lies outside the profile's folder" in err and "symbolic link" in err
+
+
+def test_a_dockerignore_saved_with_a_bom_keeps_its_first_pattern(tmp_path):
+    # PowerShell 5.1's `Set-Content -Encoding UTF8` and old Notepad start the file with EF BB BF.
+    _write(tmp_path, {"train.py": "print(1)\n", "secret.txt": "api-key\n", "debug.log": "l\n"})
+    (tmp_path / ".dockerignore").write_bytes(b"\xef\xbb\xbfsecret.txt\r\n*.log\r\n")
+    code, _, err = _gen(tmp_path, COPY)
+    assert code == 0, err
+    assert _context(tmp_path) == {".envkit/project/envkit.yaml", ".envkit/project/train.py"}
