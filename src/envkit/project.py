@@ -312,7 +312,7 @@ UTF8_BOM = b"\xef\xbb\xbf"
 
 
 def dockerignore_patterns(raw: bytes) -> list[str]:
-    """A .dockerignore's patterns: a leading UTF-8 BOM dropped (:data:`UTF8_BOM`), then lines as
+    r"""A .dockerignore's patterns: a leading UTF-8 BOM dropped (:data:`UTF8_BOM`), then lines as
     docker-py reads them: stripped, blank ones and ``#`` comments dropped.
 
     >>> dockerignore_patterns(b"\xef\xbb\xbfsecret.txt\n# note\n\n *.log \n")
