@@ -54,7 +54,12 @@ SECRETS = (".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "*.ppk", "id_rs
            "credentials.json", "service-account*.json", "*service-account*.json", "terraform.tfstate*",
            ".aws/credentials", ".aws/config", ".docker/config.json", ".kube/config",
            "gcloud/application_default_credentials.json", ".config/gcloud/", ".ssh/",
-           ".envkit-bak-*", "*.envkit-bak-*")
+           ".envkit-bak-*", "*.envkit-bak-*",
+           # The ML and cloud tools' own token files, where each tool writes its login: the Kaggle API
+           # (kaggle.json), huggingface_hub (HF_TOKEN_PATH, old and current place), the Databricks CLI,
+           # s3cmd, boto, the Vault CLI, the Azure CLI before MSAL, and the GitHub CLI.
+           ".kaggle/kaggle.json", ".huggingface/token", ".cache/huggingface/token", ".databrickscfg", ".s3cfg",
+           ".boto", ".vault-token", ".azure/accessTokens.json", ".config/gh/hosts.yml")
 
 
 # Runs of 2 or more '*' and '**/' before another '**': each run has an equivalent shorter spelling.

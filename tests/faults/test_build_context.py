@@ -178,6 +178,10 @@ CREDENTIALS = [".aws/credentials", ".aws/config", "deploy/.docker/config.json", 
                "gcloud/application_default_credentials.json", ".config/gcloud/credentials.db",
                "infra/terraform.tfstate", "infra/terraform.tfstate.backup", "putty/server.ppk",
                ".ssh/id_rsa", ".ssh/known_hosts", ".env", "certs/tls.key", ".netrc"]
+# The ML tools' token files, each where its tool writes it in a home folder checked in as a project.
+ML_CREDENTIALS = [".kaggle/kaggle.json", ".huggingface/token", ".cache/huggingface/token", ".databrickscfg",
+                  ".s3cfg", ".boto", ".vault-token", ".azure/accessTokens.json", ".config/gh/hosts.yml",
+                  "home/.kaggle/kaggle.json"]
 
 
 def test_credential_files_never_ship_by_default(tmp_path):
@@ -188,6 +192,15 @@ def test_credential_files_never_ship_by_default(tmp_path):
     code, _, err = _gen(tmp_path, COPY)
     assert code == 0, err
     assert _context(tmp_path) == {".envkit/project/envkit.yaml", ".envkit/project/train.py"}
+
+
+def test_the_ml_tools_credential_files_never_ship_by_default(tmp_path):
+    _write(tmp_path, {"train.py": "print(1)\n", ".cache/huggingface/hub/model.txt": "weights\n",
+                      **{rel: "token\n" for rel in ML_CREDENTIALS}})
+    code, _, err = _gen(tmp_path, COPY)
+    assert code == 0, err
+    assert _context(tmp_path) == {".envkit/project/envkit.yaml", ".envkit/project/train.py",
+                                  ".envkit/project/.cache/huggingface/hub/model.txt"}
 
 
 def test_only_image_ship_secrets_takes_a_pattern_out_of_the_list(tmp_path):
