@@ -48,6 +48,7 @@ def file_warnings(profile: Profile, image: ImagePlan) -> list[str]:
                        f"will look for it on the index instead (pip download torch=={torch.version} --no-deps -d <dir>)")
     for key, path, kind in image.skipped:
         out.append(f"{key}: skipped {path!r}: it is {kind}, and only regular files are copied into the build context")
+    out += image.notes
     return out
 
 

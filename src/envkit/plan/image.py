@@ -95,6 +95,8 @@ class ImagePlan:
     credentials: bool
     # What is left out for not being a regular file (a FIFO, socket or device): (key, path, what it is).
     skipped: tuple[tuple[str, str, str], ...] = ()
+    # Warnings about the project copy (image.copy_project), each after its key path.
+    notes: tuple[str, ...] = ()
 
     @property
     def direct(self) -> bool:
@@ -156,11 +158,12 @@ def image_plan(loaded: LoadedProfile, out_dir: Path) -> ImagePlan:
     # numpy goes in with torch only when nothing the profile installs names it: else the profile's pin would
     # replace it in a later layer and torch's layer would keep a dead copy.
     torch_extras = () if names_numpy(req_lines) else lock_extras
-    project, project_skipped = _project(loaded, out_dir)
+    project, project_skipped, notes = _project(loaded, out_dir)
     return ImagePlan(layout=layout, torch_requirement=spec, torch_index_url=index,
                      torch_extras=torch_extras if torch else (), lock_extras=lock_extras if torch else (),
                      requirements=requirements, lock=lock, certs=certs, wheel_dirs=wheel_dirs, wheels=wheels,
-                     project=project, credentials=credentials, skipped=skipped + project_skipped)
+                     project=project, credentials=credentials, skipped=skipped + project_skipped,
+                     notes=notes)
 
 
 def _wheels(loaded: LoadedProfile, wheel_dirs: tuple[tuple[str, str], ...]
@@ -181,11 +184,13 @@ def _wheels(loaded: LoadedProfile, wheel_dirs: tuple[tuple[str, str], ...]
     return tuple(wheels), tuple(skipped)
 
 
-def _project(loaded: LoadedProfile, out_dir: Path) -> tuple[tuple[LinkedFile, ...], tuple[tuple[str, str, str], ...]]:
-    """The profile folder's files copied into the image (image.copy_project), and the special files left out."""
+def _project(loaded: LoadedProfile, out_dir: Path
+             ) -> tuple[tuple[LinkedFile, ...], tuple[tuple[str, str, str], ...], tuple[str, ...]]:
+    """The profile folder's files copied into the image (image.copy_project), the special files left out,
+    and the warnings about the copy."""
     p = loaded.profile
     if not p.copies_project:
-        return (), ()
+        return (), (), ()
     from envkit.project import select_project
 
     torch = p.image.torch
@@ -195,4 +200,5 @@ def _project(loaded: LoadedProfile, out_dir: Path) -> tuple[tuple[LinkedFile, ..
     for rel in chosen.files:
         src = loaded.base_dir / rel
         out.append(LinkedFile(f"{CONTEXT_DIR}/project/{rel}", src, src.lstat().st_mode & 0o777))
-    return tuple(out), tuple(("image.copy_project", rel, kind) for rel, kind in chosen.skipped)
+    return (tuple(out), tuple(("image.copy_project", rel, kind) for rel, kind in chosen.skipped),
+            tuple(f"image.copy_project: {note}" for note in chosen.notes))
