@@ -78,8 +78,16 @@ def nodes(parser: argparse.ArgumentParser, words: tuple[str, ...] = ()) -> list[
 def _bash_zsh(parser: argparse.ArgumentParser, shell: str) -> str:
     import shtab  # here, not at the top: building the CLI's parser imports every command module
 
-    preamble = {"bash": ("_shtab_envkit_profiles() {\n  compgen -d -- \"$1\"\n"
-                         + "".join(f"  compgen -f -X '!*{s}' -- \"$1\"\n" for s in PROFILE_SUFFIXES) + "}\n"),
+    # Readline inserts a COMPREPLY entry as it stands, so a name like ``z$(touch x).yaml`` or
+    # ``my profile.yaml`` must already be shell-quoted: ``printf %q`` is bash's own quoting, and it
+    # keeps a newline in a name on one line for shtab's ``read`` loop. The function's name must not
+    # match shtab's ``_(file|dir|glob)`` test, which would add ``compopt -o filenames`` and have
+    # readline quote the quoted text again (bash(1), "Programmable Completion", -o filenames).
+    preamble = {"bash": ("_shtab_envkit_profiles() {\n  local name\n"
+                         "  while IFS= read -r name; do printf '%q\\n' \"$name\"; done < <(\n"
+                         "    compgen -d -- \"$1\"\n"
+                         + "".join(f"    compgen -f -X '!*{s}' -- \"$1\"\n" for s in PROFILE_SUFFIXES)
+                         + "  )\n}\n"),
                 "zsh": ""}[shell]
     complete = {"bash": "_shtab_envkit_profiles",
                 "zsh": "_files -g '(" + "|".join(f"*{s}" for s in PROFILE_SUFFIXES) + ")'"}

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from envkit.engine import EngineSilent
 from envkit.engine.dockerd import DaemonFacts, read_daemon
 from envkit.errors import EngineError
 
@@ -209,6 +210,8 @@ def readable_engine_error(exc: BaseException, environ: Mapping[str, str] | None 
     ...     "version: ('Connection aborted.', FileNotFoundError(2, 'No such file or directory'))"), {})
     'no Docker engine answers at /var/run/docker.sock (file not found)'
     """
+    if isinstance(exc, EngineSilent):  # already says where and what it waited for; its cause is a bare timeout
+        return str(exc)
     where = engine_address(environ)
     found = _os_error(exc)
     if found is not None:

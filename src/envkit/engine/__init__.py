@@ -49,6 +49,10 @@ class RunResult:
     timed_out: bool = False
 
 
+class EngineSilent(EngineError):
+    """The engine did not accept, or did not answer, within the first contact's timeout; the message says which."""
+
+
 class BuildFailed(EngineError):
     """``docker build`` failed; ``step``: the failing ``Step N/M : ...`` line; ``log``: its tail."""
 

@@ -22,11 +22,12 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Callable
 
-from envkit.engine import LABEL, BuildEvent, BuildFailed, Engine, RunResult
+from envkit.engine import LABEL, BuildEvent, BuildFailed, Engine, EngineSilent, RunResult
 from envkit.engine.dockerd import _RLIMITS, find_dockerd, parse_proc_limits, read_daemon
 from envkit.errors import EngineError
 from envkit.leftovers import owner_labels
 from envkit.runsettings import RunSettings, Ulimit
+from envkit.termtext import neutralise
 
 BASE_IMAGE_HINT = ("build it first with `envkit build`, or for the local base image run "
                    "`sudo bash docker/base-image.sh` (no registry is needed)")
@@ -35,6 +36,9 @@ START_HINT = ("Start a Docker engine: on Windows/macOS start Docker Desktop (on 
               "`sudo systemctl start docker` (or `sudo dockerd &`, or `sudo bash "
               "docker/engine-up.sh`) and make sure your user may use the socket (group "
               "`docker`). For a remote engine set DOCKER_HOST (e.g. tcp://host:2375).")
+SILENT_HINT = ("Something listens there but does not answer the Docker API: a hung daemon, or not a Docker "
+               "daemon at all. Restart it (Linux: `sudo systemctl restart docker`; Docker Desktop: Restart), "
+               "or point DOCKER_HOST at an engine that answers.")
 # What decides --gpus (moby daemon/nvidia_linux.go): nvidia-container-runtime-hook on dockerd's
 # PATH, or CDI specs; a registered "nvidia" runtime is neither needed nor enough.
 GPU_HINT = ("dockerd found no nvidia-container-runtime-hook on its PATH and no CDI spec for the request. "
@@ -43,11 +47,36 @@ GPU_HINT = ("dockerd found no nvidia-container-runtime-hook on its PATH and no C
             "Desktop/WSL2: update the Windows NVIDIA driver); `envkit doctor` shows what dockerd sees. "
             "Or drop the GPU request from the profile to run on CPU.")
 
+# docker-py waits 60 s (docker.constants.DEFAULT_TIMEOUT_SECONDS) on every request; a daemon that
+# answers at all answers /version and /_ping in milliseconds, so the first contact waits this long
+# and then says so, instead of leaving `doctor` and `build` silent for a minute. Requests after it
+# get docker-py's 60 s back; build streams and container waits carry their own (longer) limits.
+CONNECT_TIMEOUT_S = 10
+API_TIMEOUT_S = 60
+
 _BYTE_LIMITS = {"fsize", "data", "stack", "core", "rss", "memlock", "as", "msgqueue"}
 _STEP_RE = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
 
 
 # ---------------------------------------------------------------- pure helpers
+
+
+def _timed_out(exc: BaseException | None, seen: set[int] | None = None) -> str | None:
+    """``"connect"`` or ``"read"`` when ``exc`` (or its cause/context) is a requests timeout, else None.
+
+    docker-py wraps the version request's failure in DockerException ``from`` the requests error.
+    """
+    import requests.exceptions
+
+    seen = set() if seen is None else seen
+    if exc is None or id(exc) in seen:
+        return None
+    seen.add(id(exc))
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        return "connect"
+    if isinstance(exc, requests.exceptions.Timeout):
+        return "read"
+    return _timed_out(exc.__cause__, seen) or _timed_out(exc.__context__, seen)
 class BuildStreamParser:
     """Turns classic-builder JSON chunks into BuildEvents; remembers step, log tail, error, id.
 
@@ -207,17 +236,27 @@ class DockerEngine(Engine):
     def connect(cls, labels: dict[str, str] | None = None) -> "DockerEngine":
         """Connect via DOCKER_HOST / the default socket; EngineError (with hint) if no engine."""
         import docker  # here, not at module top: `envkit generate` must never import it
-        client = None
+        client, asked = None, "/version"  # from_env() negotiates the API version before anything else
         try:
-            client = docker.from_env()
+            client = docker.from_env(timeout=CONNECT_TIMEOUT_S)
+            asked = "/_ping"
             client.ping()
         except Exception as exc:  # DockerException, requests errors, FileNotFoundError ...
             if client is not None:
                 with contextlib.suppress(Exception):  # a half-open connection must not hide the cause
                     client.close()  # else its socket leaks (a ResourceWarning) on every failed connect
-            where = os.environ.get("DOCKER_HOST") or "the default socket (/var/run/docker.sock)"
+            host = os.environ.get("DOCKER_HOST")
+            waited = _timed_out(exc)
+            if waited is not None:
+                daemon = neutralise(host or "unix:///var/run/docker.sock")
+                what = ("did not accept the connection" if waited == "connect"
+                        else f"accepted the connection but did not answer {asked}")
+                raise EngineSilent(f"the Docker daemon at {daemon} {what} within {CONNECT_TIMEOUT_S} s",
+                                  hint=SILENT_HINT) from None
+            where = neutralise(host) if host else "the default socket (/var/run/docker.sock)"
             raise EngineError(f"cannot reach a Docker engine at {where}: {exc}",
                               hint=START_HINT) from None
+        client.api.timeout = API_TIMEOUT_S
         return cls(client, labels)
 
     def ping(self) -> dict[str, Any]:
