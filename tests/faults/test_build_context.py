@@ -331,3 +331,26 @@ def test_the_users_dockerignore_still_applies_after_generate_force_replaced_it(t
     code, _, err = _gen_into_project(tmp_path)
     assert code == 0, err
     assert _copied(tmp_path) == {"envkit.yaml", "train.py", "api-key.txt"}
+
+
+def test_a_profile_or_requirements_file_holding_credentials_is_left_out_of_the_project_copy(tmp_path):
+    (tmp_path / "envkit.yaml").write_text(
+        "envkit: 1\nname: t\nimage:\n  base: 'python:3.11-slim'\n  copy_project: true\n"
+        "  requirements: [requirements.txt]\n  proxy: {http: 'http://u:S3CRETpw@proxy.corp:3128'}\n")
+    (tmp_path / "requirements.txt").write_text("--extra-index-url https://deploy:TOKEN1@pypi.example.com/simple\nsix\n")
+    (tmp_path / "plain.txt").write_text("six\n")
+    (tmp_path / "train.py").write_text("print(1)\n")
+    res = run_envkit("generate", "-o", "out", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    shipped = sorted(p.name for p in (tmp_path / "out" / ".envkit" / "project").rglob("*") if p.is_file())
+    assert shipped == ["plain.txt", "train.py"]
+    assert "left envkit.yaml out of the image: the profile holds a URL with a user or password" in res.stderr
+    assert "left requirements.txt out of the image: the requirements file requirements.txt" in res.stderr
+    assert "S3CRETpw" not in res.stderr and "TOKEN1" not in res.stderr
+    # Without credentials both are copied as before.
+    (tmp_path / "requirements.txt").write_text("six\n")
+    (tmp_path / "envkit.yaml").write_text((tmp_path / "envkit.yaml").read_text().replace("u:S3CRETpw@", ""))
+    res = run_envkit("generate", "-o", "out", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    shipped = sorted(p.name for p in (tmp_path / "out" / ".envkit" / "project").rglob("*") if p.is_file())
+    assert shipped == ["envkit.yaml", "plain.txt", "requirements.txt", "train.py"]

@@ -38,6 +38,7 @@ from envkit.plan.paths import CONTEXT_DIR, LOCK_FILE_NAME
 from envkit.plan.requirements import decode, has_credentials, has_hashes, names_numpy, requirements_of
 from envkit.profile import LoadedProfile
 from envkit.safeio import kind_of
+from envkit.termtext import neutralise
 
 TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
 
@@ -196,9 +197,31 @@ def _project(loaded: LoadedProfile, out_dir: Path
     torch = p.image.torch
     wheelhouses = tuple(loaded.resolve(d) for d in (torch.find_links if torch else ()))
     chosen = select_project(loaded.base_dir, exclude_dirs=wheelhouses + (out_dir,), ship=p.image.ship_secrets)
-    out = []
+    held = _credentialed_inputs(loaded)
+    out, notes = [], [f"image.copy_project: {note}" for note in chosen.notes]
     for rel in chosen.files:
         src = loaded.base_dir / rel
+        why = held.get(src.resolve())
+        if why is not None:
+            notes.append(f"image.copy_project: left {neutralise(rel)} out of the image: {why} holds a URL with a "
+                         "user or password in it (USER:TOKEN@HOST), and a copied file ships in its layer for "
+                         "good; keep the credential in a file the build does not copy (a secret, the "
+                         "environment), or mount the file at run time")
+            continue
         out.append(LinkedFile(f"{CONTEXT_DIR}/project/{rel}", src, src.lstat().st_mode & 0o777))
-    return (tuple(out), tuple(("image.copy_project", rel, kind) for rel, kind in chosen.skipped),
-            tuple(f"image.copy_project: {note}" for note in chosen.notes))
+    return tuple(out), tuple(("image.copy_project", rel, kind) for rel, kind in chosen.skipped), tuple(notes)
+
+
+def _credentialed_inputs(loaded: LoadedProfile) -> dict[Path, str]:
+    """The files envkit read at load that hold URL credentials (the profile itself: a proxy or index
+    password; a requirements file: ``--extra-index-url https://deploy:TOKEN@...``), by resolved path,
+    each with what it is. The project copy leaves them out: redacting would ship a file that no longer
+    works, and the credential is the one thing that must not ship."""
+    out: dict[Path, str] = {}
+    # Every value the profile holds (proxy, index, run.env), as validated: no second read of the file.
+    if has_credentials([loaded.profile.model_dump_json()]):
+        out[Path(loaded.source).resolve()] = "the profile"
+    for rel in loaded.profile.image.requirements:
+        if has_credentials([loaded.input_bytes(rel).decode("utf-8", "replace")]):
+            out[loaded.resolve(rel)] = f"the requirements file {neutralise(rel)} (image.requirements)"
+    return out
