@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import os
 import stat
@@ -56,10 +57,40 @@ from envkit.errors import EngineError, UsageError
 from envkit.profile import load_profile
 from envkit.profile.model import Profile
 from envkit.runsettings import RunSettings
+from envkit.safeio import FileRefused
+from envkit.termtext import neutralise
 from envkit.units import format_size
 
 MARKER = ".envkit-bundle"
 BUNDLE_LABEL = "io.envkit.bundle"
+# The file system refusing the unpack (full, over quota, read-only, not writable) is the user's
+# storage, not the engine: docs/cli.md's exit codes give it 1. tar reports most with strerror's text
+# (GNU tar ``src/misc.c``, ``open_error``/``write_error`` print ``strerror(errno)``), but a short
+# write on a full disk only as "Wrote only N of M bytes" (``write_error_details``), with no errno:
+# then a probe written into the same folder asks the file system itself (:func:`_refusal`).
+_REFUSALS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES)
+_PROBE_BYTES = 64 * 1024  # above tar's 10 KiB record: a short write left less than that free
+
+
+def _refusal(tar_err: str, folder: Path) -> str | None:
+    """The file system's refusal (its strerror) that made tar fail in ``folder``, or None: another cause."""
+    for code in _REFUSALS:
+        if os.strerror(code) in tar_err:
+            return os.strerror(code)
+    probe = folder / ".envkit-space-probe"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, b"\0" * _PROBE_BYTES)
+            os.fsync(fd)  # delayed allocation reports ENOSPC/EDQUOT only here
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        return os.strerror(exc.errno) if exc.errno in _REFUSALS else None
+    finally:
+        with contextlib.suppress(OSError):
+            probe.unlink()
+    return None
 RLIM_INFINITY = 2**64 - 1  # what the OCI spec's uint64 rlimits use for "unlimited"
 # Every capability Docker grants by default (runc spec's smaller set breaks apt, chown, ping).
 DEFAULT_CAPS = ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW",
@@ -223,11 +254,14 @@ def check_destination(out_dir: Path) -> None:
                          "refusing to overwrite it", hint="choose another -o, or remove that folder yourself")
 
 
-def export_rootfs(image: str, rootfs: Path, err: TextIO | None = None) -> tuple[str, list[str]]:
+def export_rootfs(image: str, rootfs: Path, err: TextIO | None = None, *,
+                  shown_as: Path | None = None) -> tuple[str, list[str]]:
     """``docker export`` of a (never started) container of ``image`` into ``rootfs``: (image id, its Env).
 
     With ``err``, the bytes exported so far are shown there (:class:`envkit.progress.StatusLine`: one
     line redrawn on a terminal, a plain line every few seconds on a pipe): a root filesystem is GBs.
+    A file system that refuses the unpack (``_REFUSALS``) is FileRefused naming ``shown_as``, the
+    bundle folder the user asked for (default: ``rootfs``'s folder).
     """
     import subprocess  # here, not at the top: building the CLI's parser imports every command module
 
@@ -268,6 +302,12 @@ def export_rootfs(image: str, rootfs: Path, err: TextIO | None = None) -> tuple[
             code = tar.wait()
         if status is not None:
             status.say(f"envkit: exported {image}: {human_bytes(sent)}")
+        refused = _refusal(tar_err, rootfs.parent) if code != 0 else None
+        if refused is not None:
+            where = neutralise(str(shown_as or rootfs.parent))
+            raise FileRefused(f"{where}: the file system refused the bundle ({refused}) while unpacking {image} "
+                              f"into {neutralise(str(rootfs))}; nothing of it is left there",
+                              hint="free space (or quota) on that file system, make it writable, or choose another -o")
         if code != 0 or exported is None:
             raise EngineError(f"unpacking {image} into {rootfs} failed: {tar_err.strip()[-500:] or f'tar exited {code}'}")
     finally:
@@ -309,7 +349,7 @@ def run(profile_path: Path | None, image: str | None, out_dir: Path, *, out: Tex
     submitter = current_submitter()
     who = identity(p.image.user.uid, p.image.user.gid, submitter)
     try:
-        image_id, image_env = export_rootfs(image, staging / "rootfs", err)
+        image_id, image_env = export_rootfs(image, staging / "rootfs", err, shown_as=out_dir)
         config = oci_config(p, rs, image_env=image_env, base_dir=loaded.base_dir, submitter=submitter)
         (staging / "config.json").write_text(json.dumps(config, indent=2) + "\n")
         # runs_for_uid: the one uid whose jobs can run it (the batch script checks it before the first step).

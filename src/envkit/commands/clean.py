@@ -19,7 +19,9 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, TextIO
 
+from envkit.errors import EngineError
 from envkit.jsonout import emit
+from envkit.termtext import neutralise
 
 if TYPE_CHECKING:
     from envkit.engine import Engine
@@ -33,13 +35,20 @@ def run(*, out: TextIO, err: TextIO, engine: Engine | None = None, as_json: bool
     doc = out
     if as_json:
         out = err
+    # The folders need no engine: they are swept and listed first, so a missing engine (exit 3,
+    # docs/cli.md's exit codes) never hides what was already removed. A folder's name is the temp
+    # folder's, which anyone can write: made safe to print.
     folders = sweep_build_dirs()
+    for folder in folders:
+        print(f"removed build folder {neutralise(folder)}", file=out)
     if engine is None:
         from envkit.imagebuild import connect
 
-        engine = connect(None)
-    for folder in folders:
-        print(f"removed build folder {folder}", file=out)
+        try:
+            engine = connect(None)
+        except EngineError as e:
+            done = f"removed {len(folders)} build folder(s), listed above" if folders else "no build folder was left"
+            raise EngineError(f"{e}; containers and superseded images were not swept ({done})", hint=e.hint) from None
     containers = sweep_containers(engine)
     for name in containers:
         print(f"removed container {name}", file=out)

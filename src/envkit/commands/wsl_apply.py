@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from collections.abc import Sequence
 from typing import TextIO
 
 from envkit.commands import profile_argument, resolve_profile
@@ -35,7 +36,7 @@ from envkit.output import atomic_write, write_backup
 from envkit.profile import load_profile
 from envkit.safeio import WSLCONFIG_MAX, FileRefused, read_bounded, write_target
 from envkit.plan.wsl import wslconf_sections, wslconfig_sections
-from envkit.wslmerge import Decoded, decode_config, encode_config, merge_ini
+from envkit.wslmerge import Change, Decoded, decode_config, encode_config, merge_ini
 
 
 def run(profile_path: Path | None, wslconfig: Path, dry_run: bool, out: TextIO, err: TextIO, *,
@@ -75,23 +76,34 @@ def run(profile_path: Path | None, wslconfig: Path, dry_run: bool, out: TextIO, 
     if not result.changes:
         print(f"{wslconfig}: already matches the profile; nothing changed, nothing written.", file=out)
         return 0
-    verb = "would change" if dry_run else ("changed" if exists else "created")
-    print(f"{wslconfig}: {verb} {len(result.changes)} key(s):", file=out)
-    for change in result.changes:
-        print(f"  {change.describe()}", file=out)
     if dry_run:
+        _report(wslconfig, "would change", result.changes, out)
         print("Dry run: nothing written.", file=out)
         return 0
-    if exists:
-        backup = write_backup(wslconfig, raw)
+    # The report follows the write: a full or read-only disk must not be told as "changed" (FileRefused,
+    # exit 1, says nothing was changed), and the backup of a file left as it was is no backup at all.
+    backup = write_backup(wslconfig, raw) if exists else None
+    try:
+        atomic_write(wslconfig, encode_config(result.text, decoded), mode=None)
+    except BaseException:
+        if backup is not None:
+            backup.unlink(missing_ok=True)
+        raise
+    _report(wslconfig, "changed" if exists else "created", result.changes, out)
+    if backup is not None:
         print(f"Backup: {backup}", file=out)
-    atomic_write(wslconfig, encode_config(result.text, decoded), mode=None)
     if wsl_conf:
         print("Run `wsl --shutdown` from Windows so the distribution restarts with these settings.", file=out)
         return 0
     print("Run `wsl --shutdown` from Windows (PowerShell or cmd) so WSL restarts with these settings; "
           "WSL reads .wslconfig only when its VM starts.", file=out)
     return 0
+
+
+def _report(wslconfig: Path, verb: str, changes: Sequence[Change], out: TextIO) -> None:
+    print(f"{wslconfig}: {verb} {len(changes)} key(s):", file=out)
+    for change in changes:
+        print(f"  {change.describe()}", file=out)
 
 
 # ---------------------------------------------------------------- command line (envkit.commands' contract)
