@@ -331,3 +331,29 @@ def test_the_users_dockerignore_still_applies_after_generate_force_replaced_it(t
     code, _, err = _gen_into_project(tmp_path)
     assert code == 0, err
     assert _copied(tmp_path) == {"envkit.yaml", "train.py", "api-key.txt"}
+
+
+def test_every_symbolic_link_left_out_of_the_project_is_named_and_nothing_outside_ships(tmp_path):
+    proj = tmp_path / "proj"
+    _write(proj, {"train.py": "print(1)\n", "conf/base.yaml": "lr: 1\n"})
+    (proj / "latest.yaml").symlink_to("conf/base.yaml")  # inside the project
+    (proj / "conf-link").symlink_to("conf")  # a folder, inside
+    (proj / "passwd").symlink_to("/etc/passwd")  # out of the project
+    (proj / "gone.txt").symlink_to("missing.txt")  # dangling
+    (proj / "evil\x1b[2Jname").symlink_to("train.py")  # a name holding an escape
+    code, _, err = _gen(proj, COPY)
+    assert code == 0, err
+    assert _context(proj) == {".envkit/project/envkit.yaml", ".envkit/project/train.py",
+                              ".envkit/project/conf/base.yaml"}
+    lines = [line for line in err.splitlines() if "image.copy_project: left out" in line]
+    assert len(lines) == 5, err
+    by_name = {line.split("'")[1]: line for line in lines}
+    assert "a symbolic link to 'conf/base.yaml', inside the project" in by_name["latest.yaml"]
+    assert "copy the file, or mount it" in by_name["latest.yaml"]
+    assert "a symbolic link to 'conf', inside the project" in by_name["conf-link"]
+    assert "pointing out of the project is never followed" in by_name["passwd"]
+    assert "/etc/passwd" not in err and "root:" not in err
+    assert "a symbolic link to nothing" in by_name["gone.txt"]
+    assert "evil\\x1b[2Jname" in by_name and "\x1b" not in err
+    shipped = "".join(p.read_text(errors="replace") for p in (proj / "out" / ".envkit").rglob("*") if p.is_file())
+    assert "root:" not in shipped
