@@ -11,7 +11,8 @@ the well-known credential files of :data:`SECRETS` (``.env``, keys, ``.aws/crede
 ``.kube/config``, ``terraform.tfstate``...) — which no ``!`` exception brings back: a secret in an
 image is readable by everyone who can pull it. Only the profile's ``image.ship_secrets`` can take
 a pattern out of that list. Only regular files are taken: a FIFO, socket or device is skipped and
-named (:attr:`Selection.skipped`), never opened.
+named (:attr:`Selection.skipped`), never opened; a symbolic link (to a file or a folder, inside the
+project, out of it or to nothing) is left out and named in a warning (:func:`link_note`).
 
 Example:
     >>> ignored("src/.env", []), ignored("deploy/id_rsa.pub", []), ignored("train.py", ["*.py"])
@@ -432,8 +433,42 @@ class Selection:
     notes: tuple[str, ...] = ()
 
 
+def link_note(base_dir: Path, rel: str) -> str:
+    """The warning for symbolic link ``rel`` under ``base_dir``, which the project copy leaves out.
+
+    Docker's build context holds a link as a link (moby/go-archive ``tar.go``: ``FileInfoHeader`` of
+    the ``lstat``), and the image would then hold a link to a path that exists on this machine only;
+    envkit copies regular files alone, so every link it meets is named here, never silently dropped.
+    A link pointing out of the project (or through a folder outside it) is never followed: what it
+    points at may be anything on this machine (``/etc/passwd``, a home folder), and it is not named.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp()); (d / "a").write_text("x")
+    1
+    >>> (d / "b").symlink_to("a"); (d / "c").symlink_to("/etc/passwd"); (d / "e").symlink_to("gone")
+    >>> link_note(d, "b").split(":")[0]
+    "left out 'b' (a symbolic link to 'a', inside the project)"
+    >>> link_note(d, "c").split(";")[0]
+    "left out 'c': a symbolic link pointing out of the project is never followed"
+    >>> link_note(d, "e").split(";")[0]
+    "left out 'e': a symbolic link to nothing (its target does not exist)"
+    """
+    link = base_dir / rel
+    root = base_dir.resolve()
+    target = Path(os.path.realpath(link))
+    if not target.is_relative_to(root):
+        return (f"left out {rel!r}: a symbolic link pointing out of the project is never followed; "
+                f"copy what it points at into the project, or mount it")
+    if not target.exists():
+        return (f"left out {rel!r}: a symbolic link to nothing (its target does not exist); "
+                f"symbolic links are not copied")
+    inside = target.relative_to(root).as_posix()
+    return (f"left out {rel!r} (a symbolic link to {inside!r}, inside the project): symbolic links are not "
+            f"copied; copy the file, or mount it")
+
+
 def select_project(base_dir: Path, *, exclude_dirs: tuple[Path, ...] = (), ship: tuple[str, ...] = ()) -> Selection:
-    """The files to copy from ``base_dir`` (symlinks left out) and the special files skipped.
+    """The files to copy from ``base_dir`` (symlinks left out, each named in :attr:`Selection.notes`) and
+    the special files skipped.
 
     Every entry is judged by ``lstat`` alone: nothing is opened, so a FIFO cannot block the walk.
     ``ship``: :data:`SECRETS` patterns the profile ships deliberately (``image.ship_secrets``).
@@ -454,11 +489,18 @@ def select_project(base_dir: Path, *, exclude_dirs: tuple[Path, ...] = (), ship:
         rel_root = here.relative_to(base_dir).as_posix()
         top = rel_root == "."
         prefix = "" if top else f"{rel_root}/"
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not (top and d in ENVKIT_OUTPUTS)
-                         and (here / d).resolve() not in skip and not (here / d).is_symlink()
-                         and not (here / d / ".envkit-manifest.json").exists()
-                         and not secret_folder(prefix + d, ship)
-                         and (ignore is None or ignore.descends(prefix + d)))
+        kept = []
+        for d in sorted(dirs):
+            if d in SKIP_DIRS or (top and d in ENVKIT_OUTPUTS) or secret_folder(prefix + d, ship):
+                continue
+            if ignore is not None and not ignore.descends(prefix + d):
+                continue
+            if (here / d).is_symlink():
+                notes.append(link_note(base_dir, prefix + d))
+                continue
+            if (here / d).resolve() not in skip and not (here / d / ".envkit-manifest.json").exists():
+                kept.append(d)
+        dirs[:] = kept
         for name in sorted(files):
             rel = prefix + name
             if (top and name in ENVKIT_OUTPUTS) or is_secret(rel, ship):
@@ -470,6 +512,7 @@ def select_project(base_dir: Path, *, exclude_dirs: tuple[Path, ...] = (), ship:
             except OSError:
                 continue  # gone meanwhile
             if stat.S_ISLNK(mode):
+                notes.append(link_note(base_dir, rel))
                 continue
             if not stat.S_ISREG(mode):
                 skipped.append((rel, kind_of(mode)))

@@ -340,10 +340,14 @@ def test_a_profile_or_requirements_file_holding_credentials_is_left_out_of_the_p
     (tmp_path / "requirements.txt").write_text("--extra-index-url https://deploy:TOKEN1@pypi.example.com/simple\nsix\n")
     (tmp_path / "plain.txt").write_text("six\n")
     (tmp_path / "train.py").write_text("print(1)\n")
+    # Not listed in the profile, but a requirements file all the same.
+    (tmp_path / "requirements-dev.txt").write_text("-i https://ci:TOKEN2@pypi.example.com/simple\npytest\n")
     res = run_envkit("generate", "-o", "out", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     shipped = sorted(p.name for p in (tmp_path / "out" / ".envkit" / "project").rglob("*") if p.is_file())
     assert shipped == ["plain.txt", "train.py"]
+    assert "left requirements-dev.txt out of the image: the requirements file requirements-dev.txt holds" in res.stderr
+    (tmp_path / "requirements-dev.txt").unlink()
     assert "left envkit.yaml out of the image: the profile holds a URL with a user or password" in res.stderr
     assert "left requirements.txt out of the image: the requirements file requirements.txt" in res.stderr
     assert "S3CRETpw" not in res.stderr and "TOKEN1" not in res.stderr
@@ -354,3 +358,29 @@ def test_a_profile_or_requirements_file_holding_credentials_is_left_out_of_the_p
     assert res.returncode == 0, res.stderr
     shipped = sorted(p.name for p in (tmp_path / "out" / ".envkit" / "project").rglob("*") if p.is_file())
     assert shipped == ["envkit.yaml", "plain.txt", "requirements.txt", "train.py"]
+
+
+def test_every_symbolic_link_left_out_of_the_project_is_named_and_nothing_outside_ships(tmp_path):
+    proj = tmp_path / "proj"
+    _write(proj, {"train.py": "print(1)\n", "conf/base.yaml": "lr: 1\n"})
+    (proj / "latest.yaml").symlink_to("conf/base.yaml")  # inside the project
+    (proj / "conf-link").symlink_to("conf")  # a folder, inside
+    (proj / "passwd").symlink_to("/etc/passwd")  # out of the project
+    (proj / "gone.txt").symlink_to("missing.txt")  # dangling
+    (proj / "evil\x1b[2Jname").symlink_to("train.py")  # a name holding an escape
+    code, _, err = _gen(proj, COPY)
+    assert code == 0, err
+    assert _context(proj) == {".envkit/project/envkit.yaml", ".envkit/project/train.py",
+                              ".envkit/project/conf/base.yaml"}
+    lines = [line for line in err.splitlines() if "image.copy_project: left out" in line]
+    assert len(lines) == 5, err
+    by_name = {line.split("'")[1]: line for line in lines}
+    assert "a symbolic link to 'conf/base.yaml', inside the project" in by_name["latest.yaml"]
+    assert "copy the file, or mount it" in by_name["latest.yaml"]
+    assert "a symbolic link to 'conf', inside the project" in by_name["conf-link"]
+    assert "pointing out of the project is never followed" in by_name["passwd"]
+    assert "/etc/passwd" not in err and "root:" not in err
+    assert "a symbolic link to nothing" in by_name["gone.txt"]
+    assert "evil\\x1b[2Jname" in by_name and "\x1b" not in err
+    shipped = "".join(p.read_text(errors="replace") for p in (proj / "out" / ".envkit").rglob("*") if p.is_file())
+    assert "root:" not in shipped

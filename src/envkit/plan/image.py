@@ -197,7 +197,7 @@ def _project(loaded: LoadedProfile, out_dir: Path
     torch = p.image.torch
     wheelhouses = tuple(loaded.resolve(d) for d in (torch.find_links if torch else ()))
     chosen = select_project(loaded.base_dir, exclude_dirs=wheelhouses + (out_dir,), ship=p.image.ship_secrets)
-    held = _credentialed_inputs(loaded)
+    held = _credentialed_inputs(loaded, chosen.files)
     out, notes = [], [f"image.copy_project: {note}" for note in chosen.notes]
     for rel in chosen.files:
         src = loaded.base_dir / rel
@@ -212,7 +212,12 @@ def _project(loaded: LoadedProfile, out_dir: Path
     return tuple(out), tuple(("image.copy_project", rel, kind) for rel, kind in chosen.skipped), tuple(notes)
 
 
-def _credentialed_inputs(loaded: LoadedProfile) -> dict[Path, str]:
+# Project files read as requirements files although the profile does not list them (a team's
+# requirements-dev.txt, constraints.txt): pip reads index URLs, tokens included, from any of them.
+_REQUIREMENTS_NAMES = ("*requirements*.txt", "*requirements*.in", "constraints*.txt")
+
+
+def _credentialed_inputs(loaded: LoadedProfile, files: tuple[str, ...] | list[str] = ()) -> dict[Path, str]:
     """The files envkit read at load that hold URL credentials (the profile itself: a proxy or index
     password; a requirements file: ``--extra-index-url https://deploy:TOKEN@...``), by resolved path,
     each with what it is. The project copy leaves them out: redacting would ship a file that no longer
@@ -224,4 +229,22 @@ def _credentialed_inputs(loaded: LoadedProfile) -> dict[Path, str]:
     for rel in loaded.profile.image.requirements:
         if has_credentials([loaded.input_bytes(rel).decode("utf-8", "replace")]):
             out[loaded.resolve(rel)] = f"the requirements file {neutralise(rel)} (image.requirements)"
+    import fnmatch
+
+    from envkit.errors import EnvkitError
+    from envkit.safeio import REQUIREMENTS_MAX, read_bounded
+
+    for rel in files:
+        src = loaded.base_dir / rel
+        if not any(fnmatch.fnmatch(src.name.lower(), pattern) for pattern in _REQUIREMENTS_NAMES):
+            continue
+        if src.resolve() in out:
+            continue
+        try:
+            text = read_bounded(src, REQUIREMENTS_MAX, "a requirements file").decode("utf-8", "replace")
+        except (EnvkitError, OSError):
+            out[src.resolve()] = f"{neutralise(rel)} (a requirements file too large or unreadable to check)"
+            continue
+        if has_credentials([text]):
+            out[src.resolve()] = f"the requirements file {neutralise(rel)}"
     return out
