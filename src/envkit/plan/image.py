@@ -234,11 +234,12 @@ def _credentialed_inputs(loaded: LoadedProfile, files: tuple[str, ...] | list[st
     from envkit.errors import EnvkitError
     from envkit.safeio import REQUIREMENTS_MAX, read_bounded
 
+    listed = {loaded.resolve(rel) for rel in loaded.profile.image.requirements}
     for rel in files:
         src = loaded.base_dir / rel
         if not any(fnmatch.fnmatch(src.name.lower(), pattern) for pattern in _REQUIREMENTS_NAMES):
             continue
-        if src.resolve() in out:
+        if src.resolve() in listed:  # read once, at load
             continue
         try:
             text = read_bounded(src, REQUIREMENTS_MAX, "a requirements file").decode("utf-8", "replace")
