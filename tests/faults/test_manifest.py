@@ -149,3 +149,15 @@ def test_a_project_file_name_never_reaches_the_terminal_raw(tmp_path):
     assert "\x1b" not in res.stdout + res.stderr and "\x07" not in res.stdout
     assert "forged.txt" in res.stdout
     assert not [line for line in res.stdout.splitlines() if line.startswith("wrote forged")], res.stdout
+
+
+def test_wsl_apply_escapes_the_file_names_it_prints(tmp_path):
+    from tests.conftest import run_envkit as run
+
+    cfg = tmp_path / "c\x1b[2Jfg"
+    cfg.mkdir()
+    prof = tmp_path / "w.yaml"
+    prof.write_text("envkit: 1\nname: w\nimage: {base: 'python:3.11-slim'}\nwsl: {memory: 8GB}\n")
+    res = run("wsl", "apply", str(prof), "--wslconfig", str(cfg / ".wslconfig"))
+    assert res.returncode == 0, res.stderr
+    assert "\x1b" not in res.stdout and "\\x1b[2Jfg" in res.stdout

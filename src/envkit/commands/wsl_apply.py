@@ -30,6 +30,7 @@ from pathlib import Path
 from collections.abc import Sequence
 from typing import TextIO
 
+from envkit.termtext import neutralise
 from envkit.commands import profile_argument, resolve_profile
 from envkit.errors import ProfileError, UsageError
 from envkit.output import atomic_write, write_backup
@@ -74,7 +75,7 @@ def run(profile_path: Path | None, wslconfig: Path, dry_run: bool, out: TextIO, 
         decoded = Decoded("", newline="\n") if wsl_conf else Decoded("")
     result = merge_ini(decoded.text, updates, str(wslconfig), decoded.newline)
     if not result.changes:
-        print(f"{wslconfig}: already matches the profile; nothing changed, nothing written.", file=out)
+        print(f"{neutralise(str(wslconfig))}: already matches the profile; nothing changed, nothing written.", file=out)
         return 0
     if dry_run:
         _report(wslconfig, "would change", result.changes, out)
@@ -91,7 +92,7 @@ def run(profile_path: Path | None, wslconfig: Path, dry_run: bool, out: TextIO, 
         raise
     _report(wslconfig, "changed" if exists else "created", result.changes, out)
     if backup is not None:
-        print(f"Backup: {backup}", file=out)
+        print(f"Backup: {neutralise(str(backup))}", file=out)
     if wsl_conf:
         print("Run `wsl --shutdown` from Windows so the distribution restarts with these settings.", file=out)
         return 0
@@ -101,9 +102,9 @@ def run(profile_path: Path | None, wslconfig: Path, dry_run: bool, out: TextIO, 
 
 
 def _report(wslconfig: Path, verb: str, changes: Sequence[Change], out: TextIO) -> None:
-    print(f"{wslconfig}: {verb} {len(changes)} key(s):", file=out)
+    print(f"{neutralise(str(wslconfig))}: {verb} {len(changes)} key(s):", file=out)
     for change in changes:
-        print(f"  {change.describe()}", file=out)
+        print(f"  {neutralise(change.describe())}", file=out)
 
 
 # ---------------------------------------------------------------- command line (envkit.commands' contract)
