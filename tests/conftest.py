@@ -77,6 +77,13 @@ def pytest_configure(config):
 
     # tests/faults/test_fuzz.py builds its settings on this profile (max_examples only; the rest is its own).
     settings.register_profile(FUZZ_PROFILE, max_examples=fuzz_examples(config))
+    # A test run started in the background of a non-interactive shell (`cmd &`, nohup) inherits SIGINT
+    # ignored, and so would every envkit it starts: the Ctrl-C tests could never interrupt one. A
+    # Python handler here is reset to the default in each child at exec, where SIG_IGN would persist.
+    import signal
+
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def tier_of(item) -> str:
