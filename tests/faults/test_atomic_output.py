@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from envkit.output import STAGING_PREFIX
+from tests.faults.smallfs import fill, small_tmpfs
 from tests.conftest import copy_example, in_ci, run_envkit
 
 # Slow tier (--run-slow; the README's command runs it): real concurrent envkit runs racing for one output folder.
@@ -35,31 +36,9 @@ def _no_temporaries(root: Path) -> None:
     assert not left, left
 
 
-def _fill(fs: Path, leave: int) -> None:
-    """Fill file system ``fs`` to the last ``leave`` bytes (unbuffered: the final flush cannot fail)."""
-    fd = os.open(fs / "filler", os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        size = 0
-        while True:
-            try:
-                size += os.write(fd, b"x" * 1024)
-            except OSError:
-                break
-        os.ftruncate(fd, max(0, size - leave))
-    finally:
-        os.close(fd)
-
-
 @pytest.fixture
 def small_fs(tmp_path):
-    """A 2 MiB tmpfs (needs root and mount; fails instead of skipping in CI)."""
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)], capture_output=True, text=True)
-    if res.returncode != 0:
-        (pytest.fail if in_ci() else pytest.skip)(f"cannot mount a tmpfs: {res.stderr.strip()}")
-    yield mnt
-    subprocess.run(["umount", "-l", str(mnt)], check=False)
+    yield from small_tmpfs(tmp_path, "2m")
 
 
 def test_full_disk_leaves_previous_outputs_intact_and_exits_1(tmp_path, small_fs):
@@ -69,7 +48,7 @@ def test_full_disk_leaves_previous_outputs_intact_and_exits_1(tmp_path, small_fs
     assert run_envkit("generate", str(profile), "-o", str(out)).returncode == 0
     before = _tree(out)
     # Fill the disk, leaving a little room so the staging starts and then fails midway.
-    _fill(small_fs, leave=6 * 1024)
+    fill(small_fs, leave=6 * 1024)
     profile.write_text(PROFILE.format(name="two", shm="2g"))
     res = run_envkit("generate", str(profile), "-o", str(out))
     assert res.returncode == 1, (res.returncode, res.stderr)
@@ -79,7 +58,7 @@ def test_full_disk_leaves_previous_outputs_intact_and_exits_1(tmp_path, small_fs
 
 
 def test_full_disk_on_first_run_leaves_nothing_half_written(tmp_path, small_fs):
-    _fill(small_fs, leave=8 * 1024)
+    fill(small_fs, leave=8 * 1024)
     out = small_fs / "out"
     res = run_envkit("generate", "-o", str(out))
     assert res.returncode == 1 and "Traceback" not in res.stderr

@@ -8,14 +8,13 @@ ENOSPC.
 from __future__ import annotations
 
 import io
-import subprocess
 import tarfile
 
 import pytest
 
 import envkit.cli
 import envkit.engine
-from tests.conftest import in_ci
+from tests.faults.smallfs import small_tmpfs
 from tests.fakes import FakeEngine
 
 
@@ -37,14 +36,7 @@ class _ExportingEngine(FakeEngine):
 
 @pytest.fixture
 def small_fs(tmp_path):
-    """A 1 MiB tmpfs (needs root and mount; fails instead of skipping in CI)."""
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True, text=True)
-    if res.returncode != 0:
-        (pytest.fail if in_ci() else pytest.skip)(f"cannot mount a tmpfs: {res.stderr.strip()}")
-    yield mnt
-    subprocess.run(["umount", "-l", str(mnt)], check=False)
+    yield from small_tmpfs(tmp_path, "1m")
 
 
 def test_full_disk_during_bundle_is_exit_1_naming_the_folder_and_cause(tmp_path, small_fs, monkeypatch, capsys):

@@ -7,45 +7,20 @@ backup is left beside a file that did not change.
 
 from __future__ import annotations
 
-import os
-import subprocess
-from pathlib import Path
 
 import pytest
 
 import envkit.cli
-from tests.conftest import in_ci
+from tests.faults.smallfs import fill, small_tmpfs
 
 WSL_PROFILE = "envkit: 1\nname: w\nimage: {base: debian:bookworm}\nwsl: {memory: 8GB, processors: 4}\n"
 # Other keys and comments of the user's: about 6 KiB, two tmpfs pages.
 WSLCONFIG = b"[wsl2]\r\nmemory=4GB\r\n" + b"".join(b"# note %04d: kept as the user wrote it\r\n" % i for i in range(150))
 
 
-def _fill(fs: Path, leave: int) -> None:
-    """Fill file system ``fs`` to the last ``leave`` bytes (unbuffered: the final flush cannot fail)."""
-    fd = os.open(fs / "filler", os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        size = 0
-        while True:
-            try:
-                size += os.write(fd, b"x" * 1024)
-            except OSError:
-                break
-        os.ftruncate(fd, max(0, size - leave))
-    finally:
-        os.close(fd)
-
-
 @pytest.fixture
 def small_fs(tmp_path):
-    """A 1 MiB tmpfs (needs root and mount; fails instead of skipping in CI)."""
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True, text=True)
-    if res.returncode != 0:
-        (pytest.fail if in_ci() else pytest.skip)(f"cannot mount a tmpfs: {res.stderr.strip()}")
-    yield mnt
-    subprocess.run(["umount", "-l", str(mnt)], check=False)
+    yield from small_tmpfs(tmp_path, "1m")
 
 
 @pytest.mark.parametrize(("leave", "failing"), [(0, "the backup"), (8192, "the new file")])
@@ -54,7 +29,7 @@ def test_full_disk_wsl_apply_claims_no_change(tmp_path, small_fs, capsys, leave,
     profile.write_text(WSL_PROFILE)
     cfg = small_fs / ".wslconfig"
     cfg.write_bytes(WSLCONFIG)
-    _fill(small_fs, leave=leave)
+    fill(small_fs, leave=leave)
     rc = envkit.cli.main(["wsl", "apply", str(profile), "--wslconfig", str(cfg)])
     cap = capsys.readouterr()
     assert rc == 1, (rc, cap.out, cap.err)
