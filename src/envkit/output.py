@@ -164,7 +164,7 @@ def entry_problem(out_dir: Path, rel: str) -> str | None:
         return "has an empty or '.' component (envkit writes plain relative paths)"
     top = os.path.realpath(out_dir)
     parent = os.path.realpath(os.path.dirname(os.path.join(out_dir, rel)))
-    if parent != top and not parent.startswith(top.rstrip(os.sep) + os.sep):
+    if not Path(parent).is_relative_to(top):
         return f"leads out of the folder through a symbolic link (to {parent})"
     return None
 
