@@ -32,7 +32,18 @@ def test_sigterm_during_lock_leaves_no_uv_and_no_temporary_folder(tmp_path):
     server.bind(("127.0.0.1", 0))
     server.listen(16)
     held: list[socket.socket] = []
-    threading.Thread(target=lambda: [held.append(server.accept()[0]) for _ in range(16)], daemon=True).start()
+
+    def hold() -> None:
+        # Closing the server ends accept() with OSError: that is this thread's way out,
+        # and it must not surface as an unhandled exception in a later test.
+        try:
+            for _ in range(16):
+                held.append(server.accept()[0])
+        except OSError:
+            pass
+
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
     port = server.getsockname()[1]
     profile = tmp_path / "envkit.yaml"
     profile.write_text("envkit: 1\nname: t\nimage:\n  base: 'python:3.11-slim'\n"
@@ -55,7 +66,13 @@ def test_sigterm_during_lock_leaves_no_uv_and_no_temporary_folder(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
+        try:  # on Linux, shutdown wakes a blocked accept(); close alone does not
+            server.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         server.close()
+        holder.join(timeout=10)
+        assert not holder.is_alive()
         for s in held:
             s.close()
     assert proc.returncode != 0 and "Traceback" not in err, err
