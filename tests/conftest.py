@@ -232,9 +232,8 @@ def plan_of(profile, out_dir: Path = Path("out")):
 
 def loader_plan_of(profile, **host):
     from envkit.plan.loader import loader_plan
-    from envkit.runsettings import RunSettings
 
-    return loader_plan(profile, RunSettings.from_profile(profile), **host)
+    return loader_plan(profile, **host)
 
 
 def profile_warnings_of(profile) -> list[str]:

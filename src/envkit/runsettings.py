@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from envkit.harness.sizing import DOCKER_DEFAULT_SHM as DEFAULT_SHM
 from envkit.hostpaths import is_drive_path, split_volume
+from envkit.plan.loader import loader_plan
 from envkit.profile.model import Profile
 
 
@@ -112,8 +113,9 @@ class RunSettings:
         for spec in p.run.volumes:
             vols.append(Volume(*split_volume(spec)))
         return cls(
-            # --ipc=host shares the host's /dev/shm, so a size would be ignored: do not emit one.
-            shm_size=None if p.run.ipc == "host" else p.run.shm_size,
+            # The loaders' plan decides it: run.shm_size, else sized from the need; None under --ipc=host,
+            # which shares the host's /dev/shm, so a size would be ignored.
+            shm_size=loader_plan(p).shm_bytes,
             ipc=p.run.ipc,
             cpuset=p.run.cpuset,
             cpus=p.run.cpus,

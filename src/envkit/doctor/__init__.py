@@ -108,7 +108,8 @@ def diagnose(host: Host, profile: Profile, scripts: list[Path], data_paths: list
     host_doc = {"platform": host.platform, "wsl": wsl["version"], "osrelease": wsl["osrelease"],
                 "distro": host.environ.get("WSL_DISTRO_NAME"), "cwd": host.cwd,
                 "cpus": host.usable_cpus(), "memory_bytes": C.meminfo_total(host)}
-    return {"envkit_doctor": SCHEMA_VERSION, "verdict": verdict(results), "host": host_doc, "checks": results}
+    return {"envkit_doctor": SCHEMA_VERSION, "verdict": verdict(results), "host": host_doc,
+            "loader": plan.as_json(), "checks": results}
 
 
 def render_table(doc: dict, width: int = 100) -> str:

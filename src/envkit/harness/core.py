@@ -63,7 +63,7 @@ def check_batch_memory(settings: dict, available: int | None) -> None:
 
 def run_checks(expect: dict | None, *, dataset: str | None = None, num_workers=None, batch_size=None,
                timeout: float = DEFAULT_TIMEOUT_S, quick: bool = False, sweep: bool = False,
-               progress=None, plot: str | None = None, cgroup_root: str = "/") -> dict:
+               progress=None, plot: str | None = None, cgroup_root: str = "/", ranks: int | None = None) -> dict:
     """Run all checks against an expectation dict (None = defaults) and return the report.
 
     Raises :class:`UsageError` for an invalid expectation, override or dataset spec.
@@ -79,7 +79,7 @@ def run_checks(expect: dict | None, *, dataset: str | None = None, num_workers=N
     usable = envmod.usable_cpus()
     quota = envmod.read_cgroup_cpu_quota(cgroup_root)
     settings = resolve_loader(expect, usable=usable, quota=quota["quota_cpus"], num_workers=num_workers,
-                              batch_size=batch_size, dataset=dataset)
+                              batch_size=batch_size, dataset=dataset, ranks=ranks)
     check_batch_memory(settings, envmod.available_memory(cgroup_root))
     run = (expect or {}).get("run") or {}
     say("environment")
@@ -106,4 +106,6 @@ def run_checks(expect: dict | None, *, dataset: str | None = None, num_workers=N
         checks.append(check_workers_sweep(settings, usable=usable, timeout=timeout, quick=quick,
                                           progress=progress, plot=plot))
         say(f"workers_sweep: {checks[-1]['status']}")
-    return make_report(environment, checks)
+    report = make_report(environment, checks)
+    report["loader"] = settings["node"]  # the loader object every command prints (docs/cli.md)
+    return report
