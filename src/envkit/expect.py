@@ -18,17 +18,18 @@ import json
 from typing import Any
 
 from envkit.harness.expect import VERSION  # the consumer defines the format's version
+from envkit.harness.sizing import NodeLoader
 from envkit.plan.loader import loader_plan
 from envkit.profile.model import Profile
 from envkit.runsettings import RunSettings
 
 
-def expectation(profile: Profile, rs: RunSettings) -> dict:
+def expectation(profile: Profile, rs: RunSettings, node: NodeLoader | None = None) -> dict:
     """The profile's promises as the harness reads them (:func:`envkit.harness.expect.validate_expect`);
     ``rs``: the run's settings. The node's plan (ranks, the sources of its facts) comes with them, so the
     harness resolves the loaders by the same rule over the same facts."""
     loader = profile.loader
-    node = loader_plan(profile)
+    node = node or loader_plan(profile)
     gpus = rs.gpus if rs.gpus is not None else "none"
     doc: dict[str, Any] = {
         "envkit_expect": VERSION,
@@ -63,5 +64,5 @@ def expectation(profile: Profile, rs: RunSettings) -> dict:
     return doc
 
 
-def expectation_json(profile: Profile, rs: RunSettings) -> bytes:
-    return (json.dumps(expectation(profile, rs), indent=2, sort_keys=True) + "\n").encode()
+def expectation_json(profile: Profile, rs: RunSettings, node: NodeLoader | None = None) -> bytes:
+    return (json.dumps(expectation(profile, rs, node), indent=2, sort_keys=True) + "\n").encode()

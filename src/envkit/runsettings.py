@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from envkit.harness.sizing import DOCKER_DEFAULT_SHM as DEFAULT_SHM
 from envkit.hostpaths import is_drive_path, split_volume
+from envkit.harness.sizing import NodeLoader
 from envkit.plan.loader import loader_plan
 from envkit.profile.model import Profile
 
@@ -102,7 +103,8 @@ class RunSettings:
         return next((v for v in self.volumes if v.project), None)
 
     @classmethod
-    def from_profile(cls, p: Profile) -> "RunSettings":
+    def from_profile(cls, p: Profile, loader: NodeLoader | None = None) -> "RunSettings":
+        """The settings of ``p``; ``loader``: the run's loader plan when built already (it sizes /dev/shm)."""
         env = dict(p.run.env)
         # Run-time downloads (datasets, hub models) need the proxy as much as the build does.
         for key, value in proxy_build_args(p):
@@ -115,7 +117,7 @@ class RunSettings:
         return cls(
             # The loaders' plan decides it: run.shm_size, else sized from the need; None under --ipc=host,
             # which shares the host's /dev/shm, so a size would be ignored.
-            shm_size=loader_plan(p).shm_bytes,
+            shm_size=(loader or loader_plan(p)).shm_bytes,
             ipc=p.run.ipc,
             cpuset=p.run.cpuset,
             cpus=p.run.cpus,

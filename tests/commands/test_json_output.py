@@ -14,7 +14,7 @@ import pytest
 
 from envkit.commands import build, clean, lock
 from envkit.engine import RunResult
-from envkit.jsonout import SCHEMAS
+from envkit.jsonout import LOADER, SCHEMAS
 from tests.conftest import run_envkit
 from tests.fakes import FakeEngine
 
@@ -109,3 +109,9 @@ def test_docs_show_each_schema_as_it_is(name):
     assert marker in text, f"docs/cli.md lacks the {name} schema"
     shown = text.split(marker, 1)[1].split("```", 1)[0]
     assert json.loads(shown) == SCHEMAS[name], f"docs/cli.md's {name} schema is stale"
+
+
+def test_docs_show_the_loader_schema_as_it_is():
+    text = (Path(__file__).parents[2] / "docs" / "cli.md").read_text()
+    shown = text.split("<!-- envkit:json-schema loader -->\n```json\n", 1)[1].split("```", 1)[0]
+    assert json.loads(shown) == LOADER

@@ -61,8 +61,14 @@ def test_pyxis_sizes_dev_shm_with_a_tmpfs_mount(tmp_path):
     assert res.returncode == 0 and "run.shm_size" not in res.stderr, res.stderr
 
 
-def test_pyxis_without_shm_size_gets_dockers_64_mib_and_ipc_host_the_nodes(tmp_path):
+def test_pyxis_without_shm_size_gets_the_sized_tmpfs_and_ipc_host_the_nodes(tmp_path):
     unset, _ = _pyxis_mounts(tmp_path / "a", {"shm_size": None})
-    assert unset[0][0] == ["tmpfs", "/dev/shm", f"nosuid,nodev,noexec,mode=1777,size={64 << 20}"]
+    from envkit.plan.loader import loader_plan
+    from envkit.profile import load_profile
+
+    sized = loader_plan(load_profile(tmp_path / "a" / "envkit.yaml").profile).shm_bytes
+    assert sized is not None and sized > 64 << 20
+    for entries in unset:  # the preflight and every node's step: the same size, the plan's
+        assert entries[0] == ["tmpfs", "/dev/shm", f"nosuid,nodev,noexec,mode=1777,size={sized}"]
     host, _ = _pyxis_mounts(tmp_path / "b", {"ipc": "host"})
     assert not any(e[1] == "/dev/shm" for entries in host for e in entries)

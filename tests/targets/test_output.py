@@ -77,12 +77,28 @@ def test_no_temporary_files_left_and_modes(tmp_path):
 def test_strict_turns_warnings_into_errors(tmp_path):
     p = tmp_path / "p.yaml"
     p.write_text("envkit: 1\nname: s\nimage: {base: debian:bookworm}\n"
-                 "loader: {num_workers: 4, batch_size: 256, sample_shape: [3, 224, 224]}\n")
+                 "run: {shm_size: 64m}\nloader: {num_workers: 4, batch_size: 256, sample_shape: [3, 224, 224]}\n")
     res = run_envkit("generate", str(p), "-o", str(tmp_path / "o"))
-    assert res.returncode == 0 and "run.shm_size: Docker's default 64m is below" in res.stderr
+    assert res.returncode == 0 and "warning: " + str(p) + ": run.shm_size: 64m is below the" in res.stderr
     assert "use shm_size: 2g" in res.stderr
+    assert "--shm-size=64m" in (tmp_path / "o" / "run.sh").read_text()  # the user's value stays theirs
     res = run_envkit("generate", str(p), "-o", str(tmp_path / "o2"), "--strict")
     assert res.returncode == 2 and not (tmp_path / "o2").exists()
+
+
+def test_a_profile_without_shm_size_is_sized_in_every_target_with_a_note_and_strict_passes(tmp_path):
+    p = tmp_path / "p.yaml"
+    p.write_text("envkit: 1\nname: s\nimage: {base: debian:bookworm}\n"
+                 "loader: {num_workers: 4, batch_size: 256, sample_shape: [3, 224, 224]}\n")
+    res = run_envkit("generate", str(p), "-o", str(tmp_path / "o"), "--strict")
+    assert res.returncode == 0, res.stderr
+    assert "warning" not in res.stderr and "note: " + str(p) + ": run.shm_size: not set, so envkit sized it: 2g for the" in res.stderr
+    out = tmp_path / "o"
+    assert "--shm-size=2g" in (out / "run.sh").read_text()
+    assert "shm_size: '2g'" in (out / "compose.yaml").read_text()
+    assert "--shm-size=2g" in (out / ".devcontainer" / "devcontainer.json").read_text()
+    flags = run_envkit("flags", str(p)).stdout
+    assert "--shm-size=2g" in flags
 
 
 def test_generating_into_the_profiles_folder_leaves_its_certs_and_wheels_alone(tmp_path):

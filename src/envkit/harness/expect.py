@@ -163,7 +163,7 @@ def resolve_loader(expect: dict | None, *, usable: int, quota: float | None = No
     node = size_node(num_workers=loader["num_workers"], batch_size=loader["batch_size"],
                      sample_shape=loader["sample_shape"], dtype=loader["dtype"],
                      prefetch_factor=loader["prefetch_factor"], ranks=_ranks(ranks, run),
-                     cpus=_cpus(usable, quota), shm=_shm(run), nccl=bool(run.get("nccl")))
+                     cpus=_cpus(usable, quota, run), shm=_shm(run), nccl=bool(run.get("nccl")))
     loader["num_workers_requested"] = loader["num_workers"]
     loader["num_workers"] = node.workers
     loader["ranks_per_node"] = node.ranks
@@ -183,11 +183,15 @@ def _ranks(ranks: int | None, run: dict) -> tuple[int, str]:
     return 1, "one training process (none planned)"
 
 
-def _cpus(usable: int, quota: float | None) -> tuple[int | None, str]:
-    cpus = cpu_limit(affinity=usable, quota=quota)
-    if quota and cpus is not None and cpus < usable:
-        return cpus, f"this machine's cgroup quota {quota:g}"
-    return cpus, f"this machine's {usable} usable CPUs (affinity)"
+def _cpus(usable: int, quota: float | None, run: dict) -> tuple[int | None, str]:
+    """The fewest CPUs any fact allows: the profile's planned limits (a container started with the generated
+    settings never gets more) first, then this machine's affinity and cgroup quota."""
+    candidates = [(run.get("cpuset_count"), f"run.cpuset {run.get('cpuset')!r} ({run.get('cpuset_count')} CPUs)"),
+                  (cpu_limit(quota=run.get("cpus")), f"run.cpus {run['cpus']:g}" if run.get("cpus") else ""),
+                  (usable, f"this machine's {usable} usable CPUs (affinity)"),
+                  (cpu_limit(quota=quota), f"this machine's cgroup quota {quota:g}" if quota else "")]
+    known = [(n, why) for n, why in candidates if n]
+    return min(known, key=lambda c: c[0]) if known else (None, "not known")
 
 
 def _shm(run: dict) -> tuple[int | None, str]:

@@ -71,8 +71,8 @@ def build_plan(loaded: LoadedProfile, out_dir: Path = Path(".")) -> EnvPlan:
     from envkit.expect import expectation_json
 
     p = loaded.profile
-    settings = RunSettings.from_profile(p)
     loader = loader_plan(p)
+    settings = RunSettings.from_profile(p, loader)
     image = image_plan(loaded, out_dir)
     cluster, error = None, None
     if p.cluster is not None:
@@ -82,5 +82,5 @@ def build_plan(loaded: LoadedProfile, out_dir: Path = Path(".")) -> EnvPlan:
             error = e
     warnings = profile_warnings(p, settings, loader) + file_warnings(p, image) + team_warnings(loaded, image)
     return EnvPlan(loaded=loaded, out_dir=out_dir, settings=settings, loader=loader, image=image,
-                   expectation=expectation_json(p, settings), warnings=tuple(warnings), cluster=cluster,
+                   expectation=expectation_json(p, settings, loader), warnings=tuple(warnings), cluster=cluster,
                    wsl=wsl_plan(p.wsl), cluster_error=error, notes=tuple(sizing_notes(p, settings, loader)))
