@@ -278,7 +278,7 @@ def test_warnings_name_each_key():
 def test_generate_prints_the_slurm_warnings_and_needs_a_cluster(tmp_path):
     profile = copy_example(CLUSTER_EXAMPLES[0], tmp_path)
     res = run_envkit("generate", str(profile), "-o", str(tmp_path / "o"), "--target", "slurm")
-    assert res.returncode == 0 and "warning" in res.stderr and "run.shm_size" not in res.stderr
+    assert res.returncode == 0 and "warning" in res.stderr and "warning: " + str(profile) + ": run.shm_size" not in res.stderr
     plain = copy_example("cpu-minimal.yaml", tmp_path)
     res = run_envkit("generate", str(plain), "-o", str(tmp_path / "p"), "--target", "slurm")
     assert res.returncode == 2 and "--target slurm needs a cluster: section" in res.stderr
