@@ -39,6 +39,7 @@ def expectation(profile: Profile, rs: RunSettings) -> dict:
             "prefetch_factor": loader.prefetch_factor,
             "persistent_workers": loader.persistent_workers,
             "start_method": loader.start_method,
+            "sample_cost_ms": loader.sample_cost_ms,
         },
         "run": {
             "shm_size_bytes": rs.effective_shm,
