@@ -163,3 +163,14 @@ def test_invalid_sample_cost_option_exits_2(run_cli, bad):
 def test_invalid_sample_cost_in_an_expectation_exits_2(run_cli, write_expect):
     p = run_cli("--sweep", "--expect", write_expect({"sample_cost_ms": -3}))
     assert p.returncode == 2 and "loader.sample_cost_ms must be a number of milliseconds" in p.stderr
+
+
+def test_envkit_harness_takes_the_profile_cost_and_the_override(tmp_path):
+    from tests.conftest import run_envkit
+
+    bad = run_envkit("harness", "--sweep", "--sample-cost-ms", "-2", cwd=tmp_path)
+    assert bad.returncode == 2 and "--sample-cost-ms: must be a number of milliseconds from 0 to 10000" in bad.stderr
+    profile = tmp_path / "p.yaml"
+    profile.write_text("envkit: 1\nname: p\nimage: {base: 'debian:bookworm'}\nloader: {sample_cost_ms: -1}\n")
+    bad = run_envkit("harness", "--profile", str(profile), "--sweep", cwd=tmp_path)
+    assert bad.returncode == 2 and "sample_cost_ms" in bad.stderr and "Traceback" not in bad.stderr
