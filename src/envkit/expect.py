@@ -43,6 +43,7 @@ def expectation(profile: Profile, rs: RunSettings, node: NodeLoader | None = Non
             "prefetch_factor": loader.prefetch_factor,
             "persistent_workers": loader.persistent_workers,
             "start_method": loader.start_method,
+            "sample_cost_ms": loader.sample_cost_ms,
         },
         "run": {
             "shm_size_bytes": rs.effective_shm,

@@ -61,11 +61,39 @@ def check_batch_memory(settings: dict, available: int | None) -> None:
                          f"({available / 1e9:.1f} GB) of memory available; lower --batch-size or loader.batch_size")
 
 
+def check_sample_cost(settings: dict, sample_cost_ms, timeout: float) -> None:
+    """Apply ``--sample-cost-ms`` to ``settings``; refuse (exit 2) a cost that is none, or whose
+    synthetic batch (``batch_size x sample_cost_ms`` of CPU) could not arrive within ``timeout``.
+
+    >>> s = {"batch_size": 32, "sample_cost_ms": 4.0, "dataset": "synthetic"}
+    >>> check_sample_cost(s, 2, 60.0); s["sample_cost_ms"]
+    2.0
+    >>> check_sample_cost(s, 5000, 60.0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    envkit.harness.errors.UsageError: one synthetic batch costs 160 s of CPU (batch_size 32 x 5000 ms), ...
+    """
+    from .synthetic import sample_cost_problem
+
+    if sample_cost_ms is not None:
+        problem = sample_cost_problem(sample_cost_ms)
+        if problem:
+            raise UsageError(f"--sample-cost-ms {problem}")
+        settings["sample_cost_ms"] = float(sample_cost_ms)
+    per_batch = settings["batch_size"] * (settings.get("sample_cost_ms") or 0) / 1000
+    if settings.get("dataset", "synthetic") == "synthetic" and per_batch >= timeout:
+        raise UsageError(f"one synthetic batch costs {per_batch:g} s of CPU (batch_size {settings['batch_size']} x "
+                         f"{settings['sample_cost_ms']:g} ms), more than --timeout {timeout:g} s allows a batch; "
+                         "lower loader.sample_cost_ms (--sample-cost-ms) or the batch, or raise --timeout")
+
+
 def run_checks(expect: dict | None, *, dataset: str | None = None, num_workers=None, batch_size=None,
                timeout: float = DEFAULT_TIMEOUT_S, quick: bool = False, sweep: bool = False,
-               progress=None, plot: str | None = None, cgroup_root: str = "/", ranks: int | None = None) -> dict:
+               progress=None, plot: str | None = None, cgroup_root: str = "/",
+               sample_cost_ms: float | None = None, ranks: int | None = None) -> dict:
     """Run all checks against an expectation dict (None = defaults) and return the report.
 
+    ``sample_cost_ms`` overrides ``loader.sample_cost_ms``, the CPU each synthetic sample costs the sweep.
     Raises :class:`UsageError` for an invalid expectation, override or dataset spec.
     ``progress`` is called with short lines like ``"loader: batch 12/40"``.
     """
@@ -80,6 +108,10 @@ def run_checks(expect: dict | None, *, dataset: str | None = None, num_workers=N
     quota = envmod.read_cgroup_cpu_quota(cgroup_root)
     settings = resolve_loader(expect, usable=usable, quota=quota["quota_cpus"], num_workers=num_workers,
                               batch_size=batch_size, dataset=dataset, ranks=ranks)
+    if sweep or plot:  # only the sweep's synthetic samples cost CPU (the loader check proves the pipeline)
+        check_sample_cost(settings, sample_cost_ms, timeout)
+    elif sample_cost_ms is not None:
+        check_sample_cost(settings, sample_cost_ms, float("inf"))
     check_batch_memory(settings, envmod.available_memory(cgroup_root))
     run = (expect or {}).get("run") or {}
     say("environment")
@@ -103,7 +135,7 @@ def run_checks(expect: dict | None, *, dataset: str | None = None, num_workers=N
                                         timeout=timeout, progress=progress))
     if sweep or plot:
         from .sweep import check_workers_sweep
-        checks.append(check_workers_sweep(settings, usable=usable, timeout=timeout, quick=quick,
+        checks.append(check_workers_sweep(settings, usable=usable, quota=quota["quota_cpus"], timeout=timeout, quick=quick,
                                           progress=progress, plot=plot))
         say(f"workers_sweep: {checks[-1]['status']}")
     report = make_report(environment, checks)

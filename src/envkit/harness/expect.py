@@ -18,6 +18,7 @@ from typing import Any
 from .boundedio import read_bounded
 from .errors import FileUnreadable, UsageError
 from .sizing import DTYPE_ITEMSIZE, MAX_WORKERS, cpu_limit, size_node
+from .synthetic import DEFAULT_SAMPLE_COST_MS, sample_cost_problem
 
 MAX_RANKS = 256  # training processes per node (cluster.procs_per_node's bound)
 
@@ -27,7 +28,7 @@ VERSION = 1
 
 DEFAULT_LOADER = {"num_workers": 2, "batch_size": 32, "sample_shape": [3, 64, 64], "dtype": "float32",
                   "pin_memory": True, "prefetch_factor": 2, "persistent_workers": False,
-                  "start_method": None}
+                  "start_method": None, "sample_cost_ms": DEFAULT_SAMPLE_COST_MS}
 
 ExpectError = UsageError  # the expectation-specific spelling
 
@@ -88,6 +89,8 @@ def validate_expect(doc) -> None:
     method = loader.get("start_method")
     if method is not None and (not isinstance(method, str) or method not in ("fork", "spawn", "forkserver")):
         raise ExpectError(f"loader.start_method must be fork, spawn or forkserver, got {method!r}")
+    if sample_cost_problem(loader.get("sample_cost_ms")):
+        raise ExpectError(f"loader.sample_cost_ms {sample_cost_problem(loader['sample_cost_ms'])}")
     for key in ("pin_memory", "persistent_workers"):
         if loader.get(key) is not None and not isinstance(loader[key], bool):
             raise ExpectError(f"loader.{key} must be true, false or null")
