@@ -78,7 +78,11 @@ def judge_driver(driver: str, cuda: str, windows: bool = False) -> tuple[str, st
     update = ("update the NVIDIA driver on Windows (WSL2 uses it; install no Linux driver inside WSL)" if windows
               else "update the host's NVIDIA driver")
     runs = T.variants_for_driver(driver, windows)
-    instead = f", or use a torch variant this driver runs fully: {runs[-1]}" if runs else ""
+    compat_runs = [v for v, e in T.ARCHS.items() if (m := T.driver_minimum(e["cuda"], windows)["compat"])
+                   and have >= T.version_key(m)]
+    instead = (f", or use a torch variant this driver runs fully: {runs[-1]}" if runs else
+               f", or use torch variant {compat_runs[-1]} (its CUDA runs on this driver through minor-version "
+               "compatibility)" if compat_runs else "")
     if toolkit is None and compat is None:
         return SKIP, f"no driver minimum recorded for CUDA {cuda}", None, mins
     if compat and have < T.version_key(compat):
