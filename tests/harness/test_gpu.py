@@ -178,3 +178,25 @@ def test_pinned_not_faster_than_pageable_is_expected_on_coherent_memory(monkeypa
     assert c["status"] == status
     if status == "pass":
         assert "coherent memory" in c["message"] and "vortex-data/vortex#7815" in c["message"]
+
+
+# ---------------------------------------------------------------- the prepared GPU-host script
+def test_gpu_check_script_runs_here_and_skips_the_gpu_parts(tmp_path):
+    import json
+    import os
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    script = root / "benchmarks" / "gpu_check.sh"
+    env = {**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable}
+    p = subprocess.run(["bash", str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=280)
+    assert p.returncode == 0, p.stderr
+    assert "gpu_check: no CUDA device (torch.cuda.is_available() is False): skipping the GPU parts" in p.stdout
+    assert "gpu_check: ratio skipped" in p.stdout
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["checks"]["gpu_arch"]["status"] == "skip" and "ratio" not in summary
+    shellcheck = Path(sys.executable).parent / "shellcheck"
+    if shellcheck.exists():
+        lint = subprocess.run([str(shellcheck), "--severity=style", str(script)], capture_output=True, text=True)
+        assert lint.returncode == 0, lint.stdout
