@@ -109,7 +109,7 @@ def check_gpu_driver(host: Host, profile: Profile, smi: dict, wsl: dict) -> dict
     why = _no_gpu(smi)
     if why:
         return make_check("gpu_driver", SKIP, measured, {}, f"not checked: {why}, so there is no driver to compare")
-    if cuda is None:
+    if torch is None or cuda is None:
         what = f"torch variant {torch.variant}" if torch else "no torch (image.torch)"
         return make_check("gpu_driver", SKIP, measured, {}, f"not checked: the profile installs {what}, no CUDA wheel")
     if not drivers:

@@ -52,7 +52,7 @@ def parse_smi_csv(text: str, fields=SMI_FIELDS) -> list[dict]:
             continue
         if len(cells) > len(fields):  # a comma inside the name: the rest are the known fields
             cells = [",".join(cells[:len(cells) - len(fields) + 1]), *cells[len(cells) - len(fields) + 1:]]
-        row = dict(zip(fields, cells))
+        row = dict(zip(fields, cells, strict=False))
         gpus.append({"name": row.get("name"),
                      "capability": _capability(row.get("compute_cap", "")) if "compute_cap" in row else None,
                      "driver": row.get("driver_version") if row.get("driver_version") not in (None, "[N/A]") else None,
