@@ -61,7 +61,7 @@ def test_sm120_with_a_cu124_profile_fails_naming_cu128(tmp_path):
     c = _checks(_host(tmp_path, R.SMI_RTX5090), profile_text("cu124"))["gpu_arch"]
     assert c["status"] == "fail" and "sm_120" in c["message"] and "torch 2.5.1+cu124" in c["message"]
     assert "torch.variant: cu128" in c["remedy"]
-    assert "pytorch/builder@1ab922dd manywheel/build_cuda.sh" in c["expected"]["source"]
+    assert "pytorch/builder@1ab922dd5b9a59fcf9859dffb1158eb35dfb3c6c manywheel/build_cuda.sh" in c["expected"]["source"]
 
 
 def test_sm120_with_a_cu128_profile_passes(tmp_path):
@@ -156,3 +156,18 @@ def test_envkit_harness_json_on_this_cpu_host_skips_gpu_arch(capsys):
     assert checks["gpu_arch"]["status"] == "skip"
     assert "CPU-only build (torch.version.cuda is None)" in checks["gpu_arch"]["message"]
     assert checks["gpu_driver"]["status"] == "skip" and checks["gpu_driver"]["message"].startswith("not checked")
+
+
+def test_the_engine_probe_carries_the_cgroup_driver_to_nvml_risk(tmp_path):
+    # the real-host path: Engine.ping() reports docker info's CgroupDriver; the probe and check_docker keep it
+    from envkit.doctor.checks import check_docker
+    from envkit.doctor.host import probe_engine
+
+    facts = docker_facts(R.DOCKER_INFO_SYSTEMD)
+    probed = probe_engine(lambda: {"runtimes": facts["runtimes"], "cgroup_driver": facts["cgroup_driver"],
+                                   "server_version": "24.0.1"})
+    assert probed["cgroup_driver"] == "systemd"
+    host = _host(tmp_path, R.SMI_RTX5090, nodes=("nvidia0",))
+    host = Host(host.root, environ={}, cwd="/home/me", docker_probe=lambda: probed)
+    docker = check_docker(host, _profile(profile_text("cu128", "2.7.0")))
+    assert docker[0]["measured"]["cgroup_driver"] == "systemd"

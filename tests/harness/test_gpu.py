@@ -200,3 +200,18 @@ def test_gpu_check_script_runs_here_and_skips_the_gpu_parts(tmp_path):
     if shellcheck.exists():
         lint = subprocess.run([str(shellcheck), "--severity=style", str(script)], capture_output=True, text=True)
         assert lint.returncode == 0, lint.stdout
+
+
+def test_arch_table_agrees_with_torchs_own_where_both_record_a_variant():
+    # torch/cuda/__init__.py keeps PYTORCH_RELEASES_CODE_CC in sync with .ci/manywheel/build_cuda.sh
+    import torch.cuda
+    theirs = getattr(torch.cuda, "PYTORCH_RELEASES_CODE_CC", None)
+    if not theirs:
+        pytest.skip("this torch has no PYTORCH_RELEASES_CODE_CC")
+    for variant in ("cu126", "cu130"):
+        cuda = T.ARCHS[variant]["cuda"]
+        if cuda not in theirs:
+            continue
+        for machine in ("x86_64", "aarch64"):
+            ours = {T.arch_cc(a) for a in T.arch_list(variant, machine) if a.startswith("sm_")}
+            assert ours == set(theirs[cuda][machine]), (variant, machine)

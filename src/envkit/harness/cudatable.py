@@ -23,7 +23,7 @@ Example:
 from __future__ import annotations
 
 BUILD_CUDA_MAIN = "pytorch/pytorch@799d09f215740cc4fb78e0bd278dce469e33ddcb .ci/manywheel/build_cuda.sh"
-BUILD_CUDA_OLD = "pytorch/builder@1ab922dd manywheel/build_cuda.sh"
+BUILD_CUDA_OLD = "pytorch/builder@1ab922dd5b9a59fcf9859dffb1158eb35dfb3c6c manywheel/build_cuda.sh"
 
 # variant -> CUDA release, the arch list per machine, and where it was read. aarch64 lists are the
 # x86_64 list through the script's filter_aarch64_archs (it drops 5.0 6.0 7.0 7.5 8.6, lines 74-79, 102).
