@@ -97,8 +97,11 @@ def diagnose(host: Host, profile: Profile, scripts: list[Path], data_paths: list
     plan = C.host_plan(host, profile)  # the loader's plan on this host, decided once for every check
     results = [C.check_os(host, wsl), C.check_memory(host, profile, wsl, plan), C.check_cpus(host, profile, plan),
                C.check_numa(host, profile), C.check_shm(host, profile, plan), C.check_memlock(host, profile)]
-    results.extend(C.check_docker(host, profile))
+    docker = C.check_docker(host, profile)
+    results.extend(docker)
     results.append(C.check_gpu(host, profile, wsl))
+    from envkit.doctor.gpu import gpu_checks
+    results.extend(gpu_checks(host, profile, wsl, docker))
     results.append(C.check_location(host, "workdir", os.path.normpath(host.cwd), wsl, mounts, measure=False))
     for p in data_paths:
         shown = _abs(host, p)

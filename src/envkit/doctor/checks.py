@@ -266,7 +266,7 @@ def check_docker(host: Host, profile: Profile) -> list[dict]:
         return [make_check("docker", SKIP, {}, {}, "Docker engine not probed")]
     reachable, runtimes = info.get("reachable"), list(info.get("runtimes") or [])
     measured = {"reachable": reachable, "runtimes": runtimes, "error": info.get("error")}
-    measured.update({k: info[k] for k in ("server_version", "os", "detail") if info.get(k) is not None})
+    measured.update({k: info[k] for k in ("server_version", "os", "detail", "cgroup_driver") if info.get(k) is not None})
     nvidia = bool(info.get("nvidia_runtime")) or "nvidia" in runtimes
     if not reachable:
         error = info.get("error") or "unreachable"

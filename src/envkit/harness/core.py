@@ -3,7 +3,7 @@
 Example:
     >>> report = run_checks({"envkit_expect": 1, "loader": {"num_workers": 0}}, quick=True)  # doctest: +SKIP
     >>> report["verdict"], [c["name"] for c in report["checks"]]                              # doctest: +SKIP
-    ('pass', ['shm', 'cpus', 'ulimits', 'gpus', 'loader', 'pinned_transfer'])
+    ('pass', ['shm', 'cpus', 'ulimits', 'gpus', 'gpu_arch', 'gpu_driver', 'loader', 'pinned_transfer'])
 """
 
 from __future__ import annotations
@@ -121,6 +121,9 @@ def run_checks(expect: dict | None, *, dataset: str | None = None, num_workers=N
     checks.append(check_cpus(settings, run, usable=usable, quota=environment["cgroup"]))
     checks.append(check_ulimits(run))
     checks.append(check_gpus(run, info=environment))
+    from .gpu import check_gpu_arch, check_gpu_driver
+    checks.append(check_gpu_arch())
+    checks.append(check_gpu_driver(wsl=environment["wsl"]))
     from .numa import check_numa
     numa = check_numa(run, root=cgroup_root)
     if numa is not None:  # only when the profile asks for placement (run.numa)
@@ -132,7 +135,7 @@ def run_checks(expect: dict | None, *, dataset: str | None = None, num_workers=N
     say(f"loader: {checks[-1]['status']}")
     from .transfer import check_pinned_transfer
     checks.append(check_pinned_transfer(settings, cuda_available=environment["cuda_available"], quick=quick,
-                                        timeout=timeout, progress=progress))
+                                        timeout=timeout, progress=progress, wsl=environment["wsl"]))
     if sweep or plot:
         from .sweep import check_workers_sweep
         checks.append(check_workers_sweep(settings, usable=usable, quota=quota["quota_cpus"], timeout=timeout, quick=quick,

@@ -20,7 +20,7 @@ import textwrap
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
 STATUSES = (PASS, WARN, FAIL, SKIP)
 SCHEMA_VERSION = 1
-CHECK_NAMES = ("shm", "cpus", "ulimits", "gpus", "loader", "pinned_transfer", "workers_sweep")
+CHECK_NAMES = ("shm", "cpus", "ulimits", "gpus", "gpu_arch", "gpu_driver", "loader", "pinned_transfer", "workers_sweep")
 
 
 def make_check(name: str, status: str, measured=None, expected=None,

@@ -136,13 +136,16 @@ def _cuda_available() -> bool:
 def loader_kwargs(dataset=None, batch_size: int | None = None, *, num_workers="auto", prefetch_factor=None,
                   sample_bytes: int | None = None, expect=None, shm_path: str = "/dev/shm",
                   cuda: bool | None = None, affinity: int | None = None, quota_cpus="read", shm_free="read",
-                  system: str | None = None, python: tuple[int, int] | None = None) -> LoaderKwargs:
+                  system: str | None = None, python: tuple[int, int] | None = None,
+                  pin_budget="read") -> LoaderKwargs:
     """DataLoader arguments for this process's environment, each with its reason (see :class:`LoaderKwargs`).
 
     ``dataset`` (map-style) is sampled once (``dataset[0]``) to size a batch; else ``sample_bytes``,
     else the profile's expectation (found beside the harness in the image, or ``$ENVKIT_EXPECT``).
     ``num_workers`` ("auto" or a number), ``prefetch_factor`` and ``batch_size`` are wishes: the CPU and
-    shm budgets can lower them, never raise them. The remaining keywords are measurement seams for tests.
+    shm budgets can lower them, never raise them; on WSL2 the pinned-memory budget (the largest pinned
+    allocation that succeeds, measured when ``pin_budget`` is ``"read"``; bytes to impose one) can lower
+    ``prefetch_factor`` or turn ``pin_memory`` off. The remaining keywords are measurement seams for tests.
     """
     loader, expect_src = _load_expect(expect)
     reasons: dict[str, str] = {}
@@ -252,5 +255,17 @@ def loader_kwargs(dataset=None, batch_size: int | None = None, *, num_workers="a
     reasons["pin_memory"] = ("CUDA is available; pinned batches copy to the GPU asynchronously" if pin else
                              "the profile turns it off" if cuda else
                              "no CUDA device; pinning would only cost page-locked memory")
+    if pin and bbytes and pin_budget == "read" and envmod.detect_wsl():
+        from .gpu import largest_pinned, pinned_need, torch_pin_probe
+        pin_budget = largest_pinned(pinned_need(bbytes, workers, prefetch), torch_pin_probe())["budget_bytes"]
+    if pin and bbytes and isinstance(pin_budget, int):  # WSL2 caps pinned memory (microsoft/WSL#14078)
+        from .gpu import fit_pinned
+        fit = fit_pinned(pin_budget, bbytes, workers, prefetch)
+        budget["pin_budget_bytes"] = pin_budget
+        kw["pin_memory"] = fit["pin_memory"]
+        reasons["pin_memory"] = fit["reason"]
+        if workers and fit["pin_memory"] and fit["prefetch_factor"] != prefetch:
+            kw["prefetch_factor"] = fit["prefetch_factor"]
+            reasons["prefetch_factor"] = f"lowered from {prefetch} by the pinned-memory budget: {fit['reason']}"
     return LoaderKwargs(kw, reasons, budget)
 
