@@ -71,3 +71,18 @@ def test_a_one_node_cluster_sizes_the_workstation_targets_for_its_ranks(tmp_path
     assert size is not None and size >= plan.loader.shm_need > GIB
     assert f"--shm-size={size // GIB}g" in (tmp_path / "out" / "run.sh").read_text()
     assert yaml.safe_load((tmp_path / "out" / "compose.yaml").read_text())["services"]["node8"]["shm_size"] == f"{size // GIB}g"
+
+
+def test_profile_docs_worked_example_is_real_output(tmp_path):
+    from tests.conftest import ROOT
+
+    text = NODE8.replace("memory: 64g, ", "").replace("nodes: 2", "nodes: 1").replace("num_workers: auto", "num_workers: 8")
+    (tmp_path / "node8w.yaml").write_text(text)
+    res = run_envkit("generate", "node8w.yaml", "-o", "out", "--target", "k8s", cwd=tmp_path)
+    (line,) = [x for x in res.stderr.splitlines() if "loader.num_workers" in x]
+    docs = (ROOT / "docs" / "profile.md").read_text()
+    assert line in docs
+    auto = plan_of(load_profile_bytes(text.replace("num_workers: 8", "num_workers: auto").encode(), "p.yaml",
+                                      tmp_path).profile)
+    assert (auto.loader.workers, auto.loader.rank_need // MIB, auto.settings.shm_size // GIB) == (1, 138, 3)
+    assert 'sizeLimit: "3Gi"' in docs and f"{auto.loader.memory_need / GIB:.1f} GiB" in docs
