@@ -41,7 +41,7 @@ def loader_plan(profile: Profile, *, host_cpus: int | None = None, host_quota: f
     ``shm``: the container's /dev/shm when already decided (doctor passes the files' size, so a
     host's CPUs never resize it); by default it is decided here.
     """
-    run, ld = profile.run, profile.loader
+    ld = profile.loader
     return size_node(num_workers=ld.num_workers, batch_size=ld.batch_size, sample_shape=ld.sample_shape,
                      dtype=ld.dtype, prefetch_factor=ld.prefetch_factor, ranks=ranks_per_node(profile),
                      cpus=_cpus(profile, host_cpus, host_quota, wsl_vm), shm=shm or _shm(profile),
