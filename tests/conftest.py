@@ -182,6 +182,46 @@ def run_envkit(*args: str, cwd: Path | None = None, env: dict | None = None, tim
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
+def project_files(base_dir: Path, **kw) -> list[str]:
+    """:func:`envkit.project.project_files` as the image plan calls it: envkit's outputs and output folders left out."""
+    from envkit.plan.paths import MANIFEST
+    from envkit.plan.registry import output_names
+    from envkit.project import project_files as files
+
+    return files(base_dir, outputs=output_names(), manifest=MANIFEST, **kw)
+
+
+def call_envkit(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    """``envkit ARGS`` run in this process (``envkit.cli.main``): what :func:`run_envkit` returns (exit code,
+    stdout, stderr), without starting an interpreter. For tests where the process itself proves nothing
+    (no signal, no stdin, no exit of the interpreter): cwd and ``env`` are set for the call and put back,
+    and so is the SIGTERM handler ``main`` installs. A ``SystemExit`` (argparse's usage errors) is its code.
+    """
+    import contextlib
+    import io
+    import signal
+
+    from envkit.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_env, saved_cwd, saved_term = dict(os.environ), Path.cwd(), signal.getsignal(signal.SIGTERM)
+    try:
+        os.environ.update(env or {})
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as e:
+                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        signal.signal(signal.SIGTERM, saved_term)
+    return subprocess.CompletedProcess(["envkit", *args], code, out.getvalue(), err.getvalue())
+
+
 @pytest.fixture(scope="session")
 def e2e_dir(tmp_path_factory) -> Path:
     """The e2e project folder: NGC-style profile, an offline torch wheelhouse and the host CA bundle.

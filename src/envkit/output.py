@@ -42,11 +42,11 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, StringConstraints, ValidationError
 
 from envkit.errors import EnvkitError, OutputConflict, ProfileError
+from envkit.plan.paths import MANIFEST
 from envkit.safeio import FileRefused, kind_of, read_bounded, replace_file, stage_file, write_target
 from envkit.targets import OutputFile
 from envkit.termtext import neutralise
 
-MANIFEST = ".envkit-manifest.json"
 MANIFEST_MAX = 4 * 1024 * 1024
 BACKUP_MAX = 64 * 1024 * 1024
 STAGING_PREFIX = ".envkit-staging-"

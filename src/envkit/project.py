@@ -5,7 +5,7 @@ by Docker's own rules as docker-py applies them (``docker.utils.build.PatternMat
 ``filepath.Match`` classes such as ``[0-9]`` and ``[!0-9]``, ``**``, ``!`` exceptions, a folder
 pattern excluding everything under it; like docker-py, case-insensitive and with ``\\`` a literal
 character, not an escape; envkit's own generated ``.dockerignore`` is not the user's),
-envkit's outputs (the generated files, an output folder inside the project, ``.envkit/``), the torch
+envkit's outputs (the names the target registry says envkit writes, an output folder inside the project), the torch
 wheelhouses (they belong to the build stage, not the code), version-control and cache folders, and
 the well-known credential files of :data:`SECRETS` (``.env``, keys, ``.aws/credentials``,
 ``.kube/config``, ``terraform.tfstate``...) — which no ``!`` exception brings back: a secret in an
@@ -40,10 +40,6 @@ from typing import Any
 from envkit.errors import ProfileError
 from envkit.safeio import DOCKERIGNORE_MAX, kind_of, read_bounded
 
-# Generated next to the profile by `envkit generate -o .` (envkit.targets); never project code.
-ENVKIT_OUTPUTS = ("Dockerfile", ".dockerignore", "compose.yaml", "run.sh", "envkit-check", "envkit-entrypoint",
-                  "envkit_harness.pyz", "envkit_expect.json", "setup-wsl.ps1", "wsl.conf", ".wslconfig",
-                  ".envkit-manifest.json", ".envkit", ".devcontainer")
 SKIP_DIRS = (".git", ".hg", ".svn", ".venv", "venv", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache",
              ".ipynb_checkpoints", ".tox", ".nox")
 # Well-known credential files, anywhere in the tree; a `!` line in .dockerignore cannot bring them back,
@@ -466,12 +462,16 @@ def link_note(base_dir: Path, rel: str) -> str:
             f"copied; copy the file, or mount it")
 
 
-def select_project(base_dir: Path, *, exclude_dirs: tuple[Path, ...] = (), ship: tuple[str, ...] = ()) -> Selection:
+def select_project(base_dir: Path, *, exclude_dirs: tuple[Path, ...] = (), ship: tuple[str, ...] = (),
+                   outputs: frozenset[str] = frozenset(), manifest: str | None = None) -> Selection:
     """The files to copy from ``base_dir`` (symlinks left out, each named in :attr:`Selection.notes`) and
     the special files skipped.
 
     Every entry is judged by ``lstat`` alone: nothing is opened, so a FIFO cannot block the walk.
     ``ship``: :data:`SECRETS` patterns the profile ships deliberately (``image.ship_secrets``).
+    ``outputs``: the names envkit writes at the top of an output folder (the target registry's,
+    :func:`envkit.plan.registry.output_names`), left out at the top of ``base_dir``; ``manifest``: the
+    name of envkit's manifest, whose folder (an output folder inside the project) is left out whole.
     """
     source, rules = user_dockerignore(base_dir)
     ignore = DockerIgnore(rules) if rules else None
@@ -491,19 +491,19 @@ def select_project(base_dir: Path, *, exclude_dirs: tuple[Path, ...] = (), ship:
         prefix = "" if top else f"{rel_root}/"
         kept = []
         for d in sorted(dirs):
-            if d in SKIP_DIRS or (top and d in ENVKIT_OUTPUTS) or secret_folder(prefix + d, ship):
+            if d in SKIP_DIRS or (top and d in outputs) or secret_folder(prefix + d, ship):
                 continue
             if ignore is not None and not ignore.descends(prefix + d):
                 continue
             if (here / d).is_symlink():
                 notes.append(link_note(base_dir, prefix + d))
                 continue
-            if (here / d).resolve() not in skip and not (here / d / ".envkit-manifest.json").exists():
+            if (here / d).resolve() not in skip and not (manifest and (here / d / manifest).exists()):
                 kept.append(d)
         dirs[:] = kept
         for name in sorted(files):
             rel = prefix + name
-            if (top and name in ENVKIT_OUTPUTS) or is_secret(rel, ship):
+            if (top and name in outputs) or is_secret(rel, ship):
                 continue
             if ignore is not None and ignore.excluded(rel):
                 continue
@@ -521,6 +521,8 @@ def select_project(base_dir: Path, *, exclude_dirs: tuple[Path, ...] = (), ship:
     return Selection(tuple(out), tuple(skipped), tuple(notes))
 
 
-def project_files(base_dir: Path, *, exclude_dirs: tuple[Path, ...] = (), ship: tuple[str, ...] = ()) -> list[str]:
+def project_files(base_dir: Path, *, exclude_dirs: tuple[Path, ...] = (), ship: tuple[str, ...] = (),
+                  outputs: frozenset[str] = frozenset(), manifest: str | None = None) -> list[str]:
     """The files to copy, as sorted /-separated paths relative to ``base_dir`` (:func:`select_project`)."""
-    return list(select_project(base_dir, exclude_dirs=exclude_dirs, ship=ship).files)
+    return list(select_project(base_dir, exclude_dirs=exclude_dirs, ship=ship, outputs=outputs,
+                               manifest=manifest).files)

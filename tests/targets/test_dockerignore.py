@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from envkit.errors import ProfileError
-from envkit.project import collapse_stars, compile_glob, project_files, read_dockerignore
+from envkit.project import collapse_stars, compile_glob, read_dockerignore
+from tests.conftest import project_files
 
 TREE = ("train.py", "token1.json", "tokenA.json", "token12.json", "a.txt", "b.txt", "d.txt", "x*y.txt", "xzy.txt", "x\\zy.txt",
         "data/keep.txt", "data/big.bin", "data/sub/deep.bin", "data/sub/keep.txt", "src/pkg/mod.py",

@@ -9,7 +9,7 @@ import pytest
 
 from envkit.errors import ProfileError
 from envkit.profile import load_profile, load_profile_bytes
-from envkit.project import project_files
+from tests.conftest import project_files
 from tests.conftest import run_envkit
 
 HEAD = "envkit: 1\nname: team\nimage:\n  base: debian:bookworm\n"

@@ -22,6 +22,8 @@ SHM_MOUNT = "/dev/shm"
 # Copies of the profile's certificates, wheelhouses, requirement files, lock and code go under a folder
 # of envkit's own, so generating into the profile's folder never writes into the user's certs/ or wheels/.
 CONTEXT_DIR = ".envkit"
+# envkit's record of what it wrote into an output folder (envkit.output).
+MANIFEST = ".envkit-manifest.json"
 CHECK_FILE = "envkit-check"
 CHECK_PATH = f"/usr/local/bin/{CHECK_FILE}"
 ENTRYPOINT_FILE = "envkit-entrypoint"
