@@ -120,6 +120,8 @@ def _isolate(monkeypatch, tmp_path_factory):
     for key in list(os.environ):
         if key.startswith("ENVKIT_") and key not in KEEP_ENV:
             monkeypatch.delenv(key, raising=False)
+    # envkit.statcache: each test's own cache of copy signatures, never the user's.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
     monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
 
 

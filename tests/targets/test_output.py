@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests.conftest import copy_example, run_envkit
+from tests.conftest import call_envkit, copy_example, run_envkit
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -18,6 +18,29 @@ def test_byte_identical_across_runs(tmp_path):
         res = run_envkit("generate", str(profile), "-o", str(tmp_path / out))
         assert res.returncode == 0, res.stderr
     assert _tree(tmp_path / "a") == _tree(tmp_path / "b")
+
+
+def test_a_copied_output_folder_regenerates_with_a_byte_identical_manifest(tmp_path):
+    """The manifest holds what a clone reproduces (paths, owners, digests): a copy of the folder (new
+    inodes, new times, as ``cp -r`` or ``git clone`` make it), regenerated into, keeps it byte for byte."""
+    import shutil
+
+    profile = copy_example("corporate.yaml", tmp_path)  # a wheelhouse: copies linked into the context
+    text = profile.read_text()
+    profile.write_text(text.replace("image:\n", "image:\n  copy_project: true\n", 1))
+    (tmp_path / "train.py").write_text("print(1)\n")
+    (tmp_path / "wheels" / "torch-2.5.1+cu121-cp312-cp312-linux_x86_64.whl").write_bytes(b"PK" * 100)
+    assert call_envkit("generate", profile.name, "-o", "a", cwd=tmp_path).returncode == 0
+    manifest = (tmp_path / "a" / ".envkit-manifest.json").read_bytes()
+    assert b".envkit/wheels/" in manifest and b".envkit/project/train.py" in manifest
+    shutil.copytree(tmp_path / "a", tmp_path / "b")  # cp -r: new inodes and times
+    res = call_envkit("generate", profile.name, "-o", "b", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "b" / ".envkit-manifest.json").read_bytes() == manifest
+    # A second run into the original, and a first into a new folder, write it the same.
+    for out in ("a", "c"):
+        assert call_envkit("generate", profile.name, "-o", out, cwd=tmp_path).returncode == 0
+        assert (tmp_path / out / ".envkit-manifest.json").read_bytes() == manifest, out
 
 
 def test_rerun_is_a_noop(tmp_path):
