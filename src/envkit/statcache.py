@@ -73,7 +73,7 @@ def load(out_dir: Path, *, root: Path | None = None) -> Entries:
     for rel, entry in (doc.items() if isinstance(doc, dict) else ()):
         if (isinstance(entry, list) and len(entry) == 6 and all(type(n) is int for n in entry[:5])
                 and isinstance(entry[5], str) and _DIGEST.fullmatch(entry[5])):
-            out[rel] = (tuple(entry[:5]), entry[5])  # type: ignore[assignment]
+            out[rel] = (tuple(entry[:5]), entry[5])
     return out
 
 
