@@ -128,7 +128,7 @@ def test_every_command_comes_from_the_registry_and_keeps_its_contract():
     assert not strings & set(COMMANDS), sorted(strings & set(COMMANDS))
     for name, command in COMMANDS.items():
         module = importlib.import_module(command.module)
-        assert isinstance(module.HELP, str) and module.HELP, name
+        assert isinstance(command.help, str) and command.help and not hasattr(module, "HELP"), name
         assert callable(module.main), name
         assert command.raw_argv or callable(module.add_arguments), name
 
@@ -165,3 +165,15 @@ def test_comments_state_the_constraint_not_the_issue():
     stray += [f"{p.relative_to(ROOT)}:{n}" for p in others
               for n, line in enumerate(p.read_text().splitlines(), 1) if ISSUE_NUMBER.search(line)]
     assert not stray, f"issue numbers in comments (state the constraint instead): {stray}"
+
+
+def test_a_command_run_imports_no_other_commands_module():
+    """The parser of ``envkit NAME ...`` holds NAME's arguments only: no other command module is imported
+    (``envkit --help`` reads each help line from the registry)."""
+    import sys
+
+    code = ("import sys, envkit.cli as c; c._parse({argv!r}); "
+            "print(sorted(m for m in sys.modules if m.startswith('envkit.commands.')))")
+    for argv, loaded in ((["schema"], ["envkit.commands.schema"]), (["flags"], ["envkit.commands.flags"])):
+        res = subprocess.run([sys.executable, "-c", code.format(argv=argv)], capture_output=True, text=True)
+        assert res.stdout.strip() == repr(loaded), (argv, res.stdout, res.stderr)

@@ -236,7 +236,6 @@ def run(profile_path: Path | None, *, image: str | None, compare_default: bool, 
 
 
 # ---------------------------------------------------------------- command line (envkit.commands' contract)
-HELP = "build, then run the harness in a container with the profile's settings"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
