@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -192,5 +193,5 @@ def test_the_real_engine_cannot_take_a_colon_in_a_volume_source(tmp_path):
     src = tmp_path / "proj:v2"
     src.mkdir()
     with pytest.raises(EngineError):
-        engine.run(image, ["true"], RunSettings.engine_defaults().replace(volumes=(Volume(str(src), "/workspace", None),)),
+        engine.run(image, ["true"], replace(RunSettings.engine_defaults(), volumes=(Volume(str(src), "/workspace", None),)),
                    labels={}, timeout=60)
