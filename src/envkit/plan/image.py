@@ -35,8 +35,8 @@ from pathlib import Path
 
 from envkit.pem import certificate_blocks
 from envkit.plan.paths import CONTEXT_DIR, LOCK_FILE_NAME, MANIFEST
-from envkit.plan.requirements import decode, has_credentials, has_hashes, names_numpy, requirements_of
 from envkit.profile import LoadedProfile
+from envkit.requirements import decode, has_credentials, has_hashes, names_numpy, requirements_of
 from envkit.safeio import kind_of
 from envkit.termtext import neutralise
 
