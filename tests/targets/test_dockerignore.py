@@ -136,10 +136,15 @@ def test_docker_pys_patterns_are_read_not_patched(monkeypatch):
 
     from envkit.project import DockerIgnore
 
-    def refuse(self, filepath):
-        raise AssertionError("Pattern.match called")
+    class Guarded(build.Pattern):
+        def match(self, filepath):
+            raise AssertionError("Pattern.match called")
 
-    monkeypatch.setattr(build.Pattern, "match", refuse)
+        def __setattr__(self, name, value):
+            assert name != "match", "Pattern.match replaced"
+            super().__setattr__(name, value)
+
+    monkeypatch.setattr(build, "Pattern", Guarded)
     ignore = DockerIgnore(["data/", "*.log", "!keep.log"])
     assert ignore.excluded("data/x.bin") and ignore.excluded("a.log") and not ignore.excluded("keep.log")
     assert ignore.excluded("dätä/data/x.bin") is False and ignore.excluded("data/dätä.bin") is True
