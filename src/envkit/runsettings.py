@@ -18,8 +18,8 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable
+from dataclasses import dataclass, replace
+from typing import Callable
 
 from envkit.harness.sizing import DOCKER_DEFAULT_SHM as DEFAULT_SHM
 from envkit.hostpaths import is_drive_path, split_volume
@@ -88,14 +88,9 @@ class RunSettings:
         return cls(shm_size=None, ipc=None, cpuset=None, cpus=None, memory=None, gpus=None, ulimits=(), volumes=(),
                    env=(), init=False)
 
-    def replace(self, **changes: Any) -> "RunSettings":
-        """A copy with the fields named in ``changes`` replaced; the others keep their values."""
-        names: tuple[str, ...] = type(self).__match_args__
-        return RunSettings(**{**{n: getattr(self, n) for n in names}, **changes})
-
     def with_sources(self, resolve: Callable[[str], str]) -> "RunSettings":
         """A copy whose relative volume sources are ``resolve(source)`` (an engine needs absolute ones)."""
-        return self.replace(volumes=tuple(Volume(resolve(v.source), v.target, v.mode, v.project) if v.is_relative
+        return replace(self, volumes=tuple(Volume(resolve(v.source), v.target, v.mode, v.project) if v.is_relative
                                           else v for v in self.volumes))
 
     @property

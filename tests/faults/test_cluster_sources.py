@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import run_envkit
+from tests.conftest import call_envkit
 
 
 def _profile(tmp_path: Path, runtime: str, run: dict | None = None) -> Path:
@@ -28,7 +28,7 @@ def _profile(tmp_path: Path, runtime: str, run: dict | None = None) -> Path:
 @pytest.mark.parametrize("runtime", ["oci", "pyxis"])
 def test_the_ulimit_warning_says_where_a_limit_above_a_hard_limit_stops_the_job(tmp_path, runtime):
     profile = _profile(tmp_path, runtime, {"ulimits": {"nofile": 65536}})
-    res = run_envkit("generate", str(profile), "-o", str(tmp_path / "out"), "--target", "slurm")
+    res = call_envkit("generate", str(profile), "-o", str(tmp_path / "out"), "--target", "slurm")
     assert res.returncode == 0, res.stderr
     line = next(x for x in res.stderr.splitlines() if "run.ulimits.nofile" in x)
     assert "stops the job (naming the limit) above the batch node's hard limit" in line
@@ -57,7 +57,7 @@ def test_pyxis_sizes_dev_shm_with_a_tmpfs_mount(tmp_path):
     steps, _ = _pyxis_mounts(tmp_path, {"shm_size": "3g"})
     for entries in steps:
         assert entries[0] == ["tmpfs", "/dev/shm", f"nosuid,nodev,noexec,mode=1777,size={3 << 30}"]
-    res = run_envkit("generate", str(tmp_path / "envkit.yaml"), "-o", str(tmp_path / "again"), "--target", "slurm")
+    res = call_envkit("generate", str(tmp_path / "envkit.yaml"), "-o", str(tmp_path / "again"), "--target", "slurm")
     assert res.returncode == 0 and "run.shm_size" not in res.stderr, res.stderr
 
 

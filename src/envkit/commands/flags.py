@@ -45,7 +45,6 @@ def run(profile_path: Path | None, *, out: TextIO, err: TextIO, as_json: bool = 
 
 
 # ---------------------------------------------------------------- command line (envkit.commands' contract)
-HELP = "print the docker run flags on one shell-quoted line"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

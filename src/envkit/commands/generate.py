@@ -81,7 +81,6 @@ def run(profile_path: Path | None, out_dir: Path, targets: tuple[str, ...], *, f
 
 
 # ---------------------------------------------------------------- command line (envkit.commands' contract)
-HELP = "render Dockerfile, run.sh, compose.yaml, devcontainer.json, WSL files"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -139,7 +139,8 @@ def check_cpus(host: Host, profile: Profile, the_plan: LoaderPlan) -> dict:
 
 def check_numa(host: Host, profile: Profile) -> dict:
     """The host's NUMA topology (nodes, their CPUs, each NVIDIA GPU's node) against ``run.numa``."""
-    from envkit.harness.numa import format_cpulist, read_topology, resolve_node
+    from envkit.harness.cpulist import format_cpulist
+    from envkit.harness.numa import read_topology, resolve_node
 
     topo = read_topology(host.root)
     measured = {"nodes": {str(k): format_cpulist(v) for k, v in topo["nodes"].items()}, "gpus": topo["gpus"]}

@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .cpulist import format_cpulist, parse_cpulist
 from .report import FAIL, PASS, SKIP, WARN, make_check
 
 MIB = 1024 * 1024
@@ -49,40 +50,6 @@ METHODS = {
     "pageable": "host clock around synchronous copy_ + synchronize; warm-up, median of trials, GB=1e9 "
                 "(cuda-samples bandwidthTest's method for pageable memory)",
 }
-
-
-def parse_cpulist(text: str) -> set[int]:
-    """CPUs from a kernel cpulist such as ``0-3,8,10-11``.
-
-    >>> sorted(parse_cpulist("0-2,8,10-11\\n"))
-    [0, 1, 2, 8, 10, 11]
-    """
-    cpus: set[int] = set()
-    for part in text.strip().split(","):
-        if part:
-            lo, _, hi = part.partition("-")
-            cpus.update(range(int(lo), int(hi or lo) + 1))
-    return cpus
-
-
-def format_cpulist(cpus) -> str:
-    """The kernel's cpulist spelling of a set of CPUs.
-
-    >>> format_cpulist({0, 1, 2, 8, 10, 11})
-    '0-2,8,10-11'
-    """
-    out: list[str] = []
-    run: list[int] = []
-    for c in sorted(cpus):
-        if run and c == run[-1] + 1:
-            run.append(c)
-            continue
-        if run:
-            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-        run = [c]
-    if run:
-        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-    return ",".join(out)
 
 
 def pci_bus_id(domain: int, bus: int, device: int) -> str:
@@ -115,7 +82,7 @@ def numa_placement(bus_id: str | None, allowed: set[int], sysfs: Path = Path("/s
         return out
     out["numa_node"] = node
     try:
-        node_cpus = parse_cpulist((sysfs / "devices" / "system" / "node" / f"node{node}" / "cpulist").read_text())
+        node_cpus = set(parse_cpulist((sysfs / "devices" / "system" / "node" / f"node{node}" / "cpulist").read_text()))
     except (OSError, ValueError):
         out["reason"] = f"node{node}'s cpulist is not readable here"
         return out
