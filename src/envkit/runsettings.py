@@ -21,11 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from envkit.harness.sizing import DOCKER_DEFAULT_SHM as DEFAULT_SHM
+from envkit.harness.sizing import DOCKER_DEFAULT_SHM as DEFAULT_SHM, NodeLoader
 from envkit.hostpaths import is_drive_path, split_volume
-from envkit.harness.sizing import NodeLoader
 from envkit.plan.loader import loader_plan
 from envkit.profile.model import Profile
+from envkit.profile.proxy import proxy_build_args  # noqa: F401 (re-exported: the run env and the build read it)
 
 
 @dataclass(frozen=True)
@@ -146,14 +146,3 @@ def remaps_user(p: Profile) -> bool:
     True
     """
     return not p.image.user.is_root
-
-
-def proxy_build_args(p: Profile) -> list[tuple[str, str]]:
-    """``image.proxy`` as the lower- and upper-case variables tools read (build args and run env)."""
-    proxy = p.image.proxy
-    out: list[tuple[str, str]] = []
-    if proxy:
-        for key, value in (("http_proxy", proxy.http), ("https_proxy", proxy.https), ("no_proxy", proxy.no_proxy)):
-            if value is not None:
-                out += [(key, value), (key.upper(), value)]
-    return out

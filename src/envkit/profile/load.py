@@ -316,7 +316,7 @@ def _check_run_env(profile: Profile, pos: dict, source: str) -> None:
     and compose interpolates ``$`` in its ``env_file``, so a file would carry neither larger nor more
     literal values than argv does; a large value belongs in a mounted file (run.volumes).
     """
-    from envkit.runsettings import proxy_build_args
+    from envkit.profile.proxy import proxy_build_args
 
     problems = []
     env = dict(profile.run.env)
