@@ -142,7 +142,7 @@ def harness_env(**extra):
     env.update(extra)
     return env
 
-NO_TORCH = ("torch is not installed here: pip install 'envkit[harness]' "
+NO_TORCH = ("torch is not installed here: pip install 'envkit-torch[harness]' "
             "(or run the harness inside the container)")
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 
+from envkit import DISTRIBUTION
 from envkit.plan.wsl import WSL2_BACKPORT_BUILDS, WSL2_MIN_BUILD, WSL2_MIN_UBR, WSL_INSTALL_MIN_BUILD, Section
 from envkit.targets import GenContext, OutputFile
 
@@ -55,6 +56,7 @@ def render(ctx: GenContext) -> list[OutputFile]:
         "setup-wsl.ps1.j2",
         header=ctx.header("#"),
         profile_name=ctx.profile.name,
+        distribution=DISTRIBUTION,
         distro=DEFAULT_DISTRO,
         profile_path=_profile_path(ctx),
         has_wsl_conf=bool(_flat(conf_sections)),

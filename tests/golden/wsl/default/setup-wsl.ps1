@@ -207,7 +207,7 @@ if ($ProfilePath) {
 $ShownProfile = if ($ProfilePath) { $ProfilePath } else { '<your envkit.yaml>' }
 $WindowsEnvkit = Get-Command 'envkit' -ErrorAction SilentlyContinue
 $DistroEnvkit = if ($distroReady) { Get-DistroEnvkit $Distro } else { '' }
-$InstallInDistro = "wsl -d $Distro -- bash -lc 'sudo apt-get install -y pipx && pipx install envkit'"
+$InstallInDistro = "wsl -d $Distro -- bash -lc 'sudo apt-get install -y pipx && pipx install envkit-torch'"
 $before = Get-FileSha $WslConfigPath
 if (-not $ProfileFile) {
     Write-Warning ("The profile ($ShownProfile) was not found, so .wslconfig was not merged. Run: " +
@@ -224,11 +224,11 @@ if (-not $ProfileFile) {
     $linuxProfile = ConvertTo-DistroPath $Distro $ProfileFile
     $linuxConfig = ConvertTo-DistroPath $Distro $WslConfigPath
     Write-Warning ("envkit is on neither Windows's PATH nor ${Distro}'s, so .wslconfig was not merged. Either " +
-                   "'py -m pip install envkit' on Windows and run this script again, or run:`n  $InstallInDistro`n" +
+                   "'py -m pip install envkit-torch' on Windows and run this script again, or run:`n  $InstallInDistro`n" +
                    "  wsl -d $Distro -- bash -lc `"envkit wsl apply '$linuxProfile' --wslconfig '$linuxConfig'`"")
 } else {
     Write-Warning ("envkit is not on Windows's PATH and $Distro is not ready yet, so .wslconfig was not merged. " +
-                   "'py -m pip install envkit' on Windows (or, once $Distro runs: $InstallInDistro), then run this script again.")
+                   "'py -m pip install envkit-torch' on Windows (or, once $Distro runs: $InstallInDistro), then run this script again.")
 }
 $changed = (Get-FileSha $WslConfigPath) -ne $before
 
