@@ -120,7 +120,8 @@ def fitted_profile(m: Machine, default_text: str | None = None) -> tuple[str, st
     t = _set(t, r"^  memory: \S+$", f"  memory: {docker_size(memory)}")
     t = _set(t, r"^  shm_size: \S+", f"  shm_size: {docker_size(shm)}")
     t = _set(t, r"^  num_workers: \S+$", f"  num_workers: {workers}")
-    chosen = [f"run.cpus {cpus}" if m.cluster else f"run.cpuset {cpuset}", f"run.memory {docker_size(memory)}", f"run.shm_size {docker_size(shm)}",
+    chosen = [f"run.cpus {cpus}" if m.cluster else f"run.cpuset {cpuset}", f"run.memory {docker_size(memory)}",
+              f"run.shm_size {docker_size(shm)}",
               f"loader.num_workers {workers}"]
     if not m.gpus:
         t = _set(t, r"^    variant: cu\d+ .*$", "    variant: cpu                # cpu | cuXYZ | rocmX.Y -> the matching "
