@@ -49,3 +49,26 @@ def test_the_license_file_holds_the_apache_text():
     text = (ROOT / "LICENSE").read_text()
     assert "Apache License" in text and "Version 2.0, January 2004" in text
     assert "END OF TERMS AND CONDITIONS" in text and "APPENDIX: How to apply the Apache License" in text
+
+
+def _blocks(text: str) -> list[str]:
+    import re as _re
+
+    return _re.findall(r"```(?:powershell|sh|bash)\n(.*?)```", text, _re.S)
+
+
+def test_the_windows_guide_runs_the_script_bypassed_and_installs_envkit_in_the_distribution():
+    text = (ROOT / "docs" / "windows.md").read_text()
+    blocks = _blocks(text)
+    windows = next(b for b in blocks if "setup-wsl.ps1" in b)
+    runs = [line for line in windows.splitlines() if "setup-wsl.ps1" in line and not line.startswith("envkit")]
+    assert len(runs) == 3 and all(r.startswith("powershell -ExecutionPolicy Bypass -File .\\out\\setup-wsl.ps1") for r in runs)
+    assert "py -m pip install envkit-torch" in windows and windows.index("envkit init") < windows.index(runs[0])
+    inside = next(b for b in blocks if "git clone" in b)
+    assert "pipx install envkit-torch" in inside and "/mnt/c" not in inside.split("git clone")[0]
+    steps = next(b for b in blocks if "envkit validate" in b and "envkit init" in b and "setup-wsl" not in b)
+    for word in ("envkit init", "envkit generate", "envkit doctor", "envkit validate"):
+        assert word in steps, word
+    assert text.index("pipx install envkit-torch") < text.index(steps)
+    nvidia = next(b for b in blocks if "nvidia-ctk runtime configure" in b)
+    assert nvidia.index("install -y nvidia-container-toolkit") < nvidia.index("nvidia-ctk runtime configure")

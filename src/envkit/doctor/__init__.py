@@ -97,6 +97,8 @@ def diagnose(host: Host, profile: Profile, scripts: list[Path], data_paths: list
     plan = C.host_plan(host, profile)  # the loader's plan on this host, decided once for every check
     results = [C.check_os(host, wsl), C.check_memory(host, profile, wsl, plan), C.check_cpus(host, profile, plan),
                C.check_numa(host, profile), C.check_shm(host, profile, plan), C.check_memlock(host, profile)]
+    if host.platform.startswith("win"):  # the VM is cut from this PC: compare the profile's wsl.* with it
+        results.append(C.check_wsl_fit(host, profile))
     results.extend(C.check_docker(host, profile))
     results.append(C.check_gpu(host, profile, wsl))
     results.append(C.check_location(host, "workdir", os.path.normpath(host.cwd), wsl, mounts, measure=False))

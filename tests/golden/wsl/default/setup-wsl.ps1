@@ -19,6 +19,14 @@
     Safe to run twice: a second run changes nothing, writes no backup and does not shut WSL down.
     Run with: powershell -ExecutionPolicy Bypass -File .\setup-wsl.ps1
 
+    On a bare machine it takes three runs, as the same Windows user each time:
+      run 1, elevated (Run as administrator): installs WSL2 and the distribution; restart Windows;
+      run 2: the distribution is installed but has no Linux user yet: launch it once from the Start
+             menu (or `wsl -d <Distro>`) and create your user;
+      run 3: merges the profile's keys, restarts WSL and verifies.
+    WSL distributions and .wslconfig are per user: elevated with another (administrator) account,
+    the script stops before it installs or configures anything for the wrong profile.
+
 .PARAMETER Distro
     The distribution to install and configure (default: the one named below).
 
@@ -28,12 +36,16 @@
 .PARAMETER ProfilePath
     The profile `envkit wsl apply` reads (default: where it was when this script was generated,
     relative to this script's folder).
+
+.PARAMETER UpdateWsl
+    Run `wsl --update` (the Store WSL) when the installed WSL is older than the profile's keys need.
 #>
 [CmdletBinding()]
 param(
     [string]$Distro = 'Ubuntu',
     [string]$WslConfigPath = (Join-Path $env:USERPROFILE '.wslconfig'),
-    [string]$ProfilePath = ''
+    [string]$ProfilePath = '',
+    [switch]$UpdateWsl
 )
 
 Set-StrictMode -Version Latest
@@ -53,6 +65,11 @@ $HasWslConf = $true
 $NewerWindowsKeys = @(
     [pscustomobject]@{ Key = 'wsl2.networkingMode'; Build = [int]'22621' }
 )
+# Keys that WSL before the Store WSL 2.0.0 (and the inbox wsl.exe) ignores.
+$StoreWslKeys = @('wsl2.networkingMode', 'experimental.autoMemoryReclaim', 'experimental.sparseVhd')
+$StoreWslMin = [version]'2.0.0'
+# Whether the profile asks for GPUs (the next steps name the NVIDIA Container Toolkit).
+$WantsGpus = $true
 # Empty when the profile leaves the value to WSL's default.
 $ExpectedProcessors = '8'
 $ExpectedMemoryBytes = '42949672960'
@@ -94,6 +111,30 @@ function Invoke-Native {
 function Test-Admin {
     $identity = [Security.Principal.WindowsIdentity]::GetCurrent()
     (New-Object Security.Principal.WindowsPrincipal $identity).IsInRole([Security.Principal.WindowsBuiltInRole]::Administrator)
+}
+
+function Get-ConsoleUser {
+    # The user signed in at the console (DOMAIN\user); empty when it cannot be read (a remote session).
+    try { "$((Get-CimInstance -ClassName Win32_ComputerSystem -ErrorAction Stop).UserName)" } catch { '' }
+}
+
+function Test-WslInstalled {
+    # `wsl --status` answers on a current WSL. An old inbox wsl.exe has no --status (it prints its usage and
+    # fails) but lists its distributions; with WSL enabled and no distribution yet, the WSL service exists.
+    if (-not (Get-Command 'wsl.exe' -ErrorAction SilentlyContinue)) { return $false }
+    if ((Invoke-Native 'wsl.exe' @('--status')).ExitCode -eq 0) { return $true }
+    if ((Invoke-Native 'wsl.exe' @('--list', '--quiet')).ExitCode -eq 0) { return $true }
+    [bool](Get-Service -Name 'WslService', 'LxssManager' -ErrorAction SilentlyContinue)
+}
+
+function Get-WslVersion {
+    # The Store WSL's version from `wsl --version` ("WSL version: 2.0.9.0", in the display language);
+    # $null for the inbox wsl.exe, which has no --version.
+    $r = Invoke-Native 'wsl.exe' @('--version')
+    if ($r.ExitCode -ne 0) { return $null }
+    $first = @($r.Output -split "`n" | Where-Object { $_ -match '\d+\.\d+\.\d+' })
+    if ($first.Count -eq 0) { return $null }
+    [version](([regex]::Match($first[0], '\d+\.\d+\.\d+')).Value)
 }
 
 function Get-WindowsBuild {
@@ -163,11 +204,23 @@ foreach ($k in $NewerWindowsKeys) {
     }
 }
 
+# ---- The user: distributions and .wslconfig are per user ------------------------------------
+
+$RunningAs = [Security.Principal.WindowsIdentity]::GetCurrent().Name
+$ConsoleUser = Get-ConsoleUser
+if ($ConsoleUser -and $ConsoleUser -ne $RunningAs -and -not $PSBoundParameters.ContainsKey('WslConfigPath')) {
+    throw ("This PowerShell runs as $RunningAs, but $ConsoleUser is signed in. WSL distributions and " +
+           "%UserProfile%\.wslconfig are per user: run as $RunningAs, the distribution would be installed for it " +
+           "and .wslconfig written to $env:USERPROFILE. Run this script as $ConsoleUser instead (elevated as " +
+           "$ConsoleUser if that account is an administrator). If $ConsoleUser is not one: as $RunningAs run " +
+           "'wsl --install --no-distribution', restart, then run this script as $ConsoleUser without elevation " +
+           "(or pass -WslConfigPath C:\Users\<you>\.wslconfig to configure another profile on purpose).")
+}
+
 # ---- 2. WSL2 and the distribution -----------------------------------------------------------
 
 $restartNeeded = $false
-$status = if (Get-Command 'wsl.exe' -ErrorAction SilentlyContinue) { Invoke-Native 'wsl.exe' @('--status') } else { $null }
-if ($null -eq $status -or $status.ExitCode -ne 0) {
+if (-not (Test-WslInstalled)) {
     if ($legacyWindows) {
         throw ("WSL is not installed, and 'wsl --install' needs build 19041. On build ${build}: as administrator run " +
                "'dism.exe /online /enable-feature /featurename:Microsoft-Windows-Subsystem-Linux /all /norestart' and " +
@@ -185,6 +238,25 @@ if ($null -eq $status -or $status.ExitCode -ne 0) {
 }
 $r = Invoke-Native 'wsl.exe' @('--set-default-version', '2')
 if ($r.ExitCode -ne 0 -and -not $restartNeeded) { Write-Warning "wsl --set-default-version 2 failed: $($r.Message)" }
+
+# The Store WSL's version against the keys the profile writes (the inbox wsl.exe has no --version).
+if (-not $restartNeeded -and $StoreWslKeys.Count -gt 0) {
+    $wslVersion = Get-WslVersion
+    if ($null -eq $wslVersion -or $wslVersion -lt $StoreWslMin) {
+        $have = if ($null -eq $wslVersion) { "the inbox WSL (wsl --version does not answer)" } else { "WSL $wslVersion" }
+        if ($UpdateWsl) {
+            Write-Step "Updating WSL (wsl --update): $have ignores $($StoreWslKeys -join ', ')"
+            $r = Invoke-Native 'wsl.exe' @('--update')
+            if ($r.ExitCode -ne 0) { throw "wsl --update failed ($($r.ExitCode)): $($r.Message)" }
+            $restartNeeded = $true
+        } else {
+            Write-Warning ("$have ignores $($StoreWslKeys -join ', ') (they need WSL $StoreWslMin or newer, the Store " +
+                           "WSL). Run this script again with -UpdateWsl (it runs 'wsl --update'), or run 'wsl --update' yourself.")
+        }
+    } else {
+        Write-Host "WSL ${wslVersion}: reads every key the profile writes."
+    }
+}
 
 $distroReady = -not $restartNeeded -and ((Get-Distros) -contains $Distro)
 if (-not $restartNeeded -and -not $distroReady) {
@@ -296,14 +368,27 @@ if ($memLine.Count -gt 0) {
     }
 }
 
-Write-Step 'Next steps'
-Write-Host @'
-  1. Open the distribution (wsl -d <name>) and clone your project into the Linux file system,
-     e.g. ~/src/project -- not under /mnt/c, which goes through 9P and is many times slower.
-  2. Docker: install Docker Desktop and enable WSL integration for this distribution
-     (Settings > Resources > WSL integration), or install docker.io inside the distribution.
-  3. Inside the distribution: envkit doctor --script train.py, then envkit validate.
+Write-Step 'Next steps, inside the distribution'
+Write-Host @"
+  Open it (wsl -d $Distro), then:
+  1. Clone your project into the Linux file system, not under /mnt/c (9P, many times slower):
+       mkdir -p ~/src && cd ~/src && git clone <your repository> && cd <project>
+  2. Install envkit there: sudo apt-get install -y pipx && pipx ensurepath && pipx install envkit-torch
+     (or, from a checkout of envkit: pipx install ./envkit); open a new shell so ~/.local/bin is on PATH.
+  3. Docker: Docker Desktop with Settings > Resources > WSL integration on for $Distro, or
+     docker inside it: sudo apt-get install -y docker.io && sudo usermod -aG docker `$USER (then reopen it).
+  4. In the project: envkit init, envkit generate, envkit doctor --script train.py, envkit validate.
+"@
+if ($WantsGpus) {
+    Write-Host @'
+  GPUs: install only the NVIDIA Windows driver (never a Linux driver in WSL). Docker Desktop brings GPU
+  support itself; docker.io inside the distribution needs the NVIDIA Container Toolkit first:
+       curl -fsSL https://nvidia.github.io/libnvidia-container/gpgkey | sudo gpg --dearmor -o /usr/share/keyrings/nvidia-container-toolkit-keyring.gpg
+       curl -fsSL https://nvidia.github.io/libnvidia-container/stable/deb/nvidia-container-toolkit.list | sed 's#deb https://#deb [signed-by=/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg] https://#g' | sudo tee /etc/apt/sources.list.d/nvidia-container-toolkit.list
+       sudo apt-get update && sudo apt-get install -y nvidia-container-toolkit
+       sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker
 '@
+}
 if ($problems -gt 0) {
     Write-Warning "$problems check(s) above need attention."
     exit 1
