@@ -2,7 +2,7 @@
 
 Every command comes from the registry :data:`envkit.commands.COMMANDS`; nothing here names one.
 
-Exit codes: 0 ok; 1 a check failed or an edited file blocked writing; 2 bad
+A bare ``envkit`` prints the help with the command list (exit 0). Exit codes: 0 ok; 1 a check failed or an edited file blocked writing; 2 bad
 profile or usage; 3 the Docker engine failed or refused; 70 an internal error
 (a bug: ENVKIT_DEBUG=1 shows the traceback); 130 interrupted.
 
@@ -71,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
         # unwind through them as Ctrl-C does, instead of killing the process where it stands.
         signal.signal(signal.SIGTERM, _on_sigterm)
     try:
+        if not argv:  # a bare `envkit`: what it is and every command, as `envkit --help` shows them
+            build_parser().print_help(sys.stdout)
+            return 0
         if argv and argv[0] in COMMANDS and COMMANDS[argv[0]].raw_argv:
             return load(argv[0]).main(argv[1:])
         args = build_parser().parse_args(argv)

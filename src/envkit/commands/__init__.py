@@ -201,17 +201,25 @@ def _shown(path: Path, cwd: Path) -> Path:
     return Path(*([".."] * ups), path.name) if ups else Path(path.name)
 
 
-def resolve_profile(args: argparse.Namespace, err: TextIO | None = None) -> Path | None:
+#: What a command says on stderr when it falls back to the embedded default profile.
+EMBEDDED_NOTE = (f"envkit: no profile named, none in ${PROFILE_ENV} and no envkit.yaml here or in a parent folder: "
+                 "using the embedded default profile (`envkit init` writes one sized for this machine)")
+
+
+def resolve_profile(args: argparse.Namespace, err: TextIO | None = None, *, announce_default: bool = True) -> Path | None:
     """The profile for a command's parsed PROFILE / ``-f`` (see :func:`find_profile`); None: the embedded default.
 
     A profile found through ``$ENVKIT_PROFILE`` or in a parent folder is said on ``err`` (default stderr),
-    as ``envkit: using PATH``; one named on the command line, or ./envkit.yaml, is not.
+    as ``envkit: using PATH``; one named on the command line, or ./envkit.yaml, is not. The embedded
+    default is said too (:data:`EMBEDDED_NOTE`), unless ``announce_default`` is off (doctor says its own).
     """
     found = find_profile(args.profile, getattr(args, "profile_file", None), os.environ, Path.cwd())
     said = found.how == "env" or (found.how == "discovered" and found.path != DEFAULT_PROFILE_FILE)
     if said:
         source = f"${PROFILE_ENV}" if found.how == "env" else "the nearest envkit.yaml"
         print(f"envkit: using {found.path} ({source})", file=err or sys.stderr)
+    elif found.path is None and announce_default:
+        print(EMBEDDED_NOTE, file=err or sys.stderr)
     return found.path
 
 
