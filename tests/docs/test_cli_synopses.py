@@ -46,3 +46,32 @@ def test_every_option_of_every_command_is_in_its_synopsis():
             if not any(re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", synopsis) for o in action.option_strings):
                 missing.append(f"{words}: {longs[0]}")
     assert not missing, "docs/cli.md synopses lack:\n" + "\n".join(missing)
+
+
+def test_the_bad_input_samples_allowed_keys_are_the_image_sections_keys():
+    from envkit.profile.model import Image
+
+    line = next(line for line in (ROOT / "docs" / "cli.md").read_text().splitlines() if "image.torhc: unknown key" in line)
+    shown = line.split("allowed keys here: ", 1)[1].split(", ")
+    assert shown == sorted(Image.model_fields)
+
+
+def test_a_bare_envkit_lists_the_commands(capsys):
+    from envkit.cli import main
+    from envkit.commands import COMMANDS
+
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: envkit") and all(f"\n    {name}" in out for name in COMMANDS)
+
+
+def test_the_embedded_default_is_announced_on_stderr(tmp_path, monkeypatch, capsys):
+    from envkit.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ENVKIT_PROFILE", raising=False)
+    assert main(["flags"]) == 0
+    assert "using the embedded default profile" in capsys.readouterr().err
+    (tmp_path / "envkit.yaml").write_text("envkit: 1\nname: x\nimage: {base: 'debian:bookworm'}\n")
+    assert main(["flags"]) == 0
+    assert "embedded" not in capsys.readouterr().err
