@@ -2,7 +2,9 @@
 
 Every command comes from the registry :data:`envkit.commands.COMMANDS`; nothing here names one.
 
-A bare ``envkit`` prints the help with the command list (exit 0). Exit codes: 0 ok; 1 a check failed or an edited file blocked writing; 2 bad
+A bare ``envkit`` prints the help with the command list (exit 0).
+
+Exit codes: 0 ok; 1 a check failed or an edited file blocked writing; 2 bad
 profile or usage; 3 the Docker engine failed or refused; 70 an internal error
 (a bug: ENVKIT_DEBUG=1 shows the traceback); 130 interrupted.
 

@@ -75,7 +75,29 @@ def run(profile_path: Path | None, out_dir: Path, targets: tuple[str, ...], *, f
         print(f"unchanged: {len(report.unchanged)} file(s)", file=out)
     for bak in report.backups:
         print(f"backed up your edited file to {neutralise(str(bak))}", file=err)
+    for note in layout_notes(out_dir, tuple(requested), tuple(report.written)):
+        print(f"envkit: warning: {neutralise(note)}" if "cannot build" in note else f"envkit: note: {neutralise(note)}",
+              file=err)
     return 0
+
+
+def layout_notes(out_dir: Path, requested: tuple[str, ...], written: tuple[str, ...]) -> list[str]:
+    """What the written files need from the output folder: compose.yaml and the dev container build from its
+    Dockerfile (a warning when it is neither requested nor there); VS Code finds .devcontainer/ only at the
+    top of the folder it opens.
+
+    >>> layout_notes(Path("out"), ("compose",), ("compose.yaml",))[0][:60]
+    'compose.yaml builds from out/Dockerfile, which is not there,'
+    """
+    notes = []
+    builders = [name for target, name in (("compose", "compose.yaml"), ("devcontainer", ".devcontainer/devcontainer.json"))
+                if target in requested]
+    if builders and "dockerfile" not in requested and not (out_dir / "Dockerfile").exists():
+        notes.append(f"{' and '.join(builders)} build{'s' if len(builders) == 1 else ''} from {out_dir / 'Dockerfile'}, "
+                     "which is not there, so it cannot build: add --target dockerfile")
+    if ".devcontainer/devcontainer.json" in written and out_dir.resolve() != Path.cwd().resolve():
+        notes.append(f"VS Code finds the dev container in the folder it opens: open {out_dir} (or generate with -o .)")
+    return notes
 
 
 # ---------------------------------------------------------------- command line (envkit.commands' contract)

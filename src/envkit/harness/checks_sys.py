@@ -18,7 +18,7 @@ import os
 from collections.abc import Mapping
 
 from . import env as envmod
-from .report import FAIL, PASS, SKIP, WARN, human_bytes, make_check
+from .report import FAIL, PASS, SKIP, WARN, human_bytes, make_check, plural
 from .sizing import cpu_limit, docker_size, recommended_shm_bytes, shm_required_bytes
 
 # tmpfs sizes are page-rounded; anything within 1 % of the asked size counts as applied.
@@ -51,7 +51,7 @@ def check_shm(loader: dict, run: dict, stats: dict | None = None) -> dict:
     size, free = stats["size_bytes"], stats["free_bytes"]
     measured = dict(stats)
     need = (f"the loader (batch {loader['batch_size']} x {loader['sample_shape']} {loader['dtype']}, "
-            f"{loader['num_workers']} workers x prefetch {loader['prefetch_factor']}) needs "
+            f"{plural(loader['num_workers'], 'worker')} x prefetch {loader['prefetch_factor']}) needs "
             f"~{human_bytes(required)}")
     if size < required:
         return make_check("shm", FAIL, measured, expected,
