@@ -41,7 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     completion only: :func:`main` hands its words to the command before this parser sees them. Every
     parsed namespace carries this parser as ``root_parser`` (``envkit help``, ``envkit completion``).
     """
-    parser = _Parser(prog="envkit", description="One YAML profile in; a working, proven PyTorch environment out.")
+    parser = _Parser(prog="envkit", description="One YAML profile in; a working, proven PyTorch environment out.",
+                     epilog="A command's options: envkit COMMAND --help. The guides ship with envkit: envkit help "
+                            "TOPIC (profile, windows, validate, cli, ...; envkit help help lists them).")
     parser.add_argument("--version", action="version", version=f"envkit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
     for name, command in COMMANDS.items():
