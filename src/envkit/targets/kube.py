@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 from envkit.hostpaths import is_drive_path
 from envkit.plan.cluster import ClusterPlan, registry_host
-from envkit.profile.dockerref import is_local_only
+from envkit.plan.image import is_local_only
 from envkit.plan.envplan import EnvPlan
 from envkit.plan.paths import CHECK_FILE, SHM_MOUNT
 from envkit.targets import GenContext

@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 
 from envkit.plan.cluster import ClusterPlan, registry_host
-from envkit.profile.dockerref import is_local_only
+from envkit.plan.image import is_local_only
 from envkit.plan.envplan import EnvPlan
 from envkit.plan.paths import CHECK_FILE as CHECK_COMMAND
 from envkit.targets import GenContext, OutputFile
