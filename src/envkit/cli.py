@@ -2,6 +2,8 @@
 
 Every command comes from the registry :data:`envkit.commands.COMMANDS`; nothing here names one.
 
+A bare ``envkit`` prints the help with the command list (exit 0).
+
 Exit codes: 0 ok; 1 a check failed or an edited file blocked writing; 2 bad
 profile or usage; 3 the Docker engine failed or refused; 70 an internal error
 (a bug: ENVKIT_DEBUG=1 shows the traceback); 130 interrupted.
@@ -42,7 +44,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     carries the whole CLI's parser as ``root_parser`` when its command's entry asks for it
     (``envkit help``, ``envkit completion``), else this one.
     """
-    parser = _Parser(prog="envkit", description="One YAML profile in; a working, proven PyTorch environment out.")
+    parser = _Parser(prog="envkit", description="One YAML profile in; a working, proven PyTorch environment out.",
+                     epilog="A command's options: envkit COMMAND --help. The guides ship with envkit: envkit help "
+                            "TOPIC (profile, windows, validate, cli, ...; envkit help help lists them).")
     parser.add_argument("--version", action="version", version=f"envkit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
     for name, command in COMMANDS.items():
@@ -88,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
         # unwind through them as Ctrl-C does, instead of killing the process where it stands.
         signal.signal(signal.SIGTERM, _on_sigterm)
     try:
+        if not argv:  # a bare `envkit`: what it is and every command, as `envkit --help` shows them
+            build_parser().print_help(sys.stdout)
+            return 0
         if argv and argv[0] in COMMANDS and COMMANDS[argv[0]].raw_argv:
             return load(argv[0]).main(argv[1:])
         args = _parse(argv)

@@ -66,7 +66,10 @@ def test_run_sh_never_executes_profile_values(tmp_path):
 def test_init_writes_default_and_refuses_overwrite(tmp_path):
     target = tmp_path / "envkit.yaml"
     assert call_envkit("init", str(target)).returncode == 0
-    assert target.read_text() == default_profile_text()
+    from envkit.doctor.host import Host
+    from envkit.initfit import fitted_profile, this_machine
+
+    assert target.read_text() == fitted_profile(this_machine(Host()))[0]
     target.write_text(target.read_text() + "# mine\n")
     res = call_envkit("init", str(target))
     assert res.returncode == 1 and "already exists" in res.stderr

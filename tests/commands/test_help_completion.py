@@ -160,7 +160,7 @@ def test_discovery_stops_at_the_repository_root(tmp_path):
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)
     res = call_envkit("flags", cwd=repo)
-    assert res.returncode == 0 and "--shm-size=3g" not in res.stdout and "using" not in res.stderr
+    assert res.returncode == 0 and "--shm-size=3g" not in res.stdout and "using the embedded default profile" in res.stderr
 
 
 def test_envkit_profile_names_the_profile_and_is_said(tmp_path):
@@ -183,3 +183,28 @@ def test_help_output_goes_to_stdout_only():
 
     buf = io.StringIO()
     assert run(build_parser(), [], out=buf) == 0 and buf.getvalue().startswith("usage: envkit")
+
+
+def test_help_prints_a_shipped_guide_and_completes_its_topics(capsys):
+    from envkit.cli import build_parser, main
+    from envkit.commands.completion import fish_script
+    from tests.conftest import ROOT
+
+    assert main(["help", "profile"]) == 0
+    assert capsys.readouterr().out == (ROOT / "docs" / "profile.md").read_text()
+    assert main(["help", "windws"]) == 2
+    assert "did you mean 'windows'" in capsys.readouterr().err
+    fish = fish_script(build_parser())
+    help_values = next(line for line in fish.splitlines() if "__envkit_at help" in line and " -a " in line
+                       and "windows" in line)
+    for word in ("generate", "apply", "profile", "windows", "validate"):
+        assert word in help_values, word
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert '"docs" = "envkit/docs"' in pyproject  # the wheel carries the guides
+
+
+def test_the_top_level_help_says_where_the_guides_are(capsys):
+    from envkit.cli import main
+
+    main([])
+    assert "envkit help TOPIC" in capsys.readouterr().out

@@ -146,3 +146,55 @@ def test_compare_default_names_the_daemons_default_shm(profile):
     validate.run(profile, image="x:1", compare_default=True, as_json=True, timeout=60, quick=True,
                  out=io.StringIO(), err=err, engine=eng)
     assert "1.0 GiB, set by /etc/docker/daemon.json" in err.getvalue()
+
+
+def _small_host(tmp_path, cpus: int = 2, mem_gib: int = 24, environ: dict | None = None):
+    from envkit.doctor import Host
+
+    root = tmp_path / "host"
+    (root / ".envkit-fixture").mkdir(parents=True)
+    (root / ".envkit-fixture" / "host.json").write_text(json.dumps({"platform": "linux", "cpus": cpus}))
+    (root / "proc").mkdir()
+    (root / "proc" / "meminfo").write_text(f"MemTotal:       {mem_gib * 1024 * 1024} kB\n")
+    return Host(root, environ=environ or {}, cwd=str(tmp_path), docker_probe=lambda: None)
+
+
+def test_validate_checks_the_host_before_building(tmp_path):
+    from envkit.errors import CheckFailed
+
+    p = tmp_path / "envkit.yaml"
+    p.write_text(PROFILE.replace('cpuset: "0-1"', 'cpuset: "0-3"').replace("./missing:/m", "./data:/d"))
+    (tmp_path / "data").mkdir()
+    eng = FakeEngine()
+    with pytest.raises(CheckFailed) as ei:
+        validate.run(p, image=None, compare_default=False, as_json=False, timeout=60, quick=True,
+                     out=io.StringIO(), err=io.StringIO(), engine=eng, host=_small_host(tmp_path))
+    assert eng.calls == []  # nothing built, nothing run: the host said no first
+    message = str(ei.value)
+    assert "nothing was built" in message and "run.cpuset 0-3 names CPU 3, but this machine has CPUs 0-1" in message
+    assert ei.value.exit_code == 1 and "shrink run.cpuset" in ei.value.hint
+
+
+def test_validate_names_every_host_check_that_fails(tmp_path):
+    from envkit.errors import CheckFailed
+
+    p = tmp_path / "envkit.yaml"
+    p.write_text(PROFILE.replace("memory: 4g", "memory: 64g\n  gpus: all"))
+    with pytest.raises(CheckFailed) as ei:
+        validate.run(p, image="given:tag", compare_default=False, as_json=True, timeout=60, quick=True,
+                     out=io.StringIO(), err=io.StringIO(), engine=FakeEngine(), host=_small_host(tmp_path))
+    assert "memory: 24.0 GiB of memory, but the container needs" in str(ei.value)
+    assert "gpu: the profile asks for GPUs but none is visible" in str(ei.value)
+
+
+def test_a_fitting_profile_goes_on_to_build_and_a_remote_engine_skips_the_host(tmp_path, profile):
+    eng = FakeEngine(run_results=[RunResult(0, _report("pass"), "")])
+    assert validate.run(profile, image=None, compare_default=False, as_json=True, timeout=60, quick=True,
+                        out=io.StringIO(), err=io.StringIO(), engine=eng, host=_small_host(tmp_path)) == 0
+    assert [c[0] for c in eng.calls if c[0] != "ping"] == ["build", "run"]
+    err = io.StringIO()
+    eng = FakeEngine(run_results=[RunResult(0, _report("pass"), "")])
+    remote = _small_host(tmp_path / "r", cpus=1, environ={"DOCKER_HOST": "tcp://gpu-box:2376"})
+    assert validate.run(profile, image=None, compare_default=False, as_json=True, timeout=60, quick=True,
+                        out=io.StringIO(), err=err, engine=eng, host=remote) == 0
+    assert "the engine at tcp://gpu-box:2376 runs elsewhere" in err.getvalue()

@@ -53,10 +53,19 @@ def test_ci_runs_exactly_the_readme_test_command():
 
 
 def test_readme_is_a_front_door():
-    """At most 10 KB, the two commands before any other section, and every local link resolves."""
+    """At most 10 KB; for users first (what you need, the install, a quick start from `envkit init` to
+    `./run.sh python train.py`), the maintainers' two commands under "Develop"; every local link resolves."""
     readme = (ROOT / "README.md").read_text()
     assert len(readme.encode()) <= 10 * 1024, f"README is {len(readme.encode())} bytes"
-    assert readme.index("<!-- envkit:commands -->") < readme.index("\n## ")
+    sections = [line for line in readme.splitlines() if line.startswith("## ")]
+    assert sections[:3] == ["## What you need", "## Install", "## Quick start"], sections
+    develop = readme.index("\n## Develop\n")
+    assert readme.index("## Install") < develop < readme.index("<!-- envkit:commands -->")
+    for need in ("Docker", "NVIDIA Container Toolkit", "WSL2"):
+        assert need in readme[:readme.index("## Install")], need
+    quick = re.search(r"## Quick start\n.*?```bash\n(.*?)```", readme, re.S).group(1).splitlines()
+    assert len(quick) <= 6 and quick[0].startswith("envkit init") and quick[-1].startswith("./out/run.sh python train.py")
+    assert any(line.startswith("envkit validate") for line in quick)
     for page in PAGES:
         for target in re.findall(r"\]\(([^)#]+\.md|[^)#]+/)(?:#[^)]*)?\)", page.read_text()):
             if not target.startswith("http"):

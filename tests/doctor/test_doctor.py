@@ -13,7 +13,7 @@ from envkit.commands import doctor as doctor_cmd
 from envkit.doctor import diagnose, render_table
 from envkit.doctor.checks import detect_wsl
 from envkit.doctor.host import Host
-from envkit.profile import load_profile_bytes
+from envkit.profile import load_profile, load_profile_bytes
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PROFILE = """envkit: 1
@@ -372,3 +372,32 @@ def test_script_check_message_and_remedy_name_the_unpicklable_object(tmp_path):
     assert c["status"] == "fail"
     assert c["message"].startswith("line 8: DataLoader collate_fn is a lambda;") and c["message"].count("line 8") == 1
     assert c["remedy"] == "collate_fn=lambda at line 8: define a function at module level and pass its name"
+
+
+def _windows_pc(tmp_path: Path, cpus: int, memory_gib: int) -> Host:
+    root = tmp_path / "pc"
+    (root / ".envkit-fixture").mkdir(parents=True)
+    (root / ".envkit-fixture" / "host.json").write_text(
+        json.dumps({"platform": "win32", "cpus": cpus, "memory_bytes": memory_gib << 30}))
+    return Host(root, environ={}, cwd="C:/Users/me/project", docker_probe=lambda: None)
+
+
+def test_on_native_windows_the_profiles_vm_is_checked_against_the_pc(tmp_path):
+    """The default profile's 40GB / 8-processor VM on a 16 GB, 4-core laptop: a fail naming both."""
+    doc = diagnose(_windows_pc(tmp_path, 4, 16), load_profile(None).profile, [], [])
+    fit = next(c for c in doc["checks"] if c["name"] == "wsl_fit")
+    assert fit["status"] == "fail" and doc["verdict"] == "fail"
+    assert "wsl.processors 8 is more than this PC's 4 logical CPUs" in fit["message"]
+    assert "wsl.memory 40.0 GiB is more than this PC's 16.0 GiB" in fit["message"]
+    assert "envkit init --force" in fit["remedy"]
+
+
+def test_a_profile_init_sized_for_the_pc_fits_it(tmp_path):
+    from envkit.initfit import fitted_profile, this_machine
+
+    pc = _windows_pc(tmp_path, 4, 16)
+    text, _ = fitted_profile(this_machine(pc))
+    doc = diagnose(pc, _profile(text), [], [])
+    fit = next(c for c in doc["checks"] if c["name"] == "wsl_fit")
+    assert fit["status"] == "pass", fit
+    assert "wsl_fit" not in [c["name"] for c in diagnose(_host("linux", tmp_path), _profile(text), [], [])["checks"]]

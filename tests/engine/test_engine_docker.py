@@ -146,7 +146,7 @@ def test_missing_image(docker_engine):
     with pytest.raises(EngineError) as ei:
         docker_engine.run("envkit/does-not-exist:none", ["true"], RunSettings.engine_defaults(), labels={},
                           timeout=30)
-    assert "base-image.sh" in ei.value.hint
+    assert "envkit build" in ei.value.hint
 
 
 def test_gpu_request_without_nvidia_runtime(docker_engine, base):

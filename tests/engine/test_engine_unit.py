@@ -192,7 +192,7 @@ def test_gpu_failure_points_at_nvidia_toolkit():
 
 def test_missing_image_and_unknown_errors():
     err = explain_start_error("No such image: envkit/x:1", (), host8)
-    assert "base-image.sh" in err.hint and "envkit build" in err.hint
+    assert "envkit build" in err.hint and "docker images" in err.hint
     err = explain_start_error("something odd", (), host8)
     assert "something odd" in str(err) and err.hint is None
 
@@ -297,7 +297,7 @@ def test_missing_image_is_engine_error_with_hint():
     client = StubClient()
     with pytest.raises(EngineError) as ei:
         DockerEngine(client).run("missing", ["true"], RunSettings.engine_defaults(), timeout=5)
-    assert "base-image.sh" in ei.value.hint
+    assert "envkit build" in ei.value.hint
     assert len(client.removed) == 1  # the finally tries by name; NotFound would be ignored
 
 
@@ -357,7 +357,30 @@ def test_build_from_failure_hints_base_image():
                                      "exist or may require 'docker login'"}]
     with pytest.raises(BuildFailed) as ei:
         DockerEngine(client).build(Path("."), "t:1", labels={})
-    assert "base-image.sh" in ei.value.hint
+    assert "the base image envkit/nope:1 could not be pulled: the registry registry-1.docker.io has no image" in str(ei.value)
+    assert "docker login registry-1.docker.io" in ei.value.hint and "image.base" in ei.value.hint
+    assert "envkit build" not in ei.value.hint and ".sh" not in ei.value.hint
+
+
+@pytest.mark.parametrize(("error", "kind", "remedy"), [
+    ("failed to resolve reference: dial tcp: lookup registry-1.docker.io on 127.0.0.53:53: no such host", "DNS",
+     "\"dns\" in /etc/docker/daemon.json"),
+    ("Get \"https://registry-1.docker.io/v2/\": dial tcp 54.1.2.3:443: i/o timeout", "(network, proxy, TLS or rate limit)",
+     "registry-mirrors"),
+    ("Head \"https://nvcr.io/v2/nvidia/pytorch/manifests/24.01-py3\": unauthorized: authentication required",
+     "refused the engine's credentials", "docker login nvcr.io"),
+    ("manifest for nvcr.io/nvidia/pytorch:24.01-py3 not found: manifest unknown", "has no image by that name",
+     "check image.base's name and tag"),
+])
+def test_an_unpullable_base_is_named_and_its_failure_classified(error, kind, remedy):
+    client = StubClient()
+    client.build_chunks = [{"stream": "Step 1/9 : FROM nvcr.io/nvidia/pytorch:24.01-py3 AS system\n"},
+                           {"error": error}]
+    with pytest.raises(BuildFailed) as ei:
+        DockerEngine(client).build(Path("."), "t:1", labels={})
+    assert "the base image nvcr.io/nvidia/pytorch:24.01-py3 could not be pulled" in str(ei.value)
+    assert kind in str(ei.value) and error in str(ei.value)
+    assert remedy in ei.value.hint and "set image.base to the same image on a registry this engine reaches" in ei.value.hint
 
 
 # ------------------------------------------------------------------ connect / imports

@@ -70,7 +70,7 @@ def test_table_without_json(run_cli, small_loader, write_expect):
     p = run_cli("--quick", "--num-workers", "1", "--expect", write_expect(small_loader))
     assert p.returncode == 0, p.stderr
     assert "verdict" in p.stdout and "CHECK" in p.stdout and "loader" in p.stdout
-    assert "workload: synthetic " in p.stdout and "1 workers (from /" in p.stdout
+    assert "workload: synthetic " in p.stdout and "1 worker (from /" in p.stdout
     with pytest.raises(json.JSONDecodeError):
         json.loads(p.stdout)
 
@@ -145,7 +145,7 @@ def harness_env(**extra):
     env.update(extra)
     return env
 
-NO_TORCH = ("torch is not installed here: pip install 'envkit[harness]' "
+NO_TORCH = ("torch is not installed here: pip install 'envkit-torch[harness]' "
             "(or run the harness inside the container)")
 
 

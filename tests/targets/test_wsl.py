@@ -182,3 +182,59 @@ def test_relative_wslconfig_path_is_resolved_against_the_powershell_location(tmp
     body = text.index("# ---- 1. Windows build")
     assert text.index(resolve) < body  # before any use of the path
     assert text.index(resolve) > text.index("param(")
+
+
+def _ps1_for(text: str, tmp_path) -> str:
+    return _render(text, tmp_path)["setup-wsl.ps1"].decode("utf-8-sig")
+
+
+def test_an_elevated_other_account_stops_before_anything_is_installed(tmp_path):
+    text = _ps1(tmp_path)
+    assert "Get-CimInstance -ClassName Win32_ComputerSystem" in text  # the user signed in at the console
+    check = text.index("$ConsoleUser -ne $RunningAs")
+    assert check < text.index("'--install'") and check < text.index("'wsl', 'apply'")
+    stop = text[check:text.index("# ---- 2.", check)]
+    assert "throw" in stop and "per user" in stop and "-WslConfigPath" in stop
+    assert "$PSBoundParameters.ContainsKey('WslConfigPath')" in stop  # a path given on purpose is honoured
+
+
+def test_an_old_inbox_wsl_without_status_is_not_read_as_missing(tmp_path):
+    text = _ps1(tmp_path)
+    probe = _function(text, "Test-WslInstalled")
+    assert "@('--status')" in probe and "@('--list', '--quiet')" in probe and "'LxssManager'" in probe
+    assert "if (-not (Test-WslInstalled)) {" in text and "$status.ExitCode" not in text
+
+
+def test_the_store_wsl_version_is_checked_for_the_keys_it_writes(tmp_path):
+    text = _ps1_for(BASE + "wsl: {memory: 8GB, networkingMode: mirrored, experimental: {sparseVhd: true}}\n", tmp_path)
+    assert "$StoreWslKeys = @('wsl2.networkingMode', 'experimental.sparseVhd')" in text
+    assert "$StoreWslMin = [version]'2.0.0'" in text
+    version = _function(text, "Get-WslVersion")
+    assert "@('--version')" in version and "return $null" in version  # the inbox wsl.exe has no --version
+    assert "[switch]$UpdateWsl" in text and "Invoke-Native 'wsl.exe' @('--update')" in text
+    assert "Run this script again with -UpdateWsl" in text
+    plain = _ps1_for(BASE + "wsl: {memory: 8GB, processors: 2}\n", tmp_path / "plain")
+    assert "$StoreWslKeys = @()" in plain
+
+
+def test_the_next_steps_install_envkit_and_the_nvidia_toolkit_inside_the_distribution(tmp_path):
+    text = _ps1_for(BASE + "run: {gpus: all}\nwsl: {memory: 8GB}\n", tmp_path)
+    steps = text[text.index("Write-Step 'Next steps"):]
+    assert "pipx install envkit-torch" in steps and "git clone" in steps and "not under /mnt/c" in steps
+    assert "envkit init, envkit generate, envkit doctor --script train.py, envkit validate" in steps
+    assert "$WantsGpus = $true" in text
+    assert steps.index("apt-get install -y nvidia-container-toolkit") < steps.index("nvidia-ctk runtime configure")
+    assert "$WantsGpus = $false" in _ps1(tmp_path / "cpu")
+
+
+def test_the_three_runs_and_the_bypass_command_are_spelled_out(tmp_path):
+    text = _ps1(tmp_path)
+    assert "powershell -ExecutionPolicy Bypass -File .\\setup-wsl.ps1" in text
+    for run in ("run 1, elevated", "run 2:", "run 3:"):
+        assert run in text, run
+
+
+@pytest.mark.parametrize("name", ["windows-laptop", "cpu-minimal", "ngc-style"])
+def test_the_examples_give_no_warnings_about_their_own_values(name):
+    plan = build_plan(load_profile(ROOT / "examples" / f"{name}.yaml"))
+    assert list(plan.warnings) == []

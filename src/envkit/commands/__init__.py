@@ -63,7 +63,7 @@ COMMANDS: dict[str, Command] = {
     "generate": Command("envkit.commands.generate",
                         "render Dockerfile, run.sh, compose.yaml, devcontainer.json, WSL files"),
     "flags": Command("envkit.commands.flags", "print the docker run flags on one shell-quoted line"),
-    "init": Command("envkit.commands.init", "write the default profile to envkit.yaml for you to edit"),
+    "init": Command("envkit.commands.init", "write a profile sized for this machine (or a preset) to envkit.yaml for you to edit"),
     "schema": Command("envkit.commands.schema", "print the profile's JSON Schema"),
     "harness": Command("envkit.commands.harness",
                        "run the loader harness on this host (envkit harness --help for its options)", raw_argv=True),
@@ -84,7 +84,8 @@ COMMANDS: dict[str, Command] = {
     "completion": Command("envkit.commands.completion",
                           "print a shell completion script (bash, zsh, fish, powershell); docs/cli.md says where "
                           "it goes", whole_parser=True),
-    "help": Command("envkit.commands.help", "print the help of envkit or of a command (envkit help wsl apply)",
+    "help": Command("envkit.commands.help", "print the help of envkit or of a command (envkit help wsl apply), "
+                    "or a guide (envkit help profile)",
                     whole_parser=True),
 }
 
@@ -215,17 +216,25 @@ def _shown(path: Path, cwd: Path) -> Path:
     return Path(*([".."] * ups), path.name) if ups else Path(path.name)
 
 
-def resolve_profile(args: argparse.Namespace, err: TextIO | None = None) -> Path | None:
+#: What a command says on stderr when it falls back to the embedded default profile.
+EMBEDDED_NOTE = (f"envkit: no profile named, none in ${PROFILE_ENV} and no envkit.yaml here or in a parent folder: "
+                 "using the embedded default profile (`envkit init` writes one sized for this machine)")
+
+
+def resolve_profile(args: argparse.Namespace, err: TextIO | None = None, *, announce_default: bool = True) -> Path | None:
     """The profile for a command's parsed PROFILE / ``-f`` (see :func:`find_profile`); None: the embedded default.
 
     A profile found through ``$ENVKIT_PROFILE`` or in a parent folder is said on ``err`` (default stderr),
-    as ``envkit: using PATH``; one named on the command line, or ./envkit.yaml, is not.
+    as ``envkit: using PATH``; one named on the command line, or ./envkit.yaml, is not. The embedded
+    default is said too (:data:`EMBEDDED_NOTE`), unless ``announce_default`` is off (doctor says its own).
     """
     found = find_profile(args.profile, getattr(args, "profile_file", None), os.environ, Path.cwd())
     said = found.how == "env" or (found.how == "discovered" and found.path != DEFAULT_PROFILE_FILE)
     if said:
         source = f"${PROFILE_ENV}" if found.how == "env" else "the nearest envkit.yaml"
         print(f"envkit: using {found.path} ({source})", file=err or sys.stderr)
+    elif found.path is None and announce_default:
+        print(EMBEDDED_NOTE, file=err or sys.stderr)
     return found.path
 
 

@@ -70,4 +70,4 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    return run(resolve_profile(args), args.script, args.data, args.json, sys.stdout, sys.stderr)
+    return run(resolve_profile(args, announce_default=False), args.script, args.data, args.json, sys.stdout, sys.stderr)

@@ -22,7 +22,7 @@ from envkit.jsonout import emit
 from envkit.output import check_output_folder, foreign_files, write_outputs
 from envkit.plan.envplan import build_plan
 from envkit.profile import load_profile
-from envkit.targets import TARGET_NAMES, exact_folders, required_section
+from envkit.targets import TARGET_NAMES, exact_folders, needs_a_dockerfile, required_section
 from envkit.termtext import neutralise
 
 FOREIGN_SHOWN = 20  # the user's files under .envkit/ named one per line; the rest counted
@@ -77,7 +77,24 @@ def run(profile_path: Path | None, out_dir: Path, targets: tuple[str, ...], *, f
         print(f"unchanged: {len(report.unchanged)} file(s)", file=out)
     for bak in report.backups:
         print(f"backed up your edited file to {neutralise(str(bak))}", file=err)
+    for note in layout_notes(out_dir, tuple(requested), tuple(report.written)):
+        print(f"envkit: warning: {neutralise(note)}" if "cannot build" in note else f"envkit: note: {neutralise(note)}",
+              file=err)
     return 0
+
+
+def layout_notes(out_dir: Path, requested: tuple[str, ...], written: tuple[str, ...]) -> list[str]:
+    """What the written files need from the output folder: compose.yaml and the dev container build from its
+    Dockerfile (a warning when it is neither requested nor there); VS Code finds .devcontainer/ only at the
+    top of the folder it opens."""
+    notes = []
+    builders = needs_a_dockerfile(requested, out_dir)
+    if builders:
+        notes.append(f"{' and '.join(builders)} build{'s' if len(builders) == 1 else ''} from {out_dir / 'Dockerfile'}, "
+                     "which is not there, so it cannot build: add --target dockerfile")
+    if ".devcontainer/devcontainer.json" in written and out_dir.resolve() != Path.cwd().resolve():
+        notes.append(f"VS Code finds the dev container in the folder it opens: open {out_dir} (or generate with -o .)")
+    return notes
 
 
 # ---------------------------------------------------------------- command line (envkit.commands' contract)

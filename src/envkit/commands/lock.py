@@ -22,6 +22,7 @@ from collections import deque
 from pathlib import Path
 from typing import TextIO
 
+from envkit import install
 from envkit.commands import profile_argument, resolve_profile
 from envkit.errors import EnvkitError, ProfileError, UsageError
 from envkit.jsonout import emit
@@ -185,7 +186,7 @@ def uv_command() -> list[str]:
     try:
         from uv import find_uv_bin
     except ImportError:
-        raise UsageError("envkit lock needs uv", hint="pip install 'envkit[lock]' (or: pip install uv)") from None
+        raise UsageError("envkit lock needs uv", hint=f"{install('lock')} (or: pip install uv)") from None
     return [find_uv_bin()]
 
 

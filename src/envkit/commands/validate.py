@@ -6,7 +6,12 @@ decisions that write run.sh and compose.yaml, handed to the engine seam as they 
 defaults" means no --shm-size, --ipc, --init, --cpuset-cpus, --cpus, --memory, --ulimit or
 volume; a GPU request and the environment are kept, so the comparison isolates what envkit tunes.
 
-Exit codes: 0 the generated settings pass (warnings allowed), 1 a check fails,
+Before it builds, it runs doctor's checks of what the container asks of this host (memory, the
+cpuset, GPUs, memlock: :func:`envkit.doctor.host_fit`); one that fails ends the run in seconds,
+naming it, before any build. With a remote engine (``DOCKER_HOST`` tcp:// or ssh://) this host is not
+where the container runs, and the checks are skipped with a note.
+
+Exit codes: 0 the generated settings pass (warnings allowed), 1 a check fails (the host's included),
 2 profile/usage error, 3 engine problem.
 
 Called as::
@@ -26,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from envkit.commands import profile_argument, resolve_profile, seconds
-from envkit.errors import EngineError
+from envkit.errors import CheckFailed, EngineError
 from envkit.generation import report_warnings
 from envkit.plan.envplan import EnvPlan, build_plan
 from envkit.harness.report import human_bytes
@@ -37,6 +42,7 @@ from envkit.termtext import neutralise
 from envkit.plan.paths import EXPECT_FILE, HARNESS_DIR, HARNESS_FILE
 
 if TYPE_CHECKING:
+    from envkit.doctor import Host
     from envkit.engine import Engine, RunResult
 
 
@@ -190,9 +196,33 @@ def render_comparison(profile: str, image: str, generated: dict, default: dict |
     return "\n".join(rows)
 
 
+def check_host_first(loaded: LoadedProfile, host: Host | None, err: TextIO) -> None:
+    """doctor's host checks for the profile's container; CheckFailed (exit 1) naming each that fails.
+
+    Skipped, with a note, when the engine is remote: its host is not this one.
+    """
+    from envkit.doctor import Host, host_fit  # here, not at the top: building the CLI's parser imports every command module
+    from envkit.doctor.host import engine_address
+    from envkit.harness.report import FAIL
+
+    host = host or Host()
+    where = engine_address(host.environ)
+    if where.startswith(("tcp://", "ssh://", "http://", "https://")):
+        print(f"envkit: note: the engine at {where} runs elsewhere: this host's cpuset, memory and GPU checks are skipped",
+              file=err)
+        return
+    failed = [c for c in host_fit(host, loaded.profile) if c["status"] == FAIL]
+    if failed:
+        raise CheckFailed(f"{loaded.source}: this host cannot run the profile's container, so nothing was built: "
+                          + "; ".join(f"{c['name']}: {c['message']}" for c in failed),
+                          hint="; ".join(c["remedy"] for c in failed if c.get("remedy"))
+                          + " (`envkit doctor` shows every check)")
+
+
 def run(profile_path: Path | None, *, image: str | None, compare_default: bool, as_json: bool, timeout: float,
-        quick: bool, out: TextIO, err: TextIO, engine: Engine | None = None) -> int:
+        quick: bool, out: TextIO, err: TextIO, engine: Engine | None = None, host: Host | None = None) -> int:
     loaded = load_profile(profile_path)
+    check_host_first(loaded, host, err)
     from envkit.imagebuild import build_image, connect  # here, not at the top: building the CLI's parser imports every command module
     from envkit.leftovers import sweep
 

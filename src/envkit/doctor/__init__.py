@@ -32,7 +32,7 @@ from envkit.profile.model import Profile
 
 SCHEMA_VERSION = 1
 
-__all__ = ["Host", "diagnose", "render_table", "check_script"]
+__all__ = ["Host", "diagnose", "host_fit", "render_table", "check_script"]
 
 
 def _unreadable_remedy(exc: OSError) -> str:
@@ -97,6 +97,8 @@ def diagnose(host: Host, profile: Profile, scripts: list[Path], data_paths: list
     plan = C.host_plan(host, profile)  # the loader's plan on this host, decided once for every check
     results = [C.check_os(host, wsl), C.check_memory(host, profile, wsl, plan), C.check_cpus(host, profile, plan),
                C.check_numa(host, profile), C.check_shm(host, profile, plan), C.check_memlock(host, profile)]
+    if host.platform.startswith("win"):  # the VM is cut from this PC: compare the profile's wsl.* with it
+        results.append(C.check_wsl_fit(host, profile))
     docker = C.check_docker(host, profile)
     results.extend(docker)
     results.append(C.check_gpu(host, profile, wsl))
@@ -113,6 +115,23 @@ def diagnose(host: Host, profile: Profile, scripts: list[Path], data_paths: list
                 "cpus": host.usable_cpus(), "memory_bytes": C.meminfo_total(host)}
     return {"envkit_doctor": SCHEMA_VERSION, "verdict": verdict(results), "host": host_doc,
             "loader": plan.as_json(), "checks": results}
+
+
+def host_fit(host: Host, profile: Profile) -> list[dict]:
+    """doctor's checks of what the container asks of this host: memory, cpus (the cpuset), GPUs and memlock.
+
+    Each is the same check :func:`diagnose` runs; ``envkit validate`` runs them before it builds, so a
+    profile the host cannot start fails in seconds instead of after the build.
+
+    >>> h = Host(Path("/nonexistent"), environ={}, cwd="/home/me", docker_probe=lambda: None)
+    >>> from envkit.profile import load_profile
+    >>> [c["name"] for c in host_fit(h, load_profile(None).profile)]
+    ['memory', 'cpus', 'gpu', 'memlock']
+    """
+    wsl = C.detect_wsl(host)
+    plan = C.host_plan(host, profile)
+    return [C.check_memory(host, profile, wsl, plan), C.check_cpus(host, profile, plan), C.check_gpu(host, profile, wsl),
+            C.check_memlock(host, profile)]
 
 
 def render_table(doc: dict, width: int = 100) -> str:

@@ -23,7 +23,7 @@ from envkit.advice.wsl import VM_HEADROOM, container_memory_need
 from envkit.doctor.host import Host
 from envkit.harness.env import WSL_ENV_VARS, WSL_INTEROP_FILE, read_cgroup_cpu_quota, wsl_version
 from envkit.harness.report import FAIL, PASS, SKIP, WARN, human_bytes, make_check
-from envkit.harness.sizing import MIB, cpu_limit, docker_size, recommended_shm_bytes
+from envkit.harness.sizing import GIB, MIB, cpu_limit, docker_size, recommended_shm_bytes
 from envkit.profile.model import Profile
 
 READ_MAX_BYTES = 64 * MIB
@@ -95,6 +95,40 @@ def check_memory(host: Host, profile: Profile, wsl: dict, the_plan: LoaderPlan) 
                           f"{human_bytes(total)} of memory leaves under {human_bytes(VM_HEADROOM)} beside the "
                           f"container's {human_bytes(need)} for the OS and Docker", remedy)
     return make_check("memory", PASS, measured, expected, f"{human_bytes(total)} of memory; the container needs {human_bytes(need)}")
+
+
+WINDOWS_ROOM = 4 * GIB  # what Windows itself keeps beside the WSL VM
+
+
+def check_wsl_fit(host: Host, profile: Profile) -> dict:
+    """On native Windows: the profile's ``wsl.memory`` and ``wsl.processors`` against this PC, which the VM is cut from.
+
+    More processors than the PC has, or more memory, is a fail: setup-wsl.ps1's own check (``nproc``,
+    ``free``) then finds the VM smaller than the profile says. Memory leaving Windows under
+    :data:`WINDOWS_ROOM` is a warning.
+    """
+    wsl = profile.wsl
+    memory, cpus = host.memory_bytes(), host.usable_cpus()
+    expected = {"wsl_memory_bytes": wsl.memory if wsl else None, "wsl_processors": wsl.processors if wsl else None}
+    measured = {"pc_memory_bytes": memory, "pc_cpus": cpus}
+    if wsl is None:
+        return make_check("wsl_fit", SKIP, measured, expected, "the profile has no wsl section")
+    fails, warns = [], []
+    if wsl.processors is not None and cpus and wsl.processors > cpus:
+        fails.append(f"wsl.processors {wsl.processors} is more than this PC's {cpus} logical CPUs")
+    if wsl.memory is not None and memory:
+        if wsl.memory > memory:
+            fails.append(f"wsl.memory {human_bytes(wsl.memory)} is more than this PC's {human_bytes(memory)}")
+        elif wsl.memory > memory - WINDOWS_ROOM:
+            warns.append(f"wsl.memory {human_bytes(wsl.memory)} leaves Windows under {human_bytes(WINDOWS_ROOM)} "
+                         f"of this PC's {human_bytes(memory)}")
+    remedy = (f"lower wsl.memory (at most {human_bytes(max(0, (memory or 0) - WINDOWS_ROOM))}) and wsl.processors "
+              f"(at most {cpus}) and run.memory/run.cpuset inside them; `envkit init --force` writes a profile sized "
+              "for this PC")
+    if fails or warns:
+        return make_check("wsl_fit", FAIL if fails else WARN, measured, expected, "; ".join(fails + warns), remedy)
+    return make_check("wsl_fit", PASS, measured, expected,
+                      f"this PC has {human_bytes(memory)} and {cpus} logical CPUs: the profile's VM fits")
 
 
 def cpu_quota(host: Host) -> float | None:

@@ -139,6 +139,32 @@ class Host:
             return None
         return sum(1 for line in cpuinfo.splitlines() if line.split(":")[0].strip() == "processor") or None
 
+    def cpu_ids(self) -> tuple[int, ...] | None:
+        """The ids of the CPUs this process may run on (``0..cpus-1`` where only a count is known)."""
+        if self.is_real and hasattr(os, "sched_getaffinity"):
+            return tuple(sorted(os.sched_getaffinity(0)))
+        n = self.usable_cpus()
+        return tuple(range(n)) if n else None
+
+    def memory_bytes(self) -> int | None:
+        """This machine's RAM: MemTotal of /proc/meminfo (a WSL2 VM's own), on native Windows the PC's
+        (GlobalMemoryStatusEx), on macOS the physical pages; a fixture's host.json ``memory_bytes`` first."""
+        if not self.is_real:
+            fixed = (self._fixture("host.json") or {}).get("memory_bytes")
+            if fixed:
+                return int(fixed)
+        m = re.search(r"^MemTotal:\s+(\d+)\s*kB", self.read_text("/proc/meminfo") or "", re.MULTILINE)
+        if m:
+            return int(m.group(1)) * 1024
+        if not self.is_real:
+            return None
+        if sys.platform.startswith("win"):
+            return _windows_memory()
+        try:
+            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (AttributeError, ValueError, OSError):
+            return None
+
     def daemon(self) -> DaemonFacts:
         """The local dockerd's limits, capabilities, PATH, CDI specs and default-shm-size (envkit.engine.dockerd).
 
@@ -156,6 +182,26 @@ class Host:
         if not self.is_real:
             return self._fixture("docker.json")
         return probe_engine(engine_ping, self.environ)
+
+
+def _windows_memory() -> int | None:
+    """The PC's physical memory on native Windows (kernel32 GlobalMemoryStatusEx), or None."""
+    import ctypes
+
+    class MemoryStatus(ctypes.Structure):
+        _fields_ = [("dwLength", ctypes.c_ulong), ("dwMemoryLoad", ctypes.c_ulong),
+                    ("ullTotalPhys", ctypes.c_ulonglong), ("ullAvailPhys", ctypes.c_ulonglong),
+                    ("ullTotalPageFile", ctypes.c_ulonglong), ("ullAvailPageFile", ctypes.c_ulonglong),
+                    ("ullTotalVirtual", ctypes.c_ulonglong), ("ullAvailVirtual", ctypes.c_ulonglong),
+                    ("ullAvailExtendedVirtual", ctypes.c_ulonglong)]
+
+    status = MemoryStatus()
+    status.dwLength = ctypes.sizeof(MemoryStatus)
+    try:
+        ok = ctypes.windll.kernel32.GlobalMemoryStatusEx(ctypes.byref(status))  # type: ignore[attr-defined]
+    except (AttributeError, OSError):
+        return None
+    return int(status.ullTotalPhys) if ok else None
 
 
 def engine_ping() -> dict[str, Any]:

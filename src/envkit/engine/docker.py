@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from envkit.engine import LABEL, BuildEvent, BuildFailed, Engine, EngineSilent, RunResult
+from envkit.engine.pullerror import base_of, explain as explain_pull
 from envkit.engine.dockerd import _RLIMITS, find_dockerd, parse_proc_limits, read_daemon
 from envkit.harness.bytesize import exact_bytes
 from envkit.errors import EngineError
@@ -30,12 +31,14 @@ from envkit.leftovers import owner_labels
 from envkit.runsettings import RunSettings, Ulimit
 from envkit.termtext import neutralise
 
-BASE_IMAGE_HINT = ("build it first with `envkit build`, or for the local base image run "
-                   "`sudo bash docker/base-image.sh` (no registry is needed)")
+# An image a container was to run from is missing (validate --image, bundle, a removed image): the
+# build's own base is explained by envkit.engine.pullerror instead.
+IMAGE_HINT = ("build it with `envkit build` (its tag is the profile's image.tag, by default "
+              "localhost/envkit/<name>:latest), or name an image this engine has (`docker images`)")
 START_HINT = ("Start a Docker engine: on Windows/macOS start Docker Desktop (on WSL2 also "
               "enable Settings > Resources > WSL integration for this distro); on Linux run "
-              "`sudo systemctl start docker` (or `sudo dockerd &`, or `sudo bash "
-              "docker/engine-up.sh`) and make sure your user may use the socket (group "
+              "`sudo systemctl start docker` (or `sudo dockerd &`) and make sure your user may "
+              "use the socket (group "
               "`docker`). For a remote engine set DOCKER_HOST (e.g. tcp://host:2375).")
 SILENT_HINT = ("Something listens there but does not answer the Docker API: a hung daemon, or not a Docker "
                "daemon at all. Restart it (Linux: `sudo systemctl restart docker`; Docker Desktop: Restart), "
@@ -165,7 +168,7 @@ def explain_start_error(message: str, ulimits: tuple[Ulimit, ...],
                   f'"default-ulimits": {{"{name}": {{"Name": "{name}", "Hard": -1, "Soft": -1}}}}'
                   f"; or lower run.ulimits.{name} in the profile to fit the host limit."))
     if "no such image" in low or ("image" in low and "not found" in low):
-        return EngineError(f"image not found: {message}", hint=BASE_IMAGE_HINT)
+        return EngineError(f"image not found: {message}", hint=IMAGE_HINT)
     return EngineError(f"the engine could not start the container: {message}")
 
 
@@ -316,16 +319,22 @@ class DockerEngine(Engine):
                     emit(ev)
         except (self._errors.DockerException, OSError, TypeError) as exc:
             why = getattr(exc, "explanation", None) or exc  # APIError: the daemon's own words
+            base, hint = base_of(parser.step_text) if parser.step_text else None, None
+            if base is not None:
+                what, hint = explain_pull(base, str(why))
+                why = f"{what}; the engine said: {why}"
             raise BuildFailed(f"docker build of {tag} failed: {why}", step=parser.step_text,
-                              log=list(parser.tail)) from None
+                              log=list(parser.tail), hint=hint) from None
         for ev in parser.close():
             emit(ev)
         if parser.error or not parser.image_id:
             step, hint = parser.step_text, None
-            if step and re.match(r"Step \d+/\d+ : FROM", step, re.I):
-                hint = f"The base image is not available locally; {BASE_IMAGE_HINT}."
-            raise BuildFailed(f"docker build of {tag} failed at {step or 'start'}: "
-                              f"{parser.error or 'no image id'}", step=step,
+            error = parser.error or "no image id"
+            base = base_of(step) if step else None
+            if base is not None:  # a FROM that failed is a pull that failed: say which failure, and the way out
+                what, hint = explain_pull(base, error)
+                error = f"{what}; the engine said: {error}"
+            raise BuildFailed(f"docker build of {tag} failed at {step or 'start'}: {error}", step=step,
                               log=list(parser.tail), hint=hint)
         return parser.image_id
 
@@ -346,7 +355,7 @@ class DockerEngine(Engine):
                 c.start()
             except errors.ImageNotFound as exc:
                 raise EngineError(f"image {image!r} not found: {exc.explanation}",
-                                  hint=BASE_IMAGE_HINT) from None
+                                  hint=IMAGE_HINT) from None
             except TypeError as exc:  # docker-py rejects unknown keyword arguments
                 raise EngineError(f"unsupported container setting: {exc}") from None
             except errors.APIError as exc:
@@ -413,7 +422,7 @@ class DockerEngine(Engine):
         try:
             return dict(self.client.images.get(image).labels or {})
         except self._errors.ImageNotFound as exc:
-            raise EngineError(f"image {image!r} not found: {exc.explanation}", hint=BASE_IMAGE_HINT) from None
+            raise EngineError(f"image {image!r} not found: {exc.explanation}", hint=IMAGE_HINT) from None
         except self._errors.APIError as exc:
             raise EngineError(f"the engine failed while inspecting {image}: {exc.explanation or exc}") from None
 

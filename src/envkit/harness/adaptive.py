@@ -31,6 +31,7 @@ import time
 
 from . import env as envmod
 from .budget import shm_fit
+from .report import plural
 from .sizing import cpu_limit
 
 HEADROOM = 1.25
@@ -164,7 +165,8 @@ class AdaptiveLoader:
         elif need + 1 < current:
             # Keep one spare: stepping down to the bare estimate would make the next epoch wait and
             # step up again (an oscillation on a noisy machine).
-            need, why = need + 1, f"{need} workers keep up (waited {frac:.1%}); frees CPUs, one spare kept"
+            need, why = need + 1, (f"{plural(need, 'worker')} keep{'s' if need == 1 else ''} up (waited {frac:.1%}); "
+                                  "frees CPUs, one spare kept")
         elif need < current:
             need, why = current, f"keeps up (waited {frac:.1%}); within one worker of the estimate"
         else:

@@ -18,7 +18,7 @@ import os
 from collections.abc import Mapping
 
 from . import env as envmod
-from .report import FAIL, PASS, SKIP, WARN, human_bytes, make_check
+from .report import FAIL, PASS, SKIP, WARN, human_bytes, make_check, plural
 from .sizing import DOCKER_DEFAULT_SHM, cpu_limit, docker_size, recommended_shm_bytes, shm_required_bytes
 
 # tmpfs sizes are page-rounded; anything within 1 % of the asked size counts as applied.
@@ -62,7 +62,7 @@ def check_shm(loader: dict, run: dict, stats: dict | None = None) -> dict:
     measured = dict(stats)
     who = "the loader" if ranks == 1 else f"{ranks} loaders at once (one per training process)"
     need = (f"{who} (batch {loader['batch_size']} x {loader['sample_shape']} {loader['dtype']}, "
-            f"{loader['num_workers']} {'worker' if loader['num_workers'] == 1 else 'workers'} x prefetch "
+            f"{plural(loader['num_workers'], 'worker')} x prefetch "
             f"{loader['prefetch_factor']}{', with NCCL' if run.get('nccl') and ranks > 1 else ''}) "
             f"{'needs' if ranks == 1 else 'need'} ~{human_bytes(required)}")
     if size < required:

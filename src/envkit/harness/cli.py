@@ -81,7 +81,8 @@ def check_plot_path(path: str) -> None:
         raise UsageError(f"--plot {path}: the folder {folder} is not writable")
 
 
-NO_TORCH = ("torch is not installed here: pip install 'envkit[harness]' "
+# The harness imports nothing outside its package (it runs as a zipapp): the distribution's name is spelled here.
+NO_TORCH = ("torch is not installed here: pip install 'envkit-torch[harness]' "
             "(or run the harness inside the container)")
 
 

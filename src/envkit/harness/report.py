@@ -71,12 +71,21 @@ def describe_workload(settings: dict, expect_file: str | None) -> dict:
             "expect_file": os.path.abspath(expect_file) if expect_file else None}
 
 
+def plural(n, word: str) -> str:
+    """``n`` and ``word``, with an s unless ``n`` is 1: the one spelling of counts in messages.
+
+    >>> plural(1, "worker"), plural(3, "worker"), plural(0, "worker")
+    ('1 worker', '3 workers', '0 workers')
+    """
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def workload_line(w: dict) -> str:
     """One human line naming the workload and the expectation file it came from."""
     shape = ", ".join(str(d) for d in w.get("sample_shape") or [])
     origin = (f"from {w['expect_file']}" if w.get("expect_file") else "built-in defaults: no --expect file")
     return (f"workload: {w.get('dataset')} {w.get('dtype')}[{shape}], batch {w.get('batch_size')}, "
-            f"{w.get('num_workers')} workers ({origin})")
+            f"{plural(w.get('num_workers'), 'worker')} ({origin})")
 
 
 def render_table(report: dict, width: int = 100) -> str:

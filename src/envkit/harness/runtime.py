@@ -32,7 +32,7 @@ from pathlib import Path
 
 from . import env as envmod
 from .budget import shm_fit, shm_need
-from .report import human_bytes
+from .report import human_bytes, plural
 from .sizing import DTYPE_ITEMSIZE, batch_bytes as _shape_batch_bytes, cpu_limit, plan_workers
 
 EXPECT_ENV = "ENVKIT_EXPECT"
@@ -233,7 +233,7 @@ def loader_kwargs(dataset=None, batch_size: int | None = None, *, num_workers="a
         fit_w, fit_p = shm_fit(free_bytes=shm_free, batch_bytes=bbytes, num_workers=workers, prefetch_factor=prefetch)
         need = shm_need(bbytes, workers, prefetch)
         if (fit_w, fit_p) != (workers, prefetch):
-            shm_text = (f"{workers} workers x prefetch {prefetch} need {human_bytes(need)} of /dev/shm "
+            shm_text = (f"{plural(workers, 'worker')} x prefetch {prefetch} need {human_bytes(need)} of /dev/shm "
                         f"({human_bytes(bbytes)} per batch from {bsrc}) but only {human_bytes(shm_free)} is free; "
                         "raise --shm-size (compose shm_size, Kubernetes emptyDir sizeLimit) to keep them")
             if fit_w == 0:

@@ -27,7 +27,7 @@ import threading
 import time
 from pathlib import Path
 
-from .report import human_bytes
+from .report import human_bytes, plural
 
 REMEDY = ("raise the shm size: docker run --shm-size (compose: shm_size, Kubernetes: an emptyDir with "
           "medium: Memory and a larger sizeLimit), or lower num_workers/prefetch_factor/batch_size")
@@ -99,7 +99,7 @@ def line(s: dict) -> str:
     """The compact live line: ``shm [####....] 41.0/64.0 MiB 64% | 2 workers, RSS 812.0 MiB``."""
     frac = s["shm_used"] / s["shm_size"] if s["shm_size"] else 0.0
     return (f"shm {bar(frac)} {human_bytes(s['shm_used'])}/{human_bytes(s['shm_size'])} {frac:4.0%} | "
-            f"{s['workers']} workers, RSS {human_bytes(s['workers_rss'])}")
+            f"{plural(s['workers'], 'worker')}, RSS {human_bytes(s['workers_rss'])}")
 
 
 def seconds_to_full(samples: list[dict]) -> float | None:

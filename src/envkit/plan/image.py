@@ -37,6 +37,7 @@ from envkit.pem import certificate_blocks
 from envkit.plan.paths import CONTEXT_DIR, LOCK_FILE_NAME, MANIFEST
 from envkit.profile import LoadedProfile
 from envkit.requirements import decode, has_credentials, has_hashes, names_numpy, requirements_of
+from envkit.profile.dockerref import is_local_only  # noqa: F401  (the targets read it through the plan)
 from envkit.safeio import kind_of
 from envkit.termtext import neutralise
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from envkit.profile.wsl import (  # noqa: F401  (the build numbers are the wsl target's, through the plan)
-    SIZE_KEYS, WSL2_BACKPORT_BUILDS, WSL2_MIN_BUILD, WSL2_MIN_UBR, WSL_INSTALL_MIN_BUILD, Wsl, WslConf,
-    min_windows_build, value_note,
+    SIZE_KEYS, STORE_WSL_MIN, WSL2_BACKPORT_BUILDS, WSL2_MIN_BUILD, WSL2_MIN_UBR, WSL_INSTALL_MIN_BUILD, Wsl, WslConf,
+    min_windows_build, needs_store_wsl, value_note,
 )
 from envkit.units import format_wsl_size
 from envkit.wslmerge import quote_value
@@ -106,14 +106,20 @@ def newer_windows_keys(sections: list[Section]) -> list[tuple[str, int]]:
     return out
 
 
+def store_wsl_keys(sections: list[Section]) -> list[str]:
+    """``section.key`` for each key that WSL before :data:`STORE_WSL_MIN` (the inbox wsl.exe) ignores."""
+    return [f"{s.name}.{e.key}" for s in sections for e in s.entries if needs_store_wsl(s.name, e.key)]
+
+
 @dataclass(frozen=True)
 class WslPlan:
     """What the wsl target writes: the ``.wslconfig`` sections, the ``wsl.conf`` ones (None without
-    ``wsl.wsl_conf``) and the keys that need a newer Windows build."""
+    ``wsl.wsl_conf``), the keys that need a newer Windows build and those that need the Store WSL."""
 
     sections: tuple[Section, ...]
     conf_sections: tuple[Section, ...] | None
     newer_keys: tuple[tuple[str, int], ...]
+    store_keys: tuple[str, ...] = ()
 
 
 def wsl_plan(wsl: Wsl | None) -> WslPlan | None:
@@ -122,4 +128,4 @@ def wsl_plan(wsl: Wsl | None) -> WslPlan | None:
         return None
     sections = wslconfig_sections(wsl)
     conf = tuple(wslconf_sections(wsl.wsl_conf)) if wsl.wsl_conf is not None else None
-    return WslPlan(tuple(sections), conf, tuple(newer_windows_keys(sections)))
+    return WslPlan(tuple(sections), conf, tuple(newer_windows_keys(sections)), tuple(store_wsl_keys(sections)))

@@ -53,6 +53,29 @@ def check_reference(ref: str, *, what: str = "image reference") -> str:
     return ref
 
 
+#: The registry host of envkit's default image names: Docker reads ``localhost/x`` as the host ``localhost``,
+#: so a missing image is never looked up on Docker Hub (where anyone could publish ``envkit/<name>``).
+LOCAL_HOST = "localhost"
+
+
+def default_image_tag(name: str) -> str:
+    """The image a profile without ``image.tag`` builds and runs: local only.
+
+    >>> default_image_tag("tour")
+    'localhost/envkit/tour:latest'
+    """
+    return f"{LOCAL_HOST}/envkit/{name}:latest"
+
+
+def is_local_only(ref: str) -> bool:
+    """True for a reference under ``localhost/`` without a port: an image built here, which nodes cannot pull.
+
+    >>> is_local_only("localhost/envkit/x:latest"), is_local_only("localhost:5000/x"), is_local_only("team/x")
+    (True, False, False)
+    """
+    return ref.split("/", 1)[0] == LOCAL_HOST and "/" in ref
+
+
 def check_size(n: int) -> int:
     """A byte count Docker can store (int64)."""
     if n > INT64_MAX:

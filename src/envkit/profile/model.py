@@ -20,7 +20,7 @@ from envkit.harness.sizing import DTYPE_ITEMSIZE, MAX_WORKERS, batch_bytes
 from envkit.harness.synthetic import DEFAULT_SAMPLE_COST_MS, MAX_SAMPLE_COST_MS
 from envkit.profile.cluster import Cluster
 from envkit.hostpaths import split_volume
-from envkit.profile.dockerref import PATH_COMPONENT, check_cpus, check_reference, volume_target_problem
+from envkit.profile.dockerref import PATH_COMPONENT, check_cpus, check_reference, default_image_tag, volume_target_problem
 from envkit.profile.types import (
     AbsPath, Cpuset, DebPackage, EnvName, EnvValue, Name, NumberNotBool, PipRequirement, PositiveInt, ProxyUrl, RunEnvValue,
     RunText, Size, WholeText,
@@ -89,7 +89,7 @@ class Image(Model):
         description="The Debian/Ubuntu-family base image (envkit installs with apt-get); no digest here.")
     digest: Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")] | None = Field(None, description="Pins the base: FROM base@digest.")
     tag: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$")] | None = Field(None,
-        description="The image's tag; default envkit/<name>:latest.")
+        description="The image's tag; default localhost/envkit/<name>:latest (local only: never pulled from Docker Hub).")
     # The base's Python ("3.12"); when left out, the base's name implies it (python:3.12-slim, *bookworm*)
     # or nothing is known until the build. Checked against torch's wheels at load, and in the image by build.
     python: Annotated[str, Field(pattern=r"^3\.\d{1,2}$")] | None = Field(None,
@@ -285,7 +285,7 @@ class Profile(Model):
     """A whole profile, ``envkit: 1``."""
 
     envkit: Literal[1] = Field(description="The profile format version.")
-    name: Name = Field(description="The profile's name: compose project and service name, and the default image envkit/<name>.")
+    name: Name = Field(description="The profile's name: compose project and service name, and the default image localhost/envkit/<name>.")
     image: Image = Field(description="What goes into the image (build-time settings).")
     run: Run = Field(Run(), description="How the container runs (run-time settings).")
     loader: Loader = Field(Loader(), description="The training workload: sizes the settings and drives the harness.")
@@ -295,9 +295,9 @@ class Profile(Model):
     @field_validator("name")
     @classmethod
     def _name_makes_an_image_name(cls, v: str) -> str:
-        # The default image is envkit/<name>: the name must be one path component of Docker's grammar.
+        # The default image is localhost/envkit/<name>: the name must be one path component of Docker's grammar.
         if not PATH_COMPONENT.match(v):
-            raise ValueError(f"{v!r} cannot be part of an image name (envkit/{v}); use lowercase letters and "
+            raise ValueError(f"{v!r} cannot be part of an image name (localhost/envkit/{v}); use lowercase letters and "
                              "digits joined by single '.', '_' or '-', e.g. vision-train")
         return v
 
@@ -325,4 +325,10 @@ class Profile(Model):
 
     @property
     def image_tag(self) -> str:
-        return self.image.tag or f"envkit/{self.name}:latest"
+        """``image.tag``, else :func:`default_image_tag`: a local-only name that no registry serves."""
+        return self.image.tag or default_image_tag(self.name)
+
+    @property
+    def image_is_default(self) -> bool:
+        """True when the image is envkit's local-only default (built here, never pulled)."""
+        return self.image.tag is None

@@ -49,6 +49,22 @@ WSL_KEY_NOTES: dict[str, str] = {
 WSL2_MIN_BUILD, WSL2_MIN_UBR, WSL2_BACKPORT_BUILDS = 18362, 1049, (18362, 18363)
 WSL_INSTALL_MIN_BUILD = 19041
 
+# The Store WSL (`wsl --version` answers; the inbox wsl.exe of Windows 10/11 does not) brought, in 2.0.0
+# (September 2023), the [experimental] section and mirrored networking, dnsTunneling, firewall and autoProxy;
+# an older WSL ignores those keys. The bootstrap script compares `wsl --version` with this.
+STORE_WSL_MIN = "2.0.0"
+STORE_WSL_KEYS = frozenset({"networkingMode", "dnsTunneling", "firewall", "autoProxy"})
+
+
+def needs_store_wsl(section: str, key: str) -> bool:
+    """True for a .wslconfig key that WSL before :data:`STORE_WSL_MIN` ignores.
+
+    >>> needs_store_wsl("experimental", "sparseVhd"), needs_store_wsl("wsl2", "dnsTunneling"), needs_store_wsl("wsl2", "memory")
+    (True, True, False)
+    """
+    return section == "experimental" or key in STORE_WSL_KEYS
+
+
 # A value's own caveat, printed beside the key and repeated as a generate/validate warning.
 GRADUAL_RECLAIM_NOTE = ("gradual broke Docker inside the distribution on WSL 2.0.0 (microsoft/WSL#10497, fixed "
                         "in later WSL releases): run `wsl --update` first (`wsl --version` shows the WSL version); "

@@ -170,6 +170,19 @@ def exact_folders(name: str, profile) -> tuple[str, ...]:
     return tuple(getattr(target_module(name), "EXACT_FOLDERS", ()))
 
 
+def needs_a_dockerfile(requested: tuple[str, ...], out_dir: Path) -> tuple[str, ...]:
+    """The files of the ``requested`` targets that build from the output folder's Dockerfile (their module's
+    ``BUILDS_FROM_DOCKERFILE``: its path), when no requested target writes it and it is not there yet.
+
+    >>> needs_a_dockerfile(("compose",), Path("/nonexistent")), needs_a_dockerfile(("compose", "dockerfile"), Path("/x"))
+    (('compose.yaml',), ())
+    """
+    writes = any(getattr(target_module(n), "WRITES_DOCKERFILE", False) for n in requested)
+    if writes or (out_dir / "Dockerfile").exists():
+        return ()
+    return tuple(f for n in requested if (f := getattr(target_module(n), "BUILDS_FROM_DOCKERFILE", None)))
+
+
 def render_targets(ctx: GenContext, names: tuple[str, ...] = TARGET_NAMES) -> list[OutputFile]:
     """Render the named targets, sorted by path so output order is stable."""
     files: list[OutputFile] = []

@@ -66,6 +66,10 @@ def compose_service(rs: RunSettings, volume_source=lambda v: v.source) -> dict:
     return svc
 
 
+# compose.yaml builds from the output folder's Dockerfile (generate warns when it is not there).
+BUILDS_FROM_DOCKERFILE = "compose.yaml"
+
+
 def project_name(name: str) -> str:
     """Compose project names allow [a-z0-9_-] only; a profile name may also hold dots."""
     return re.sub(r"[^a-z0-9_-]", "-", name)

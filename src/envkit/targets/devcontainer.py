@@ -21,6 +21,8 @@ from envkit.targets.run import docker_flags
 from envkit.targets import GenContext, OutputFile
 from envkit.targets.dockerfile import build_args
 
+# The dev container builds from the output folder's Dockerfile (generate warns when it is not there).
+BUILDS_FROM_DOCKERFILE = ".devcontainer/devcontainer.json"
 SCHEMA = "https://raw.githubusercontent.com/devcontainers/spec/main/schemas/devContainer.schema.json"
 
 

@@ -44,6 +44,9 @@ from envkit.runsettings import proxy_build_args, remaps_user
 from envkit.targets import GenContext, OutputFile
 from envkit.targets.dockerfile_steps import ImageUser, Inputs, TorchInstall, stages
 
+# This target writes the output folder's Dockerfile (compose and the dev container build from it).
+WRITES_DOCKERFILE = True
+
 BASE_APT = ("ca-certificates", "python3", "python3-venv")
 # The build context's copies (certificates, wheels, requirement files, the lock, the project) hold
 # exactly what the image plan lists: a copy envkit wrote that the plan no longer lists is removed;

@@ -337,7 +337,9 @@ def _system_steps(v: Inputs, s: _Steps) -> None:
         Command(f"mkdir -p {wd}"),
         Command(f"chown {u.uid}:{u.gid} {wd}")), comments=(
         "A non-root user whose uid/gid match the host's, so bind-mounted files keep their owner.",
-        "An image user already holding that uid (ubuntu:24.04 ships \"ubuntu\" as 1000) is replaced.",
+        "An image user already holding that uid" + (" (ubuntu:24.04 ships \"ubuntu\" as 1000)"
+                                                     if v.base_ref.startswith("ubuntu:24.04") and u.uid == 1000 else "")
+        + " is replaced.",
         "(DL4006, pipefail: dash, /bin/sh on Debian bases, may lack it; an empty result of the getent pipe is the normal \"no such user\")",
         "hadolint ignore=DL4006"))
 

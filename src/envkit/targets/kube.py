@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 from envkit.hostpaths import is_drive_path
 from envkit.plan.cluster import ClusterPlan, registry_host
+from envkit.plan.image import is_local_only
 from envkit.plan.envplan import EnvPlan
 from envkit.plan.paths import CHECK_FILE, SHM_MOUNT
 from envkit.targets import GenContext
@@ -292,7 +293,11 @@ def kube_warnings(plan: EnvPlan) -> list[str]:
                    "keeps two long names apart")
     image = c.image or p.image_tag
     key = "cluster.image" if c.image else "image.tag"
-    if registry_host(image) is None:
+    if is_local_only(image):
+        out.append(f"{key}: {image!r} is a local-only name (the image envkit builds here), which nodes cannot pull; "
+                   "push it where they pull from (envkit build --tag REG/IMG:TAG && docker push REG/IMG:TAG) "
+                   "and name it in cluster.image")
+    elif registry_host(image) is None:
         out.append(f"{key}: {image!r} names no registry host, so nodes will look for it on Docker Hub; "
                    "push it where they pull from (envkit build --tag REG/IMG:TAG && docker push REG/IMG:TAG) "
                    "and name it in cluster.image")

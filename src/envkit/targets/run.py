@@ -1,7 +1,8 @@
 """run.sh: ``docker run`` with the profile's run settings, every value shell-quoted.
 
 Relative volume sources are resolved against the script's own folder at run
-time, so the script works from any current directory.
+time, so the script works from any current directory. With envkit's local-only default image it stops
+before `docker run` when that image is not built yet (nothing is pulled in its name).
 
 This module owns the ``docker run`` spelling of :class:`~envkit.runsettings.RunSettings`
 (:func:`docker_flags`); devcontainer's ``runArgs`` and ``envkit flags`` import it from here.
@@ -83,6 +84,9 @@ def docker_flags(rs: RunSettings, volume_source=lambda v: v.source, *, project: 
     flags.extend(f"--env={k}={val}" for k, val in rs.env)
     return flags
 
+# What run.sh says when the profile's local-only image is not built yet.
+BUILD_FIRST = "run 'envkit build' first (or set ENVKIT_IMAGE=name:tag)"
+
 
 def context(ctx: GenContext) -> dict:
     def source(v):
@@ -103,6 +107,7 @@ def context(ctx: GenContext) -> dict:
     literal_dollar = any("$" in str(i.get("text") or f"{i.get('head', '')}{i.get('rest', '')}") for i in items)
     # `here` is defined only where a flag reads it: shellcheck's SC2034 flags an unused variable.
     return {"header": ctx.header("#"), "image": shlex.quote(ctx.profile.image_tag), "flags": items,
+            "local_image": ctx.profile.image_is_default, "build_hint": BUILD_FIRST,
             "literal_dollar": literal_dollar, "uses_here": any(i["here"] for i in items)}
 
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 
 from envkit.plan.cluster import ClusterPlan, registry_host
+from envkit.plan.image import is_local_only
 from envkit.plan.envplan import EnvPlan
 from envkit.plan.paths import CHECK_FILE as CHECK_COMMAND
 from envkit.targets import GenContext, OutputFile
@@ -133,6 +134,9 @@ def warnings(plan: EnvPlan) -> list[str]:
             out.append(f"cluster.image: not set, so nodes are told to run {profile.image_tag}, a tag that exists "
                        "only where it was built; push it to a registry the nodes reach and name it here "
                        "(pyxis: or `enroot import dockerd://IMAGE` to a .sqsh and submit with ENVKIT_IMAGE=FILE.sqsh)")
+        elif is_local_only(c.image):
+            out.append(f"cluster.image: {c.image} is a local-only name, which nodes cannot pull; "
+                       "use the reference of the registry you pushed it to")
         elif registry_host(c.image) is None:
             out.append(f"cluster.image: {c.image} names no registry host, so nodes look for it on Docker Hub; "
                        "use the reference of the registry you pushed it to")

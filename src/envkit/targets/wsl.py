@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import os
 
-from envkit.plan.wsl import WSL2_BACKPORT_BUILDS, WSL2_MIN_BUILD, WSL2_MIN_UBR, WSL_INSTALL_MIN_BUILD, Section
+from envkit import DISTRIBUTION
+from envkit.plan.wsl import STORE_WSL_MIN, WSL2_BACKPORT_BUILDS, WSL2_MIN_BUILD, WSL2_MIN_UBR, WSL_INSTALL_MIN_BUILD, Section
 from envkit.targets import GenContext, OutputFile
 
 # UTF-8 with a BOM: Windows PowerShell 5.1 reads a BOM-less script as the ANSI code page,
@@ -55,10 +56,13 @@ def render(ctx: GenContext) -> list[OutputFile]:
         "setup-wsl.ps1.j2",
         header=ctx.header("#"),
         profile_name=ctx.profile.name,
+        distribution=DISTRIBUTION,
         distro=DEFAULT_DISTRO,
         profile_path=_profile_path(ctx),
         has_wsl_conf=bool(_flat(conf_sections)),
         newer_keys=list(plan.newer_keys),
+        store_keys=list(plan.store_keys), store_wsl_min=STORE_WSL_MIN,
+        wants_gpus=ctx.profile.run.wants_gpus,
         wsl2_min_build=WSL2_MIN_BUILD, wsl2_min_ubr=WSL2_MIN_UBR, wsl2_backport_builds=WSL2_BACKPORT_BUILDS,
         wsl_install_min_build=WSL_INSTALL_MIN_BUILD,
         # Strings, empty when unset: the script treats '' as "not asserted".

@@ -5,7 +5,15 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-image="${ENVKIT_IMAGE:-envkit/cpu-minimal:latest}"
+image="${ENVKIT_IMAGE:-localhost/envkit/cpu-minimal:latest}"
+# The default image is built on this machine and never pulled: stop here when it is not built yet.
+if [ -z "${ENVKIT_IMAGE:-}" ] && ! missing="$(docker image inspect "$image" 2>&1 >/dev/null)"; then
+  case "$missing" in
+    *"o such image"*)
+      echo "run.sh: the image $image is not built on this machine: run 'envkit build' first (or set ENVKIT_IMAGE=name:tag)" >&2
+      exit 1 ;;
+  esac
+fi
 flags=(
   --shm-size=1g
   --ipc=private
