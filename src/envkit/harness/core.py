@@ -63,7 +63,7 @@ def check_batch_memory(settings: dict, available: int | None) -> None:
 
 def run_checks(expect: dict | None, *, dataset: str | None = None, num_workers=None, batch_size=None,
                timeout: float = DEFAULT_TIMEOUT_S, quick: bool = False, sweep: bool = False,
-               progress=None, plot: str | None = None, cgroup_root: str = "/") -> dict:
+               progress=None, plot: str | None = None, cgroup_root: str = "/", ranks: int | None = None) -> dict:
     """Run all checks against an expectation dict (None = defaults) and return the report.
 
     Raises :class:`UsageError` for an invalid expectation, override or dataset spec.
@@ -80,6 +80,8 @@ def run_checks(expect: dict | None, *, dataset: str | None = None, num_workers=N
     quota = envmod.read_cgroup_cpu_quota(cgroup_root)
     settings = resolve_loader(expect, usable=usable, quota=quota["quota_cpus"], num_workers=num_workers,
                               batch_size=batch_size, dataset=dataset)
+    if ranks is not None:  # --ranks: the loader check runs this many loaders at once
+        settings["ranks_per_node"] = ranks
     check_batch_memory(settings, envmod.available_memory(cgroup_root))
     run = (expect or {}).get("run") or {}
     say("environment")

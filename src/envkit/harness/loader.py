@@ -171,29 +171,29 @@ def run_loader_children(runs_per_child: list[list[dict]], *, timeout: float, pro
     :func:`run_loader_child`'s), in order.
 
     Every child leads its own session; one loop watches all their event pipes, each with its own
-    watchdog deadline. With more than one child they meet at a barrier (:mod:`.loader_child`):
-    when none is running, every waiting child is released together, after ``on_barrier()`` is
-    called (the moment every loader holds its full pipeline). A child that hangs or ends leaves
+    watchdog deadline. With more than one child, or with ``on_barrier``, they meet at a barrier
+    (:mod:`.loader_child`): when none is running, every waiting child is released together, after
+    ``on_barrier()`` is called (the moment every loader holds its full pipeline). A child that hangs or ends leaves
     the barrier. Afterwards every group is killed and reaped, and descendants that escaped their
     group (re-parented to us, the subreaper) are reported in each result's ``leftover`` and killed.
     With more than one child each gets ``LOCAL_RANK`` and ``LOCAL_WORLD_SIZE``, as under torchrun.
     """
     _check_watch_timeout(timeout)
     ranks = len(runs_per_child)
-    barrier = ranks > 1
+    barrier = ranks > 1 or on_barrier is not None
     base_env = dict(os.environ, PYTORCH_NVML_BASED_CUDA_CHECK="1", PYTHONUNBUFFERED="1",
                     PYTHONWARNINGS=child_warnings())  # inherited by spawned workers too
     kids: list[_Child] = []
     for rank in range(ranks):
         out: dict[str, Any] = {"results": {}, "errors": {}, "error": None, "hang": False, "returncode": None,
                                "stderr_tail": "", "child_pid": None, "leftover": [], "last_batch": 0}
-        kids.append(_Child(rank, f"{label} rank {rank}" if barrier else label, out))
+        kids.append(_Child(rank, f"{label} rank {rank}" if ranks > 1 else label, out))
     stderrs = [tempfile.TemporaryFile() for _ in kids]
     before = set(children_of(os.getpid()))
     with _subreaper():
         try:
             for kid, runs, stderr in zip(kids, runs_per_child, stderrs, strict=True):
-                _start(kid, runs, stderr, stop_on_error, base_env, ranks if barrier else None)
+                _start(kid, runs, stderr, stop_on_error, base_env, ranks, barrier)
             _watch_all(kids, timeout, progress, on_barrier)
             settle = time.monotonic() + 10  # let them exit on their own so their status means something
             for kid in kids:
@@ -229,13 +229,15 @@ def run_loader_children(runs_per_child: list[list[dict]], *, timeout: float, pro
     return [kid.out for kid in kids]
 
 
-def _start(kid: _Child, runs: list[dict], stderr, stop_on_error: bool, base_env: dict, ranks: int | None) -> None:
-    """Start ``kid``'s child process in a new session; with ``ranks``, with a barrier pipe and torchrun's rank variables."""
+def _start(kid: _Child, runs: list[dict], stderr, stop_on_error: bool, base_env: dict, ranks: int,
+           barrier: bool) -> None:
+    """Start ``kid``'s child process in a new session, with a barrier pipe if ``barrier`` and, of several
+    ``ranks``, torchrun's rank variables."""
     rfd, wfd = os.pipe()
     kid.rfd = rfd
     pass_fds = [wfd]
     go_read = None
-    if ranks is not None:
+    if barrier:
         go_read, kid.go = os.pipe()
         pass_fds.append(go_read)
     config = {"sys_path": [p for p in sys.path if p], "module": f"{_PACKAGE}.loader_child",
@@ -244,7 +246,7 @@ def _start(kid: _Child, runs: list[dict], stderr, stop_on_error: bool, base_env:
               # nothing outlives a harness killed by SIGKILL. Linux sends that signal when the parent
               # *thread* ends, so only a child started from the main thread may ask for it.
               "parent_pid": os.getpid() if threading.current_thread() is threading.main_thread() else None}
-    env = base_env if ranks is None else dict(base_env, LOCAL_RANK=str(kid.rank), LOCAL_WORLD_SIZE=str(ranks))
+    env = base_env if ranks == 1 else dict(base_env, LOCAL_RANK=str(kid.rank), LOCAL_WORLD_SIZE=str(ranks))
     try:
         kid.proc = subprocess.Popen([sys.executable, "-c", BOOTSTRAP, json.dumps(config)], pass_fds=tuple(pass_fds),
                                     stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr,
