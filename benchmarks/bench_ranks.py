@@ -3,8 +3,8 @@
 Run: ``python benchmarks/bench_ranks.py [--runs N] [--ranks 1 2 4]``. Each round runs
 ``python -m envkit.harness --quick --json --ranks R`` once for every R, in a rotated order (the
 first of a round warms the page cache), and the table shows the median over the rounds of the
-whole command's wall time, the loader check's own wall time, its samples/s over all loaders and
-the peak /dev/shm use it saw, each with its ratio to R = 1. It is not a test. The workload is the
+whole command's wall time, the loader check's own wall time and the peak /dev/shm use it saw
+(over what was in use before), each with its ratio to R = 1. It is not a test. The workload is the
 harness's built-in one (2 workers, batch 32, 3x64x64 float32, prefetch 2), so R = 4 is 4 x 3
 processes with torch imported.
 """
@@ -59,17 +59,15 @@ def main() -> int:
     for ranks in args.ranks:
         ms = [next(c for c in rep["checks"] if c["name"] == "loader")["measured"] for _, rep in rows[ranks]]
         med[ranks] = (statistics.median(w for w, _ in rows[ranks]), statistics.median(m["wall_s"] for m in ms),
-                      statistics.median(m.get("samples_per_s") or 0 for m in ms),
                       statistics.median(m["peak_shm_bytes"] - m["shm_used_before_bytes"] for m in ms),
                       {rep["verdict"] for _, rep in rows[ranks]})
     base = med[args.ranks[0]]
-    print(f"{'R':>2}  {'verdict s':>9}  {'x R=1':>6}  {'loader s':>8}  {'x R=1':>6}  {'samples/s':>9}  {'x R=1':>6}  "
-          f"{'peak shm MiB':>12}  {'x R=1':>6}  verdict")
+    print(f"{'R':>2}  {'verdict s':>9}  {'x R=1':>6}  {'loader s':>8}  {'x R=1':>6}  {'peak shm MiB':>12}  {'x R=1':>6}  "
+          "verdict")
     for ranks in args.ranks:
-        v, ld, sps, shm, verdicts = med[ranks]
-        print(f"{ranks:>2}  {v:>9.2f}  {v / base[0]:>5.2f}x  {ld:>8.2f}  {ld / base[1]:>5.2f}x  {sps:>9.0f}  "
-              f"{sps / base[2] if base[2] else 0:>5.2f}x  {shm / 2**20:>12.1f}  {shm / base[3] if base[3] else 0:>5.2f}x  "
-              f"{'/'.join(sorted(verdicts))}")
+        v, ld, shm, verdicts = med[ranks]
+        print(f"{ranks:>2}  {v:>9.2f}  {v / base[0]:>5.2f}x  {ld:>8.2f}  {ld / base[1]:>5.2f}x  {shm / 2**20:>12.1f}  "
+              f"{shm / base[2] if base[2] else 0:>5.2f}x  {'/'.join(sorted(verdicts))}")
     return 0
 
 
