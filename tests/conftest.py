@@ -112,6 +112,27 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason=f"{tier} tier: not run without {flag} (or --run-all)"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _bytecode(tmp_path_factory):
+    """Bytecode for the tests that start envkit: compiled once per run, reused by every child.
+
+    A shell with ``PYTHONDONTWRITEBYTECODE=1`` makes each ``python -m envkit`` compile every module it
+    imports again. Here the children read and write their bytecode under one folder of this run
+    (``PYTHONPYCACHEPREFIX``, which Python uses for every module, the standard library's too): envkit's
+    sources are compiled into it first (``compileall``), the rest by the first child that imports them.
+    Nothing is written beside the sources.
+    """
+    prefix = tmp_path_factory.mktemp("pycache")
+    env = {**os.environ, "PYTHONPYCACHEPREFIX": str(prefix)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "-j", "0", str(ROOT / "src")], env=env,
+                   stdout=subprocess.DEVNULL, check=False)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PYTHONPYCACHEPREFIX", str(prefix))
+        mp.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+        yield prefix
+
+
 KEEP_ENV = ("ENVKIT_REQUIRE_DOCKER", "ENVKIT_REQUIRE_SLURM", "ENVKIT_BASE_IMAGE", "ENVKIT_UPDATE_GOLDEN")
 
 
@@ -120,6 +141,8 @@ def _isolate(monkeypatch, tmp_path_factory):
     for key in list(os.environ):
         if key.startswith("ENVKIT_") and key not in KEEP_ENV:
             monkeypatch.delenv(key, raising=False)
+    # envkit.statcache: each test's own cache of copy signatures, never the user's.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
     monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
 
 
@@ -182,6 +205,49 @@ def run_envkit(*args: str, cwd: Path | None = None, env: dict | None = None, tim
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
+def project_files(base_dir: Path, **kw) -> list[str]:
+    """:func:`envkit.project.project_files` as the image plan calls it: envkit's outputs and output folders left out."""
+    from envkit.plan.paths import MANIFEST
+    from envkit.plan.registry import output_names
+    from envkit.project import project_files as files
+
+    return files(base_dir, outputs=output_names(), manifest=MANIFEST, **kw)
+
+
+def call_envkit(*args: str, cwd: Path | None = None, env: dict | None = None,
+                timeout: float | None = None) -> subprocess.CompletedProcess:
+    """``envkit ARGS`` run in this process (``envkit.cli.main``): what :func:`run_envkit` returns (exit code,
+    stdout, stderr), without starting an interpreter. For tests where the process itself proves nothing
+    (no signal, no stdin, no exit of the interpreter): cwd and ``env`` are set for the call and put back,
+    and so is the SIGTERM handler ``main`` installs. A ``SystemExit`` (argparse's usage errors) is its code.
+    ``timeout`` is :func:`run_envkit`'s, unused here (nothing to kill).
+    """
+    import contextlib
+    import io
+    import signal
+
+    from envkit.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_env, saved_cwd, saved_term = dict(os.environ), Path.cwd(), signal.getsignal(signal.SIGTERM)
+    try:
+        os.environ.update(env or {})
+        os.environ.setdefault("COLUMNS", "80")  # argparse's width, as in a child whose stdout is a pipe
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as e:
+                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        signal.signal(signal.SIGTERM, saved_term)
+    return subprocess.CompletedProcess(["envkit", *args], code, out.getvalue(), err.getvalue())
+
+
 @pytest.fixture(scope="session")
 def e2e_dir(tmp_path_factory) -> Path:
     """The e2e project folder: NGC-style profile, an offline torch wheelhouse and the host CA bundle.
@@ -232,9 +298,8 @@ def plan_of(profile, out_dir: Path = Path("out")):
 
 def loader_plan_of(profile, **host):
     from envkit.plan.loader import loader_plan
-    from envkit.runsettings import RunSettings
 
-    return loader_plan(profile, RunSettings.from_profile(profile), **host)
+    return loader_plan(profile, **host)
 
 
 def profile_warnings_of(profile) -> list[str]:

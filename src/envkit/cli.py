@@ -32,25 +32,42 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole CLI: a subparser per entry of :data:`envkit.commands.COMMANDS`, with its module's arguments.
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The CLI: a subparser per entry of :data:`envkit.commands.COMMANDS`, with its module's arguments.
 
-    A ``raw_argv`` command's subparser copies its module's ``build_parser()`` options, for help and
-    completion only: :func:`main` hands its words to the command before this parser sees them. Every
-    parsed namespace carries this parser as ``root_parser`` (``envkit help``, ``envkit completion``).
+    ``only``: fill in that command's arguments alone (the others keep their help line, from the
+    registry), so a run imports no other command's module; None: the whole CLI. A ``raw_argv``
+    command's subparser copies its module's ``build_parser()`` options, for help and completion only:
+    :func:`main` hands its words to the command before this parser sees them. Every parsed namespace
+    carries the whole CLI's parser as ``root_parser`` when its command's entry asks for it
+    (``envkit help``, ``envkit completion``), else this one.
     """
     parser = _Parser(prog="envkit", description="One YAML profile in; a working, proven PyTorch environment out.")
     parser.add_argument("--version", action="version", version=f"envkit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
     for name, command in COMMANDS.items():
+        if only is not None and name != only:
+            sub.add_parser(name, help=command.help, add_help=False)
+            continue
         module = load(name)
         if command.raw_argv:
             own = module.build_parser()
-            sub.add_parser(name, add_help=False, help=module.HELP, parents=[own], description=own.description)
+            sub.add_parser(name, add_help=False, help=command.help, parents=[own], description=own.description)
         else:
-            module.add_arguments(sub.add_parser(name, help=module.HELP))
+            module.add_arguments(sub.add_parser(name, help=command.help))
     parser.set_defaults(root_parser=parser)
     return parser
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    """``argv`` parsed by a parser holding only its command's arguments (:func:`build_parser`)."""
+    name = argv[0] if argv and argv[0] in COMMANDS else None
+    if name is None:  # `envkit`, `envkit --help`, `envkit --version`, a misspelt command
+        return build_parser("").parse_args(argv)
+    args = build_parser(name).parse_args(argv)
+    if COMMANDS[name].whole_parser:
+        args.root_parser = build_parser()
+    return args
 
 
 class Terminated(KeyboardInterrupt):
@@ -73,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv and argv[0] in COMMANDS and COMMANDS[argv[0]].raw_argv:
             return load(argv[0]).main(argv[1:])
-        args = build_parser().parse_args(argv)
+        args = _parse(argv)
         return load(args.command).main(args)
     except (EnvkitError, UsageError) as e:
         # Messages quote the user's keys, values and file names: every line is made safe to print.

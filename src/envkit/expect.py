@@ -18,14 +18,18 @@ import json
 from typing import Any
 
 from envkit.harness.expect import VERSION  # the consumer defines the format's version
+from envkit.harness.sizing import NodeLoader
+from envkit.plan.loader import loader_plan
 from envkit.profile.model import Profile
 from envkit.runsettings import RunSettings
 
 
-def expectation(profile: Profile, rs: RunSettings) -> dict:
+def expectation(profile: Profile, rs: RunSettings, node: NodeLoader | None = None) -> dict:
     """The profile's promises as the harness reads them (:func:`envkit.harness.expect.validate_expect`);
-    ``rs``: the run's settings."""
+    ``rs``: the run's settings. The node's plan (ranks, the sources of its facts) comes with them, so the
+    harness resolves the loaders by the same rule over the same facts."""
     loader = profile.loader
+    node = node or loader_plan(profile)
     gpus = rs.gpus if rs.gpus is not None else "none"
     doc: dict[str, Any] = {
         "envkit_expect": VERSION,
@@ -39,6 +43,7 @@ def expectation(profile: Profile, rs: RunSettings) -> dict:
             "prefetch_factor": loader.prefetch_factor,
             "persistent_workers": loader.persistent_workers,
             "start_method": loader.start_method,
+            "sample_cost_ms": loader.sample_cost_ms,
         },
         "run": {
             "shm_size_bytes": rs.effective_shm,
@@ -50,6 +55,9 @@ def expectation(profile: Profile, rs: RunSettings) -> dict:
             "gpus": list(gpus) if isinstance(gpus, tuple) else gpus,
             "ulimits": {u.name: {"soft": u.soft, "hard": u.hard} for u in rs.ulimits},
             "user": profile.image.user.name,
+            "ranks_per_node": node.ranks,
+            "nccl": node.nccl,
+            "facts": {k: v for k, v in node.facts if k != "cpus"},
         },
     }
     if profile.run.numa != "none":  # absent when off, so expectations without NUMA stay as they were
@@ -57,5 +65,5 @@ def expectation(profile: Profile, rs: RunSettings) -> dict:
     return doc
 
 
-def expectation_json(profile: Profile, rs: RunSettings) -> bytes:
-    return (json.dumps(expectation(profile, rs), indent=2, sort_keys=True) + "\n").encode()
+def expectation_json(profile: Profile, rs: RunSettings, node: NodeLoader | None = None) -> bytes:
+    return (json.dumps(expectation(profile, rs, node), indent=2, sort_keys=True) + "\n").encode()

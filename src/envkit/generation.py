@@ -126,3 +126,10 @@ def report_warnings(plan: EnvPlan, strict: bool, err: TextIO, targets: tuple[str
     for w in warnings:
         print(f"envkit: warning: {neutralise_lines(f'{loaded.source}: {w}')}", file=err)
     return warnings
+
+
+def report_notes(plan: EnvPlan, err: TextIO) -> list[str]:
+    """Print what envkit decided where the profile left it open (``plan.notes``) to ``err``; never an error."""
+    for n in plan.notes:
+        print(f"envkit: note: {neutralise_lines(f'{plan.loaded.source}: {n}')}", file=err)
+    return list(plan.notes)

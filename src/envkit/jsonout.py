@@ -36,6 +36,24 @@ _WARNING = {
 }
 _WARNINGS = {"type": "array", "items": _WARNING}
 _PROFILE = {"type": "string", "description": "the profile file as named or found, or <default profile>"}
+# The one ``loader`` object generate, flags, doctor and the harness print (envkit.harness.sizing.NodeLoader.as_json).
+LOADER: dict[str, Any] = {
+    "type": "object",
+    "description": "one node's DataLoaders, resolved by envkit.harness.sizing.size_node over named facts",
+    "required": ["ranks_per_node", "workers_per_rank", "shm_need_bytes", "shm_bytes", "cpus", "facts"],
+    "additionalProperties": False,
+    "properties": {
+        "ranks_per_node": {"type": "integer", "minimum": 1, "description": "training processes on the node"},
+        "workers_per_rank": {"type": "integer", "minimum": 0, "description": "DataLoader workers of each"},
+        "shm_need_bytes": {"type": "integer", "minimum": 0,
+                           "description": "/dev/shm every rank's loader needs at once, with NCCL's allowance"},
+        "shm_bytes": {"type": ["integer", "null"], "minimum": 0,
+                      "description": "the container's /dev/shm; null: the host's (ipc: host) or unknown"},
+        "cpus": {"type": ["integer", "null"], "minimum": 1, "description": "CPUs the node's processes share"},
+        "facts": {"type": "object", "additionalProperties": {"type": "string"},
+                  "description": "where cpus, ranks_per_node and shm_bytes came from"},
+    },
+}
 
 
 def _document(command: str, properties: dict[str, Any]) -> dict[str, Any]:
@@ -63,11 +81,15 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             }}},
         "backups": {**_STRINGS, "description": "copies of your edited files that --force replaced"},
         "warnings": _WARNINGS,
+        "notes": {**_WARNINGS, "description": "what envkit decided where the profile left it open"},
+        "loader": LOADER,
     }),
     "flags": _document("flags", {
         "profile": _PROFILE,
         "argv": {**_STRINGS, "description": "the docker run flags, one argument each (not shell-quoted)"},
         "warnings": _WARNINGS,
+        "notes": {**_WARNINGS, "description": "what envkit decided where the profile left it open"},
+        "loader": LOADER,
     }),
     "build": _document("build", {
         "profile": _PROFILE,

@@ -10,10 +10,12 @@ Files copied into the build context (wheels, the project's code: an :class:`Outp
 ``source``) are linked or copied, and judged by content, never by size and time (``cp -p``,
 ``rsync -a`` and ``tar x`` keep both across an edit). The rule, :func:`same_copy`: a copy that
 is the source's own inode (a hard link) is the same file, so the same content; any other copy is
-the same only when its sha256 equals the source's. Each copy's sha256 goes into the manifest with
-the copy's ``(dev, inode, size, mtime_ns, ctime_ns)``; while those are unchanged the recorded
-digest is reused, so an unchanged hard-linked multi-GB wheel is never read again (any write to
-the inode moves its ctime, which no user call can set back). A folder the caller names in
+the same only when its sha256 equals the source's. Each copy's sha256 goes into the manifest; the
+copy's ``(dev, inode, size, mtime_ns, ctime_ns)`` goes into this machine's cache
+(:mod:`envkit.statcache`, outside the output folder), and while those are unchanged the digest is
+reused, so an unchanged hard-linked multi-GB wheel is never read again (any write to the inode moves
+its ctime, which no user call can set back). The manifest holds only what a clone of the folder can
+reproduce (paths, owners, digests): regenerating into a copy of the folder leaves it byte-identical. A folder the caller names in
 ``exact`` (the build context's ``.envkit/``) holds the files given and the user's: a file there that
 the manifest records (envkit wrote it) and that is no longer given is removed and reported in
 ``pruned``; one the manifest does not record is the user's, kept and reported in ``foreign``. A
@@ -41,12 +43,14 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, StringConstraints, ValidationError
 
-from envkit.errors import EnvkitError, OutputConflict, ProfileError
+from envkit.errors import OutputConflict, ProfileError
+from envkit.plan.paths import MANIFEST
 from envkit.safeio import FileRefused, kind_of, read_bounded, replace_file, stage_file, write_target
+from envkit import statcache
+from envkit.statcache import Signature, signature
 from envkit.targets import OutputFile
 from envkit.termtext import neutralise
 
-MANIFEST = ".envkit-manifest.json"
 MANIFEST_MAX = 4 * 1024 * 1024
 BACKUP_MAX = 64 * 1024 * 1024
 STAGING_PREFIX = ".envkit-staging-"
@@ -81,14 +85,6 @@ def file_sha256(path: Path) -> str:
         while chunk := f.read(1 << 20):
             h.update(chunk)
     return h.hexdigest()
-
-
-Signature = tuple[int, int, int, int, int]
-
-
-def signature(st: os.stat_result) -> Signature:
-    """What a copy's recorded digest is trusted for: (dev, inode, size, mtime_ns, ctime_ns)."""
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def same_copy(src: Path, dst: Path, known: dict[str, str] | None = None) -> bool:
@@ -128,6 +124,7 @@ class _Manifest(BaseModel):
     envkit_manifest: Literal[1] = 1
     files: dict[str, Annotated[StrictStr, StringConstraints(pattern=r"^[0-9a-f]{64}$")]] = {}
     owners: dict[str, StrictStr] = {}
+    # Written by earlier versions (each copy's stat signature, now in envkit.statcache): still validated, not used.
     copies: dict[str, tuple[StrictInt, StrictInt, StrictInt, StrictInt, StrictInt]] = {}
 
 
@@ -186,9 +183,9 @@ def _manifest_error(out_dir: Path, text: str, where: str, what: str) -> ProfileE
              "and refuses to replace a file it did not write)")
 
 
-def _read_manifest(out_dir: Path) -> tuple[dict[str, str], dict[str, str], dict[str, Signature]] | None:
-    """The recorded sha256 of each file envkit wrote, the target that owns it (when recorded), and the
-    signature each copied file had when its sha256 was taken; None when the folder has no manifest.
+def _read_manifest(out_dir: Path) -> tuple[dict[str, str], dict[str, str]] | None:
+    """The recorded sha256 of each file envkit wrote and the target that owns it (when recorded); None
+    when the folder has no manifest.
 
     Validated whole before anything is written or removed: a manifest that is not envkit's form, or an
     entry that is not a path inside the folder (:func:`entry_problem`), is exit 2 naming the manifest,
@@ -225,7 +222,7 @@ def _read_manifest(out_dir: Path) -> tuple[dict[str, str], dict[str, str], dict[
                 raise _manifest_error(out_dir, text, _position(text, json.dumps(rel)),
                                       f"{section}[{json.dumps(rel)}]: expected a path relative to the output "
                                       f"folder and inside it; the entry {problem}")
-    return dict(doc.files), dict(doc.owners), {k: tuple(v) for k, v in doc.copies.items()}  # type: ignore[misc]
+    return dict(doc.files), dict(doc.owners)
 
 
 def atomic_write(path: Path, data: bytes, mode: int | None = 0o644) -> Path:
@@ -441,8 +438,7 @@ def _under(path: str, folders: tuple[str, ...]) -> bool:
     return any(path == d or path.startswith(d.rstrip("/") + "/") for d in folders)
 
 
-def _unchanged_copy(f: OutputFile, dest: Path, manifest: dict[str, str], sigs: dict[str, Signature],
-                    known: dict[str, str]) -> str | None:
+def _unchanged_copy(f: OutputFile, dest: Path, cached: statcache.Entries, known: dict[str, str]) -> str | None:
     """The sha256 of ``dest`` when it already holds what ``f.source`` holds (:func:`same_copy`), else None."""
     assert f.source is not None
     try:
@@ -451,8 +447,9 @@ def _unchanged_copy(f: OutputFile, dest: Path, manifest: dict[str, str], sigs: d
         return None
     if not stat.S_ISREG(b.st_mode):
         return None
-    if f.path in manifest and sigs.get(f.path) == signature(b):
-        known[str(dest)] = manifest[f.path]  # unchanged since it was hashed: its ctime says so
+    hit = cached.get(f.path)
+    if hit is not None and hit[0] == signature(b):
+        known[str(dest)] = hit[1]  # unchanged since it was hashed: its ctime says so
     if not same_copy(f.source, dest, known):
         return None
     return _digest(dest, known)
@@ -482,24 +479,25 @@ def foreign_files(out_dir: Path, exact: tuple[str, ...], files: list[OutputFile]
     record: the user's (kept, see :func:`write_outputs`). Reads the manifest (exit 2 when it is bad)."""
     if not exact:
         return []
-    manifest = (_read_manifest(out_dir) or ({}, {}, {}))[0]
+    manifest = (_read_manifest(out_dir) or ({}, {}))[0]
     found, _ = _strays(out_dir, exact, {f.path for f in files})
     return [p for p in found if p not in manifest]
 
 
 def _write_locked(out_dir: Path, files: list[OutputFile], force: bool, owners: dict[str, str],
                   requested: tuple[str, ...] | None, exact: tuple[str, ...] = ()) -> WriteReport:
-    manifest, manifest_owners, sigs = _read_manifest(out_dir) or ({}, {}, {})
+    manifest, manifest_owners = _read_manifest(out_dir) or ({}, {})
+    cached = statcache.load(out_dir)
     report = WriteReport()
     conflicts: list[str] = []
     plan: list[tuple[OutputFile, Path]] = []
     chmods: list[tuple[Path, int]] = []
     known: dict[str, str] = {}  # sha256 by path, each file read once per run
-    copies: dict[str, Signature] = {}  # the copies' signatures, recorded with their sha256
+    copies: dict[str, Signature] = {}  # the copies' signatures, cached with their sha256 (envkit.statcache)
     for f in files:
         dest = write_target(out_dir / f.path)  # follows a symlink; refuses devices, FIFOs, sockets, folders
         if f.source is not None:
-            digest = _unchanged_copy(f, dest, manifest, sigs, known)
+            digest = _unchanged_copy(f, dest, cached, known)
             if digest is not None:
                 report.unchanged.append(f.path)
                 manifest[f.path] = digest
@@ -576,7 +574,7 @@ def _write_locked(out_dir: Path, files: list[OutputFile], force: bool, owners: d
                 copies.pop(path, None)
             if staging is not None:
                 tmp = staging / MANIFEST
-                tmp.write_bytes(_manifest_bytes(manifest, manifest_owners, copies))
+                tmp.write_bytes(_manifest_bytes(manifest, manifest_owners))
                 os.chmod(tmp, 0o644)
                 staged.append((tmp, out_dir / MANIFEST))
             for f, dest in plan:
@@ -609,35 +607,30 @@ def _write_locked(out_dir: Path, files: list[OutputFile], force: bool, owners: d
             import shutil
 
             shutil.rmtree(staging, ignore_errors=True)
-    _record_copies(out_dir, [f for f, _ in plan if f.source is not None], manifest, manifest_owners, copies)
+    _record_copies(out_dir, [f for f, _ in plan if f.source is not None], manifest, copies, cached)
     report.written = [f.path for f, _ in plan]
     report.removed = [p for p in prune if not _under(p, exact)]
     report.pruned = [p for p in strays if _under(p, exact)]
     return report
 
 
-def _manifest_bytes(manifest: dict[str, str], owners: dict[str, str], copies: dict[str, Signature]) -> bytes:
+def _manifest_bytes(manifest: dict[str, str], owners: dict[str, str]) -> bytes:
+    """The manifest: each path's sha256 and owner, sorted; nothing of this machine's (no inode, no time)."""
     doc = {"envkit_manifest": 1, "files": dict(sorted(manifest.items())),
-           "owners": dict(sorted((k, v) for k, v in owners.items() if k in manifest)),
-           "copies": {k: list(v) for k, v in sorted(copies.items()) if k in manifest}}
+           "owners": dict(sorted((k, v) for k, v in owners.items() if k in manifest))}
     return (json.dumps(doc, indent=2) + "\n").encode()
 
 
-def _record_copies(out_dir: Path, written: list[OutputFile], manifest: dict[str, str], owners: dict[str, str],
-                   copies: dict[str, Signature]) -> None:
-    """Record the signatures of the copies just put in place (their rename moved their ctime).
-
-    Best effort: the manifest in place is already complete and right; without the signatures the
-    next run hashes those copies again.
-    """
-    if not written:
-        return
+def _record_copies(out_dir: Path, written: list[OutputFile], manifest: dict[str, str],
+                   copies: dict[str, Signature], cached: statcache.Entries) -> None:
+    """Cache the signatures of the copies: the unchanged ones, and those just put in place (their
+    rename moved their ctime). Best effort: without them the next run hashes those copies again."""
     for f in written:
         with contextlib.suppress(OSError):
             copies[f.path] = signature((out_dir / f.path).stat())
-    with contextlib.suppress(OSError, EnvkitError):
-        replace_file(out_dir / MANIFEST, _manifest_bytes(manifest, owners, copies), 0o644)
-
+    entries = {rel: (sig, manifest[rel]) for rel, sig in copies.items() if rel in manifest}
+    if entries != cached:
+        statcache.save(out_dir, entries)
 
 def _orphans(out_dir: Path, files: list[OutputFile], manifest: dict[str, str], owners: dict[str, str],
              requested: tuple[str, ...] | None, report: WriteReport, exact: tuple[str, ...] = ()) -> list[str]:

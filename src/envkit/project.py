@@ -5,7 +5,7 @@ by Docker's own rules as docker-py applies them (``docker.utils.build.PatternMat
 ``filepath.Match`` classes such as ``[0-9]`` and ``[!0-9]``, ``**``, ``!`` exceptions, a folder
 pattern excluding everything under it; like docker-py, case-insensitive and with ``\\`` a literal
 character, not an escape; envkit's own generated ``.dockerignore`` is not the user's),
-envkit's outputs (the generated files, an output folder inside the project, ``.envkit/``), the torch
+envkit's outputs (the names the target registry says envkit writes, an output folder inside the project), the torch
 wheelhouses (they belong to the build stage, not the code), version-control and cache folders, and
 the well-known credential files of :data:`SECRETS` (``.env``, keys, ``.aws/credentials``,
 ``.kube/config``, ``terraform.tfstate``...) — which no ``!`` exception brings back: a secret in an
@@ -35,15 +35,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any
 
 from envkit.errors import ProfileError
 from envkit.safeio import DOCKERIGNORE_MAX, kind_of, read_bounded
 
-# Generated next to the profile by `envkit generate -o .` (envkit.targets); never project code.
-ENVKIT_OUTPUTS = ("Dockerfile", ".dockerignore", "compose.yaml", "run.sh", "envkit-check", "envkit-entrypoint",
-                  "envkit_harness.pyz", "envkit_expect.json", "setup-wsl.ps1", "wsl.conf", ".wslconfig",
-                  ".envkit-manifest.json", ".envkit", ".devcontainer")
 SKIP_DIRS = (".git", ".hg", ".svn", ".venv", "venv", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache",
              ".ipynb_checkpoints", ".tox", ".nox")
 # Well-known credential files, anywhere in the tree; a `!` line in .dockerignore cannot bring them back,
@@ -63,200 +58,103 @@ SECRETS = (".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "*.ppk", "id_rs
            ".boto", ".vault-token", ".azure/accessTokens.json", ".config/gh/hosts.yml")
 
 
-# Runs of 2 or more '*' and '**/' before another '**': each run has an equivalent shorter spelling.
-_STAR_RUN = re.compile(r"\*{2,}")
-_DOUBLE_STAR_BEFORE_DOUBLE_STAR = re.compile(r"(?<!\*)\*\*/(?=\*\*)")
-# A pattern with more unbounded wildcards ('*', '**') than this is matched by the NFA below.
-_REGEX_WILDCARDS = 2
-
-
-def collapse_stars(pattern: str) -> str:
-    """``pattern`` with its runs of ``*`` and ``**/`` shortened, matching exactly the same paths.
-
-    docker-py's ``translate`` makes ``**/`` (or a ``**`` before anything else) ``(.*/)?``, a final ``**``
-    ``.*`` and ``*`` ``[^/]*``. Two ``(.*/)?`` in a row match what one does, and so do two ``[^/]*``
-    after a ``(.*/)?``; Python's backtracking regex, though, tries every split of the path between
-    them: eight ``**/`` against a file 20 folders deep took more than 20 s. Bracket classes
-    (``[**/]``) are left as they are.
-
-    >>> collapse_stars("**/**/**/**/**/**/**/**/x"), collapse_stars("a/****/b"), collapse_stars("*****.py")
-    ('**/x', 'a/**/b', '***.py')
-    >>> collapse_stars("**/**"), collapse_stars("[**/**]/**/**/y")
-    ('**', '[**/**]/**/y')
-    """
-    out: list[str] = []
-    chunk: list[str] = []
-    for kind, text in _glob_chunks(pattern):
-        if kind == "class":
-            out += [_collapse_plain("".join(chunk)), text]
-            chunk = []
-        else:
-            chunk.append(text)
-    out.append(_collapse_plain("".join(chunk)))
-    return "".join(out)
-
-
-def _collapse_plain(text: str) -> str:
-    text = _STAR_RUN.sub(lambda m: "**" if len(m.group()) % 2 == 0 else "***", text)
-    return _DOUBLE_STAR_BEFORE_DOUBLE_STAR.sub("", text)
-
-
-def _glob_chunks(pat: str) -> list[tuple[str, str]]:
-    """``pat`` split as docker-py's ``translate`` reads it: ("class", "[...]") for a closed bracket
-    class, ("text", c) for every other character (an unclosed ``[`` is a literal)."""
-    out: list[tuple[str, str]] = []
-    i, n = 0, len(pat)
-    while i < n:
-        c = pat[i]
-        if c == "[":
-            j = i + 1
-            if j < n and pat[j] == "!":
-                j += 1
-            if j < n and pat[j] == "]":
-                j += 1
-            while j < n and pat[j] != "]":
-                j += 1
-            if j < n:
-                out.append(("class", pat[i:j + 1]))
-                i = j + 1
-                continue
-        out.append(("text", c))
-        i += 1
-    return out
-
-
 # A pattern's literal head: what comes before its first wildcard or class.
 _LITERAL_HEAD = re.compile(r"[^*?\[]*")
 
-# Tokens of a glob, as docker-py's translate spells them in a regex.
-_LIT, _ONE, _CLASS, _STAR, _DIRS, _TAIL = range(6)  # c, [^/], [...], [^/]*, (.*/)?, .*
 
+def _re2_syntax(regex: str) -> str:
+    r"""``regex`` (docker-py's ``translate`` output, for Python's ``re``) as RE2 reads it the same.
 
-def _tokens(pat: str) -> list[tuple[int, Any]]:
-    """docker-py's ``translate(pat)`` as a token list (the same loop, emitting tokens, not regex text)."""
-    toks: list[tuple[int, Any]] = []
-    for kind, text in _glob_chunks(pat):
-        if kind == "class":
-            stuff = text[1:-1].replace("\\", "\\\\")
-            if stuff[0] == "!":
-                stuff = f"^{stuff[1:]}"
-            elif stuff[0] == "^":
-                stuff = f"\\{stuff}"
-            with warnings.catch_warnings():  # "[[:alpha:]]": Python warns of a future nested set
-                warnings.simplefilter("ignore")
-                toks.append((_CLASS, re.compile(f"[{stuff}]")))
-        else:
-            toks.append((_LIT, text))
-    # Stars: rebuilt from the literal '*' tokens exactly as translate reads them.
-    out: list[tuple[int, Any]] = []
-    i, n = 0, len(toks)
+    Two spellings differ: inside a class, ``[`` is a literal to Python but opens a POSIX class
+    (``[:alpha:]``) to RE2, so it is escaped there; and translate's final ``$`` also matches before a
+    final newline in Python, which :func:`compile_glob` does by matching the name without it.
+
+    >>> print(_re2_syntax("^[[:alpha:]]x$"), _re2_syntax(r"^a\[b$"))
+    [\[:alpha:]]x a\[b
+    """
+    out: list[str] = []
+    i, n = 1, len(regex) - 1  # without translate's "^" and "$"
+    in_class = False
     while i < n:
-        tok, val = toks[i]
-        i += 1
-        if tok == _LIT and val == "*":
-            if i < n and toks[i] == (_LIT, "*"):
+        c = regex[i]
+        if c == "\\":
+            out.append(regex[i:i + 2])
+            i += 2
+            continue
+        if not in_class and c == "[":
+            in_class = True
+            out.append(c)
+            # A "^" first, then a "]" first, are part of the class, not its end.
+            if regex[i + 1:i + 2] == "^":
+                out.append("^")
                 i += 1
-                if i < n and toks[i] == (_LIT, "/"):
-                    i += 1
-                out.append((_TAIL, None) if i >= n else (_DIRS, None))
-            else:
-                out.append((_STAR, None))
-        elif tok == _LIT and val == "?":
-            out.append((_ONE, None))
+            if regex[i + 1:i + 2] == "]":
+                out.append("]")
+                i += 1
+        elif in_class and c == "]":
+            in_class = False
+            out.append(c)
+        elif in_class and c == "[":
+            out.append("\\[")
         else:
-            out.append((tok, val))
-    return out
-
-
-def _nfa(toks: list[tuple[int, Any]]) -> Callable[[str], bool]:
-    """A matcher for ``^translate(pat)$`` in time linear in the path (a set of states, no backtracking)."""
-    end = len(toks)
-    eps = {i for i, (kind, _) in enumerate(toks) if kind in (_STAR, _DIRS, _TAIL)}
-
-    def closure(states: set[int]) -> set[int]:
-        todo = list(states)
-        while todo:
-            s = todo.pop()
-            if s in eps and s + 1 not in states:
-                states.add(s + 1)
-                todo.append(s + 1)
-        return states
-
-    def step(states: set[int], ch: str) -> set[int]:
-        nxt: set[int] = set()
-        for s in states:
-            if s == end:
-                continue
-            kind, val = toks[s]
-            if kind == _LIT:
-                if ch == val:
-                    nxt.add(s + 1)
-            elif kind == _ONE:
-                if ch != "/":
-                    nxt.add(s + 1)
-            elif kind == _CLASS:
-                if val.fullmatch(ch):
-                    nxt.add(s + 1)
-            elif kind == _STAR:
-                if ch != "/":
-                    nxt.add(s)
-            elif ch != "\n":  # _DIRS and _TAIL: regex '.' takes anything but a newline
-                nxt.add(s)
-                if kind == _DIRS and ch == "/":
-                    nxt.add(s + 1)
-        return closure(nxt)
-
-    def match(name: str) -> bool:
-        states = closure({0})
-        before_last = False
-        for k, ch in enumerate(name):
-            if k == len(name) - 1:
-                before_last = end in states
-            states = step(states, ch)
-            if not states:
-                break
-        # The regex ends in '$', which also matches before a final newline.
-        return end in states or (name.endswith("\n") and before_last)
-
-    return match
+            out.append(c)
+        i += 1
+    return "".join(out)
 
 
 def compile_glob(pattern: str) -> Callable[[str], bool]:
     """docker-py's ``fnmatch(name, pattern)`` (``pattern`` a cleaned .dockerignore pattern), compiled once
-    and bounded: linear in the path however many wildcards ``pattern`` holds.
+    and matched in time linear in the path, however many wildcards ``pattern`` holds.
 
-    docker-py compiles its expressions into a cache of 100 (a longer .dockerignore recompiles them for
-    every file) and leaves them to Python's backtracking regex, which is polynomial in the path for
-    every wildcard: ``**/a**/a**/a**/a**/a**/a**/a**/a**/x`` against 40 folders took 50 s. A pattern
-    with a few wildcards, once collapsed (:func:`collapse_stars`), stays a regex (fast, and at most
-    quadratic); one with more is matched by an NFA.
+    The expression is docker-py's own (``docker.utils.fnmatch.translate``), run by RE2 (google-re2),
+    which never backtracks: Python's ``re``, which docker-py uses, took more than 50 s on
+    ``**/a**/a**/a**/a**/a**/a**/a**/a**/x`` against a file 40 folders deep. Like docker-py, the
+    pattern and the name are compared lowercased. A pattern Python's ``re`` refuses (``[b-a]``), and so
+    docker-py, is exit 2.
 
     >>> m = compile_glob("**/a**/a**/a**/x")
     >>> m("a/a/a/x"), m("A/a/a/b/x"), m("a/x")
     (True, True, False)
     """
-    lowered = collapse_stars(pattern.lower())
-    try:
-        toks = _tokens(lowered)
-        if sum(kind in (_STAR, _DIRS, _TAIL) for kind, _ in toks) <= _REGEX_WILDCARDS:
-            from docker.utils.fnmatch import translate
+    import re2
+    from docker.utils.fnmatch import translate
 
-            with warnings.catch_warnings():  # as in _tokens
-                warnings.simplefilter("ignore")
-                regex = re.compile(translate(lowered))
-            return lambda name: regex.match(name.lower()) is not None
-    except re.error as e:
+    lowered = pattern.lower()
+    regex = translate(lowered)
+    try:
+        with warnings.catch_warnings():  # "[[:alpha:]]": Python warns of a future nested set
+            warnings.simplefilter("ignore")
+            re.compile(regex)  # what docker-py refuses is refused, with Python's words
+        compiled = re2.compile(_re2_syntax(regex), _re2_options())
+    except (re.error, re2.error) as e:
         raise ProfileError(f".dockerignore: pattern {pattern!r} is not valid: {e}") from None
-    nfa = _nfa(toks)
-    return lambda name: nfa(name.lower())
+
+    def match(name: str) -> bool:
+        low = name.lower()
+        return compiled.fullmatch(low) is not None or (low.endswith("\n") and compiled.fullmatch(low[:-1]) is not None)
+
+    return match
+
+
+def _re2_options():
+    import re2
+
+    options = re2.Options()
+    options.max_mem = 64 << 20  # a long pattern's automaton; the default (8 MiB) refuses some Docker accepts
+    return options
+
+
+def _split_path(p: str) -> list[str]:
+    """docker-py's ``split_path`` (``docker.utils.build``) on POSIX: the components, without empty or ``.`` ones."""
+    return [part for part in p.split("/") if part and part != "."]
 
 
 class DockerIgnore:
-    """A .dockerignore's patterns, parsed once into docker-py's ``PatternMatcher``, each pattern's
-    expression compiled once and matched in bounded time (:func:`compile_glob`).
+    """A .dockerignore's patterns, parsed by docker-py (``docker.utils.build.Pattern``), each compiled once
+    and matched in bounded time (:func:`compile_glob`).
 
-    :meth:`excluded` is docker-py's verdict for one path; :meth:`descends` is its walk's rule for a
-    folder (``docker.utils.build.PatternMatcher.walk``): an excluded folder is still entered when an
+    :meth:`excluded` is docker-py's ``PatternMatcher.matches`` for one path; :meth:`descends` is its
+    walk's rule for a folder (``PatternMatcher.walk``): an excluded folder is still entered when an
     ``!`` exception's pattern starts with the folder's path, and otherwise nothing under it is taken,
     whatever later exceptions say. Both together select what ``docker.utils.build.exclude_paths``
     selects. docker-py is imported here, only when a profile copies its project.
@@ -267,48 +165,50 @@ class DockerIgnore:
 
         # exclude_paths adds "!Dockerfile" (and PatternMatcher "!.dockerignore"): with the same
         # patterns the walk enters the same folders as docker-py's does.
-        self._matcher: Any = PatternMatcher([*rules, "!Dockerfile"])
-        for pattern in self._matcher.patterns:
-            # Pattern.match is fnmatch(normalize_slashes(path), cleaned_pattern): the same, compiled.
-            pattern.match = _pattern_match(compile_glob(pattern.cleaned_pattern))
-        # Last pattern first, each with the literal text a match must start with (lowercased, as
-        # docker-py compares): see excluded.
-        self._last_first = [(p, _LITERAL_HEAD.match(p.cleaned_pattern.lower()).group(), len(p.dirs))  # type: ignore[union-attr]
-                            for p in reversed(self._matcher.patterns)]
-        self._exceptions = tuple(p.cleaned_pattern for p in self._matcher.patterns if p.exclusion)
+        patterns = PatternMatcher([*rules, "!Dockerfile"]).patterns
+        # (exclusion, matcher, depth, literal head) per pattern, in the file's order.
+        self._patterns = [(p.exclusion, compile_glob(p.cleaned_pattern), len(p.dirs),
+                           _LITERAL_HEAD.match(p.cleaned_pattern.lower()).group())  # type: ignore[union-attr]
+                          for p in patterns]
+        self._exceptions = tuple(p.cleaned_pattern for p in patterns if p.exclusion)
 
     def excluded(self, rel: str) -> bool:
         """True when the pattern list excludes ``rel`` (a /-separated path under the context).
 
-        docker-py's ``PatternMatcher.matches``: the last pattern matching ``rel``, or the folder
-        above it as deep as the pattern's own, decides. For a plain ASCII path (no empty or ``.``
-        segment: what :func:`project_files` walks) the patterns are tried last first, and one whose
-        literal head the path does not start with is skipped: neither the path nor a folder above it,
-        a prefix of the path, could match it. Any other path goes to docker-py's loop as it is.
+        docker-py's rule: the last pattern matching ``rel``, or the folder above it as deep as the
+        pattern's own, decides. For a plain ASCII path (no empty or ``.`` segment: what
+        :func:`project_files` walks) the patterns are tried last first, and one whose literal head the
+        path does not start with is skipped: neither the path nor a folder above it, a prefix of the
+        path, could match it. Any other path takes docker-py's loop as it is written.
         """
         parts = rel.split("/")
         if not rel.isascii() or "" in parts or "." in parts:
-            return bool(self._matcher.matches(rel))
+            return self._matches(rel)
         low = rel.lower()
         above = len(parts) - 1
-        for pattern, head, depth in self._last_first:
+        for exclusion, match, depth, head in reversed(self._patterns):
             if not low.startswith(head):
                 continue
-            if pattern.match(rel) or (0 < depth <= above and pattern.match("/".join(parts[:depth]))):
-                return not pattern.exclusion
+            if match(rel) or (0 < depth <= above and match("/".join(parts[:depth]))):
+                return not exclusion
         return False
+
+    def _matches(self, filepath: str) -> bool:
+        """``PatternMatcher.matches``, line for line, with the compiled patterns."""
+        matched = False
+        parent_path = os.path.dirname(filepath)
+        parent_dirs = _split_path(parent_path)
+        for exclusion, match, depth, _ in self._patterns:
+            hit = match(filepath)
+            if not hit and parent_path != "" and depth <= len(parent_dirs):
+                hit = match("/".join(parent_dirs[:depth]))
+            if hit:
+                matched = not exclusion
+        return matched
 
     def descends(self, rel_dir: str) -> bool:
         """True when a walk of the context enters folder ``rel_dir`` (docker-py's walk does the same)."""
         return not self.excluded(rel_dir) or any(p.startswith(rel_dir) for p in self._exceptions)
-
-
-def _pattern_match(glob: Callable[[str], bool]) -> Callable[[str], bool]:
-    from docker.utils.build import IS_WINDOWS_PLATFORM, normalize_slashes
-
-    if not IS_WINDOWS_PLATFORM:  # normalize_slashes returns the path as it is
-        return glob
-    return lambda filepath: glob(normalize_slashes(filepath))
 
 
 # Docker's reader drops a UTF-8 byte order mark before the first line (github.com/moby/patternmatcher,
@@ -466,12 +366,16 @@ def link_note(base_dir: Path, rel: str) -> str:
             f"copied; copy the file, or mount it")
 
 
-def select_project(base_dir: Path, *, exclude_dirs: tuple[Path, ...] = (), ship: tuple[str, ...] = ()) -> Selection:
+def select_project(base_dir: Path, *, exclude_dirs: tuple[Path, ...] = (), ship: tuple[str, ...] = (),
+                   outputs: frozenset[str] = frozenset(), manifest: str | None = None) -> Selection:
     """The files to copy from ``base_dir`` (symlinks left out, each named in :attr:`Selection.notes`) and
     the special files skipped.
 
     Every entry is judged by ``lstat`` alone: nothing is opened, so a FIFO cannot block the walk.
     ``ship``: :data:`SECRETS` patterns the profile ships deliberately (``image.ship_secrets``).
+    ``outputs``: the names envkit writes at the top of an output folder (the target registry's,
+    :func:`envkit.plan.registry.output_names`), left out at the top of ``base_dir``; ``manifest``: the
+    name of envkit's manifest, whose folder (an output folder inside the project) is left out whole.
     """
     source, rules = user_dockerignore(base_dir)
     ignore = DockerIgnore(rules) if rules else None
@@ -491,19 +395,19 @@ def select_project(base_dir: Path, *, exclude_dirs: tuple[Path, ...] = (), ship:
         prefix = "" if top else f"{rel_root}/"
         kept = []
         for d in sorted(dirs):
-            if d in SKIP_DIRS or (top and d in ENVKIT_OUTPUTS) or secret_folder(prefix + d, ship):
+            if d in SKIP_DIRS or (top and d in outputs) or secret_folder(prefix + d, ship):
                 continue
             if ignore is not None and not ignore.descends(prefix + d):
                 continue
             if (here / d).is_symlink():
                 notes.append(link_note(base_dir, prefix + d))
                 continue
-            if (here / d).resolve() not in skip and not (here / d / ".envkit-manifest.json").exists():
+            if (here / d).resolve() not in skip and not (manifest and (here / d / manifest).exists()):
                 kept.append(d)
         dirs[:] = kept
         for name in sorted(files):
             rel = prefix + name
-            if (top and name in ENVKIT_OUTPUTS) or is_secret(rel, ship):
+            if (top and name in outputs) or is_secret(rel, ship):
                 continue
             if ignore is not None and ignore.excluded(rel):
                 continue
@@ -521,6 +425,8 @@ def select_project(base_dir: Path, *, exclude_dirs: tuple[Path, ...] = (), ship:
     return Selection(tuple(out), tuple(skipped), tuple(notes))
 
 
-def project_files(base_dir: Path, *, exclude_dirs: tuple[Path, ...] = (), ship: tuple[str, ...] = ()) -> list[str]:
+def project_files(base_dir: Path, *, exclude_dirs: tuple[Path, ...] = (), ship: tuple[str, ...] = (),
+                  outputs: frozenset[str] = frozenset(), manifest: str | None = None) -> list[str]:
     """The files to copy, as sorted /-separated paths relative to ``base_dir`` (:func:`select_project`)."""
-    return list(select_project(base_dir, exclude_dirs=exclude_dirs, ship=ship).files)
+    return list(select_project(base_dir, exclude_dirs=exclude_dirs, ship=ship, outputs=outputs,
+                               manifest=manifest).files)

@@ -21,6 +21,9 @@ import json
 import re
 from pathlib import Path
 
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.version import Version
+
 # The python3 each distribution release ships (what `python3 -m venv` in the image runs).
 DISTRO_PYTHONS = (
     (r"\bbuster\b|\bdebian:10\b", "3.7"),
@@ -47,8 +50,9 @@ def torch_pythons() -> dict[str, list[str]]:
     return table()["releases"]
 
 
-def _key(version: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in version.split("."))
+def _key(version: str) -> Version:
+    """A release (``2.5.1``) or Python (``3.11``) as ``packaging`` orders it."""
+    return Version(version)
 
 
 def normalize(version: str) -> str:
@@ -80,16 +84,32 @@ def image_python(image) -> tuple[str | None, str]:
 
 
 def wheelhouse_pythons(dirs: list[Path], version: str) -> list[str] | None:
-    """CPython versions of ``torch-<version>+*`` wheels in the wheelhouses, or None when none is there.
+    """CPython versions of ``torch-<version>[+local]`` wheels in the wheelhouses, or None when none is there.
 
-    A wheelhouse wheel is what gets installed, so its names beat the PyPI table.
+    A wheelhouse wheel is what gets installed, so its names beat the PyPI table. Names are read by
+    ``packaging.utils.parse_wheel_filename``; a file whose name is not a wheel's is not counted.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp())
+    >>> for n in ("torch-2.5.1+cpu-cp311-cp311-linux_x86_64.whl", "torch-2.5.1-cp312-cp312-manylinux1_x86_64.whl",
+    ...           "torch-2.5.10-cp39-cp39-linux_x86_64.whl", "torch-2.5.1-not-a-wheel.whl"):
+    ...     _ = (d / n).write_bytes(b"")
+    >>> wheelhouse_pythons([d], "2.5.1")
+    ['3.11', '3.12']
     """
+    want = Version(version)
     found = set()
     for d in dirs:
-        for wheel in d.glob(f"torch-{version}*.whl"):
-            m = re.search(r"-cp(\d)(\d+)-cp\d+-", wheel.name)
-            if m:
-                found.add(f"{m[1]}.{m[2]}")
+        for wheel in d.glob("torch-*.whl"):
+            try:
+                _, release, _, tags = parse_wheel_filename(wheel.name)
+            except InvalidWheelFilename:
+                continue
+            if Version(release.public) != want:
+                continue
+            for tag in tags:
+                m = re.fullmatch(r"cp(\d)(\d+)", tag.interpreter)
+                if m:
+                    found.add(f"{m[1]}.{m[2]}")
     return sorted(found, key=_key) or None
 
 
@@ -99,7 +119,7 @@ def nearest_python(python: str, available: list[str]) -> str:
     >>> nearest_python("3.13", ["3.9", "3.10", "3.11", "3.12"]), nearest_python("3.8", ["3.10", "3.11"])
     ('3.12', '3.10')
     """
-    return min(available, key=lambda p: (abs(_key(p)[1] - _key(python)[1]), -_key(p)[1]))
+    return min(available, key=lambda p: (abs(_key(p).minor - _key(python).minor), -_key(p).minor))
 
 
 def nearest_torch(version: str, python: str) -> str | None:

@@ -18,12 +18,14 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable
+from dataclasses import dataclass, replace
+from typing import Callable
 
-from envkit.harness.sizing import DOCKER_DEFAULT_SHM as DEFAULT_SHM
+from envkit.harness.sizing import DOCKER_DEFAULT_SHM as DEFAULT_SHM, NodeLoader
 from envkit.hostpaths import is_drive_path, split_volume
+from envkit.plan.loader import loader_plan
 from envkit.profile.model import Profile
+from envkit.profile.proxy import proxy_build_args  # noqa: F401 (re-exported: the run env and the build read it)
 
 
 @dataclass(frozen=True)
@@ -86,14 +88,9 @@ class RunSettings:
         return cls(shm_size=None, ipc=None, cpuset=None, cpus=None, memory=None, gpus=None, ulimits=(), volumes=(),
                    env=(), init=False)
 
-    def replace(self, **changes: Any) -> "RunSettings":
-        """A copy with the fields named in ``changes`` replaced; the others keep their values."""
-        names: tuple[str, ...] = type(self).__match_args__
-        return RunSettings(**{**{n: getattr(self, n) for n in names}, **changes})
-
     def with_sources(self, resolve: Callable[[str], str]) -> "RunSettings":
         """A copy whose relative volume sources are ``resolve(source)`` (an engine needs absolute ones)."""
-        return self.replace(volumes=tuple(Volume(resolve(v.source), v.target, v.mode, v.project) if v.is_relative
+        return replace(self, volumes=tuple(Volume(resolve(v.source), v.target, v.mode, v.project) if v.is_relative
                                           else v for v in self.volumes))
 
     @property
@@ -101,7 +98,8 @@ class RunSettings:
         return next((v for v in self.volumes if v.project), None)
 
     @classmethod
-    def from_profile(cls, p: Profile) -> "RunSettings":
+    def from_profile(cls, p: Profile, loader: NodeLoader | None = None) -> "RunSettings":
+        """The settings of ``p``; ``loader``: the run's loader plan when built already (it sizes /dev/shm)."""
         env = dict(p.run.env)
         # Run-time downloads (datasets, hub models) need the proxy as much as the build does.
         for key, value in proxy_build_args(p):
@@ -112,8 +110,9 @@ class RunSettings:
         for spec in p.run.volumes:
             vols.append(Volume(*split_volume(spec)))
         return cls(
-            # --ipc=host shares the host's /dev/shm, so a size would be ignored: do not emit one.
-            shm_size=None if p.run.ipc == "host" else p.run.shm_size,
+            # The loaders' plan decides it: run.shm_size, else sized from the need; None under --ipc=host,
+            # which shares the host's /dev/shm, so a size would be ignored.
+            shm_size=(loader or loader_plan(p)).shm_bytes,
             ipc=p.run.ipc,
             cpuset=p.run.cpuset,
             cpus=p.run.cpus,
@@ -147,14 +146,3 @@ def remaps_user(p: Profile) -> bool:
     True
     """
     return not p.image.user.is_root
-
-
-def proxy_build_args(p: Profile) -> list[tuple[str, str]]:
-    """``image.proxy`` as the lower- and upper-case variables tools read (build args and run env)."""
-    proxy = p.image.proxy
-    out: list[tuple[str, str]] = []
-    if proxy:
-        for key, value in (("http_proxy", proxy.http), ("https_proxy", proxy.https), ("no_proxy", proxy.no_proxy)):
-            if value is not None:
-                out += [(key, value), (key.upper(), value)]
-    return out

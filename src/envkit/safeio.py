@@ -41,7 +41,7 @@ import stat
 from pathlib import Path
 
 from envkit.errors import EnvkitError, ProfileError
-from envkit.harness.boundedio import human, kind_of  # noqa: F401  # re-exported: envkit.safeio.kind_of
+from envkit.harness.boundedio import kind_of  # noqa: F401  # re-exported: envkit.safeio.kind_of
 from envkit.harness.boundedio import read_bounded as _read_bounded
 
 MIB = 1024 * 1024

@@ -55,6 +55,9 @@ PROFILES = {
     "ipc-host": ("run: {ipc: host, shm_size: 8g, memory: 1g}\n"
                  "loader: {num_workers: auto, batch_size: 64, sample_shape: [3, 224, 224]}\n"),
     "wsl": "run: {shm_size: 16m}\nloader: {num_workers: auto}\nwsl: {processors: 8, memory: 1GB}\n",
+    "sized": "run: {memory: 1g}\nloader: {num_workers: auto}\n",
+    "ranks-2": ("run: {memory: 1g, cpus: 4}\nloader: {num_workers: auto}\n"
+                "cluster: {nodes: 1, procs_per_node: 2, entrypoint: [train.py]}\n"),
 }
 
 
@@ -133,31 +136,41 @@ def test_generate_doctor_and_harness_plan_alike(tmp_path, host_name, profile_nam
     profile = load_profile_bytes((BASE + PROFILES[profile_name]).encode(), "m.yaml", tmp_path).profile
     host, host_quota, _ = make_host(host_name, tmp_path)
 
-    doc = {c["name"]: c for c in diagnose(host, profile, [], [])["checks"]}
-    doctor = (doc["cpus"]["expected"]["workers"], doc["shm"]["expected"]["required_bytes"],
-              doc["memory"]["expected"]["need_bytes"])
-    assert doc["shm"]["expected"]["workers"] == doctor[0]
+    report = diagnose(host, profile, [], [])
+    doc = {c["name"]: c for c in report["checks"]}
+    doctor = (report["loader"]["ranks_per_node"], report["loader"]["workers_per_rank"],
+              report["loader"]["shm_need_bytes"], report["loader"]["shm_bytes"], doc["memory"]["expected"]["need_bytes"])
+    assert (doc["cpus"]["expected"]["workers"], doc["shm"]["expected"]["workers"]) == doctor[1:2] * 2
+    assert doc["shm"]["expected"]["required_bytes"] == doctor[2]
 
     affinity, cgroup = container_view(tmp_path, host, profile)
     settings = resolve_loader(expectation_of(profile), usable=affinity, quota=cgroup["quota_cpus"])
-    harness = (settings["num_workers"], settings["shm_need_bytes"], settings["memory_need_bytes"])
+    node = settings["node"]
+    harness = (node["ranks_per_node"], node["workers_per_rank"], node["shm_need_bytes"], node["shm_bytes"],
+               settings["memory_need_bytes"])
     assert doctor == harness, f"doctor {doctor} != harness {harness}"
+    assert settings["num_workers"] == node["workers_per_rank"] and settings["shm_need_bytes"] == node["shm_need_bytes"]
 
     gen = loader_plan_of(profile)
+    assert gen.shm_bytes == doctor[3], "a host's CPUs never resize the container's /dev/shm"
     if not host_grants_the_plan(host, host_quota, profile):
         # Generate planned for a machine the profile describes; this host differs (fewer CPUs, a
-        # tighter quota, not the VM of the wsl: section). Only the doctor and the harness see it.
+        # tighter quota, not the VM of the wsl: section). Only the doctor and the harness see it, and
+        # the doctor says so.
+        if gen.workers != doctor[1]:
+            assert f"generate planned {gen.workers} per training process" in doc["cpus"]["message"]
         return
-    assert (gen.workers, gen.shm_bytes, gen.memory_bytes) == doctor
+    assert (gen.ranks, gen.workers, gen.shm_need, gen.shm_bytes, gen.memory_need) == doctor
     # ... and generate's warnings speak of exactly these numbers.
     text = "\n".join(profile_warnings_of(profile))
-    if profile.run.ipc != "host":
-        assert f"below the {human_bytes(gen.shm_bytes)} that {gen.workers} DataLoader workers need" in text
-    if profile.run.memory is not None:
-        assert f"below the {human_bytes(gen.memory_bytes)} that shm" in text
-        assert f"plus {gen.workers + 1} processes" in text
+    workers = f"{gen.workers} DataLoader {'worker' if gen.workers == 1 else 'workers'}"
+    if profile.run.ipc != "host" and profile.run.shm_size is not None:
+        assert f"below the {human_bytes(gen.shm_need)} that {workers}" in text
+    if profile.run.memory is not None and profile.run.memory < gen.memory_need:
+        assert f"below the {human_bytes(gen.memory_need)} that shm" in text
+        assert f"plus {gen.processes} processes" in text
     if profile.wsl is not None:
-        assert f"asks for {gen.memory_bytes / 2**30:.1f}GB" in text and f"{gen.workers + 1} processes" in text
+        assert f"asks for {gen.memory_need / 2**30:.1f}GB" in text and f"{gen.processes} processes" in text
 
 
 def test_every_host_agrees_with_generate_somewhere(tmp_path):

@@ -27,7 +27,7 @@ def test_memory_below_run_memory_names_both_and_the_fix():
 def test_memory_below_shm_plus_workers_when_memory_unset():
     # The loader's shm pages (0.2GB here), not the 8g cap, plus 512 MiB (sizing.PROCESS_RSS) per process.
     (w,) = wsl_warnings_of(_p({"shm_size": "8g"}, {"num_workers": 4}, {"memory": "2GB"}))
-    assert "the loader's shm 0.2GB" in w and "5 processes" in w and "at least 5GB" in w
+    assert "the loaders' shm 0.2GB" in w and "5 processes" in w and "at least 5GB" in w
     assert wsl_warnings_of(_p({"shm_size": "8g"}, {"num_workers": 4}, {"memory": "8GB"})) == []
 
 
@@ -35,7 +35,7 @@ def test_shm_size_dropped_under_ipc_host_is_not_counted():
     # Before: run.shm_size 8g was counted although ipc: host drops it ("asks for 13GB ... at least 15GB").
     (w,) = wsl_warnings_of(_p({"shm_size": "8g", "ipc": "host"},
                            {"num_workers": 4, "batch_size": 256, "sample_shape": [3, 224, 224]}, {"memory": "4GB"}))
-    assert "asks for 4.1GB" in w and "the loader's shm 1.6GB" in w and "8GB" not in w
+    assert "asks for 4.1GB" in w and "the loaders' shm 1.6GB" in w and "8GB" not in w
 
 
 def test_huge_values_exceed_typical_hosts():

@@ -119,11 +119,11 @@ def test_manifests_agree_with_run_sh(case, tmp_path):
 
 
 def test_gpus_all_without_a_count_is_an_error(tmp_path):
-    from tests.conftest import run_envkit
+    from tests.conftest import call_envkit
 
     p = tmp_path / "p.yaml"
     p.write_text("envkit: 1\nname: g\nimage: {base: debian:bookworm}\nrun: {gpus: all}\n"
                  "cluster: {nodes: 2, entrypoint: [train.py]}\n")
-    res = run_envkit("generate", str(p), "-o", "out", "--target", "k8s", cwd=tmp_path)
+    res = call_envkit("generate", str(p), "-o", "out", "--target", "k8s", cwd=tmp_path)
     assert res.returncode == 2 and "run.gpus: 'all'" in res.stderr and "cluster.gpus_per_node" in res.stderr
     assert "Traceback" not in res.stderr and not (tmp_path / "out").exists()

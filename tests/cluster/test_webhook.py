@@ -17,7 +17,7 @@ from envkit.targets.trainjob import PATCH_MANAGER
 from tests.cluster import trainer_webhook as wh
 from tests.cluster.kubeutil import manifests
 from tests.cluster.test_validate import CASES, _closed
-from tests.conftest import ROOT, copy_example, run_envkit
+from tests.conftest import ROOT, call_envkit, copy_example
 
 CRDS = {"v2.3.0": ROOT / "schemas" / "kubernetes" / "trainer.kubeflow.org_trainjobs.yaml",
         "v2.2.0": ROOT / "schemas" / "kubernetes" / "v2.2.0" / "trainer.kubeflow.org_trainjobs.yaml"}
@@ -41,7 +41,7 @@ def trainjobs(tmp_path_factory) -> dict[str, dict]:
     for case in CASES:
         tmp = tmp_path_factory.mktemp("tj")
         path = profile_path(case, tmp) if case.startswith("<") else copy_example(case, tmp)
-        res = run_envkit("generate", path.name, "-o", "out", "--target", "trainjob", cwd=tmp)
+        res = call_envkit("generate", path.name, "-o", "out", "--target", "trainjob", cwd=tmp)
         assert res.returncode == 0, res.stderr
         out[case] = manifests((tmp / "out" / "trainjob.yaml").read_text())["TrainJob"]
     return out

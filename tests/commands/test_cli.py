@@ -13,7 +13,7 @@ import jsonschema
 import yaml
 
 from envkit.profile import default_profile_text
-from tests.conftest import run_envkit
+from tests.conftest import call_envkit
 
 
 def test_generate_imports_neither_torch_nor_docker(tmp_path):
@@ -31,7 +31,7 @@ def test_flags_eval_roundtrip(tmp_path):
     p.write_text("envkit: 1\nname: q\nimage: {base: debian:bookworm}\n"
                  "run:\n  shm_size: 1g\n  gpus: [0, 1]\n  volumes: ['./my data:/data:ro']\n"
                  "  env: {MSG: \"it's $(touch pwned) `id` ; rm -rf /\"}\n")
-    flags = run_envkit("flags", str(p)).stdout.strip()
+    flags = call_envkit("flags", str(p)).stdout.strip()
     script = f'printf "%s\\n" {flags}'
     out = subprocess.run(["bash", "-c", f"eval '{script}'" if False else script], capture_output=True, text=True,
                          cwd=tmp_path).stdout.splitlines()
@@ -46,7 +46,7 @@ def test_run_sh_never_executes_profile_values(tmp_path):
     p.write_text("envkit: 1\nname: q\nimage: {base: debian:bookworm, tag: 'x/y:z'}\n"
                  "run:\n  volumes: ['./data:/data']\n  env: {A: \"$(touch pwned)\", B: \"'; touch pwned2; '\"}\n")
     out = tmp_path / "out"
-    assert run_envkit("generate", str(p), "-o", str(out), "--target", "run").returncode == 0
+    assert call_envkit("generate", str(p), "-o", str(out), "--target", "run").returncode == 0
     fake = tmp_path / "bin"
     fake.mkdir()
     docker = fake / "docker"
@@ -65,18 +65,18 @@ def test_run_sh_never_executes_profile_values(tmp_path):
 
 def test_init_writes_default_and_refuses_overwrite(tmp_path):
     target = tmp_path / "envkit.yaml"
-    assert run_envkit("init", str(target)).returncode == 0
+    assert call_envkit("init", str(target)).returncode == 0
     assert target.read_text() == default_profile_text()
     target.write_text(target.read_text() + "# mine\n")
-    res = run_envkit("init", str(target))
+    res = call_envkit("init", str(target))
     assert res.returncode == 1 and "already exists" in res.stderr
-    assert run_envkit("init", str(target), "--force").returncode == 0
+    assert call_envkit("init", str(target), "--force").returncode == 0
     (backup,) = tmp_path.glob("envkit.yaml.envkit-bak-*")
     assert backup.read_text().endswith("# mine\n")
 
 
 def test_schema_validates_examples_and_default():
-    schema = json.loads(run_envkit("schema").stdout)
+    schema = json.loads(call_envkit("schema").stdout)
     validator = jsonschema.Draft202012Validator(schema)
     root = Path(__file__).resolve().parents[2]
     docs = [yaml.safe_load(default_profile_text())] + [yaml.safe_load(p.read_text()) for p in (root / "examples").glob("*.yaml")]
@@ -93,16 +93,16 @@ def test_version_and_module_entry():
 
 
 def test_commands_use_envkit_yaml_in_the_current_folder(tmp_path):
-    assert run_envkit("init", cwd=tmp_path).returncode == 0
+    assert call_envkit("init", cwd=tmp_path).returncode == 0
     profile = tmp_path / "envkit.yaml"
     profile.write_text(profile.read_text().replace("shm_size: 2g", "shm_size: 3g"))
-    assert run_envkit("flags", cwd=tmp_path).stdout.startswith("--shm-size=3g ")
+    assert call_envkit("flags", cwd=tmp_path).stdout.startswith("--shm-size=3g ")
     # Elsewhere, the embedded default.
-    assert run_envkit("flags", cwd=tmp_path.parent).stdout.startswith("--shm-size=2g ")
+    assert call_envkit("flags", cwd=tmp_path.parent).stdout.startswith("--shm-size=2g ")
 
 
 def test_doctor_without_a_profile_checks_the_host_alone(tmp_path):
-    res = run_envkit("doctor", "--json", cwd=tmp_path, timeout=120)
+    res = call_envkit("doctor", "--json", cwd=tmp_path, timeout=120)
     assert "checking the host alone" in res.stderr
     doc = json.loads(res.stdout)
     checks = {c["name"]: c for c in doc["checks"]}
@@ -113,9 +113,9 @@ def test_doctor_without_a_profile_checks_the_host_alone(tmp_path):
 
 def test_raw_argv_commands_get_their_words_untouched():
     """`envkit harness --help` is the harness's own help; `envkit --help` still lists both raw commands."""
-    res = run_envkit("harness", "--help")
+    res = call_envkit("harness", "--help")
     assert res.returncode == 0 and "--expect" in res.stdout, res.stderr
-    top = run_envkit("--help")
+    top = call_envkit("--help")
     assert top.returncode == 0 and "harness" in top.stdout and "watch" in top.stdout
-    bad = run_envkit("harness", "--profile")
+    bad = call_envkit("harness", "--profile")
     assert bad.returncode == 2 and "harness: --profile needs a profile file" in bad.stderr

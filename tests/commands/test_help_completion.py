@@ -17,7 +17,7 @@ from envkit.commands import COMMANDS, find_profile
 from envkit.commands.completion import SHELLS, nodes, script
 from envkit.errors import UsageError
 from envkit.targets import TARGET_NAMES
-from tests.conftest import run_envkit
+from tests.conftest import call_envkit
 
 
 def _parsers(parser: argparse.ArgumentParser, words: tuple[str, ...] = ()):
@@ -42,23 +42,23 @@ def test_every_option_and_argument_of_every_command_has_help():
 
 
 def test_harness_help_is_envkits_own_and_lists_profile():
-    res = run_envkit("harness", "--help")
+    res = call_envkit("harness", "--help")
     assert res.returncode == 0, res.stderr
     assert res.stdout.startswith("usage: envkit harness ") and "--profile PROFILE" in res.stdout
-    assert "envkit harness" in run_envkit("help", "harness").stdout
+    assert "envkit harness" in call_envkit("help", "harness").stdout
 
 
 def test_doctor_help_states_its_real_default():
-    text = " ".join(run_envkit("doctor", "--help").stdout.split())
+    text = " ".join(call_envkit("doctor", "--help").stdout.split())
     assert "the host is checked alone" in text and "embedded default" not in text
 
 
 def test_help_prints_the_top_level_or_a_command_and_refuses_an_unknown_one():
-    top = run_envkit("help")
-    assert top.returncode == 0 and top.stdout == run_envkit("--help").stdout
-    nested = run_envkit("help", "wsl", "apply")
-    assert nested.returncode == 0 and nested.stdout == run_envkit("wsl", "apply", "--help").stdout
-    bad = run_envkit("help", "gnerate")
+    top = call_envkit("help")
+    assert top.returncode == 0 and top.stdout == call_envkit("--help").stdout
+    nested = call_envkit("help", "wsl", "apply")
+    assert nested.returncode == 0 and nested.stdout == call_envkit("wsl", "apply", "--help").stdout
+    bad = call_envkit("help", "gnerate")
     assert bad.returncode == 2 and "did you mean 'generate'?" in bad.stderr
 
 
@@ -118,7 +118,7 @@ def test_zsh_completion_parses(tmp_path):
 
 @pytest.mark.parametrize("shell", SHELLS)
 def test_every_shell_gets_a_script_naming_every_command_and_target(shell):
-    res = run_envkit("completion", shell)
+    res = call_envkit("completion", shell)
     assert res.returncode == 0, res.stderr
     assert all(name in res.stdout for name in (*COMMANDS, *TARGET_NAMES)), shell
 
@@ -135,7 +135,7 @@ def test_the_completion_tree_marks_every_profile():
 def test_both_profile_spellings_at_once_are_a_usage_error(tmp_path):
     with pytest.raises(UsageError, match="not both"):
         find_profile(Path("a.yaml"), Path("b.yaml"), {}, tmp_path)
-    res = run_envkit("flags", "a.yaml", "-f", "b.yaml", cwd=tmp_path)
+    res = call_envkit("flags", "a.yaml", "-f", "b.yaml", cwd=tmp_path)
     assert res.returncode == 2 and "not both" in res.stderr
 
 
@@ -147,11 +147,11 @@ def test_from_a_subfolder_flags_uses_the_nearest_envkit_yaml_and_says_so(tmp_pat
     (tmp_path / "envkit.yaml").write_text(PROFILE)
     sub = tmp_path / "src" / "pkg"
     sub.mkdir(parents=True)
-    res = run_envkit("flags", cwd=sub)
+    res = call_envkit("flags", cwd=sub)
     assert res.returncode == 0, res.stderr
     assert "--shm-size=3g" in res.stdout
     assert "envkit: using ../../envkit.yaml (the nearest envkit.yaml)" in res.stderr.splitlines()
-    here = run_envkit("flags", cwd=tmp_path)
+    here = call_envkit("flags", cwd=tmp_path)
     assert "--shm-size=3g" in here.stdout and "using" not in here.stderr  # ./envkit.yaml: not said
 
 
@@ -159,21 +159,21 @@ def test_discovery_stops_at_the_repository_root(tmp_path):
     (tmp_path / "envkit.yaml").write_text(PROFILE)
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)
-    res = run_envkit("flags", cwd=repo)
+    res = call_envkit("flags", cwd=repo)
     assert res.returncode == 0 and "--shm-size=3g" not in res.stdout and "using" not in res.stderr
 
 
 def test_envkit_profile_names_the_profile_and_is_said(tmp_path):
     (tmp_path / "team.yaml").write_text(PROFILE)
-    res = run_envkit("flags", cwd=tmp_path, env={"ENVKIT_PROFILE": "team.yaml"})
+    res = call_envkit("flags", cwd=tmp_path, env={"ENVKIT_PROFILE": "team.yaml"})
     assert "--shm-size=3g" in res.stdout and "envkit: using team.yaml ($ENVKIT_PROFILE)" in res.stderr
-    named = run_envkit("flags", "-f", "team.yaml", cwd=tmp_path, env={"ENVKIT_PROFILE": "missing.yaml"})
+    named = call_envkit("flags", "-f", "team.yaml", cwd=tmp_path, env={"ENVKIT_PROFILE": "missing.yaml"})
     assert named.returncode == 0 and "--shm-size=3g" in named.stdout and "using" not in named.stderr
 
 
 def test_wsl_apply_never_falls_back_to_the_embedded_default(tmp_path):
     (tmp_path / ".git").mkdir()
-    res = run_envkit("wsl", "apply", "--wslconfig", str(tmp_path / ".wslconfig"), "--dry-run", cwd=tmp_path)
+    res = call_envkit("wsl", "apply", "--wslconfig", str(tmp_path / ".wslconfig"), "--dry-run", cwd=tmp_path)
     assert res.returncode == 2 and "no profile" in res.stderr
     assert not (tmp_path / ".wslconfig").exists()
 

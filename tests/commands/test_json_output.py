@@ -14,8 +14,8 @@ import pytest
 
 from envkit.commands import build, clean, lock
 from envkit.engine import RunResult
-from envkit.jsonout import SCHEMAS
-from tests.conftest import run_envkit
+from envkit.jsonout import LOADER, SCHEMAS
+from tests.conftest import call_envkit
 from tests.fakes import FakeEngine
 
 
@@ -34,7 +34,7 @@ PROFILE = ("envkit: 1\nname: j\nimage: {base: 'debian:bookworm'}\n"
 def test_generate_json_lists_the_files_and_each_warning_at_its_line(tmp_path):
     p = tmp_path / "envkit.yaml"
     p.write_text(PROFILE)
-    res = run_envkit("generate", "--json", "-o", "out", cwd=tmp_path)
+    res = call_envkit("generate", "--json", "-o", "out", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     doc = _valid("generate", res.stdout)
     assert doc["profile"] == "envkit.yaml" and doc["output"] == "out"
@@ -43,19 +43,19 @@ def test_generate_json_lists_the_files_and_each_warning_at_its_line(tmp_path):
     nofile = [w for w in doc["warnings"] if w["path"] == "run.ulimits.nofile"]
     assert nofile and all((w["line"], w["column"]) == (7, 5) for w in nofile), doc["warnings"]
     assert all(not w["text"].startswith("run.") for w in nofile)
-    again = _valid("generate", run_envkit("generate", "--json", "-o", "out", cwd=tmp_path).stdout)
+    again = _valid("generate", call_envkit("generate", "--json", "-o", "out", cwd=tmp_path).stdout)
     assert {f["status"] for f in again["files"]} == {"unchanged"}
     p.write_text(PROFILE.split("cluster:")[0])  # the cluster targets leave: their files are removed
-    gone = _valid("generate", run_envkit("generate", "--json", "-o", "out", cwd=tmp_path).stdout)
+    gone = _valid("generate", call_envkit("generate", "--json", "-o", "out", cwd=tmp_path).stdout)
     assert {"path": "out/k8s.yaml", "status": "removed"} in gone["files"]
 
 
 def test_flags_json_is_the_argv_the_line_quotes(tmp_path):
     (tmp_path / "envkit.yaml").write_text(PROFILE.split("cluster:")[0] + "  volumes: ['./my data:/data']\n")
-    doc = _valid("flags", run_envkit("flags", "--json", cwd=tmp_path).stdout)
-    assert doc["argv"] == shlex.split(run_envkit("flags", cwd=tmp_path).stdout)
+    doc = _valid("flags", call_envkit("flags", "--json", cwd=tmp_path).stdout)
+    assert doc["argv"] == shlex.split(call_envkit("flags", cwd=tmp_path).stdout)
     assert f"--volume={tmp_path}/my data:/data" in doc["argv"]
-    default = _valid("flags", run_envkit("flags", "--json", cwd=tmp_path / "..").stdout)
+    default = _valid("flags", call_envkit("flags", "--json", cwd=tmp_path / "..").stdout)
     assert default["argv"][0].startswith("--shm-size=")
 
 
@@ -109,3 +109,9 @@ def test_docs_show_each_schema_as_it_is(name):
     assert marker in text, f"docs/cli.md lacks the {name} schema"
     shown = text.split(marker, 1)[1].split("```", 1)[0]
     assert json.loads(shown) == SCHEMAS[name], f"docs/cli.md's {name} schema is stale"
+
+
+def test_docs_show_the_loader_schema_as_it_is():
+    text = (Path(__file__).parents[2] / "docs" / "cli.md").read_text()
+    shown = text.split("<!-- envkit:json-schema loader -->\n```json\n", 1)[1].split("```", 1)[0]
+    assert json.loads(shown) == LOADER

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -60,9 +61,9 @@ def test_validate_runs_the_harness_with_the_profiles_settings(profile):
                  if "missing" not in v.source)
     assert vols[0].target == "/workspace" and vols[0].source == str(profile.parent.resolve()) and len(vols) == 2
     # As the image's user (the harness measures for it), whatever run.sh starts as.
-    assert gen["run"] == rs.replace(volumes=vols, start_as_root=False)
+    assert gen["run"] == replace(rs, volumes=vols, start_as_root=False)
     # Docker's defaults: no shm, ipc, init, cpuset, memory, ulimits, volumes; the GPU request and env kept.
-    assert dflt["run"] == RunSettings.engine_defaults().replace(gpus=rs.gpus, env=rs.env)
+    assert dflt["run"] == replace(RunSettings.engine_defaults(), gpus=rs.gpus, env=rs.env)
     assert gen["command"][:4] == ["python3", "/opt/envkit/envkit_harness.pyz", "--expect", "/opt/envkit/envkit_expect.json"]
     assert "--quick" in gen["command"]
     doc = json.loads(out.getvalue())

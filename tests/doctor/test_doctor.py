@@ -49,7 +49,7 @@ def _by_name(doc: dict) -> dict:
 
 def test_check_records_have_the_harness_shape(tmp_path):
     doc = diagnose(_host("linux", tmp_path), _profile(), [], [])
-    assert set(doc) == {"envkit_doctor", "verdict", "host", "checks"}
+    assert set(doc) == {"envkit_doctor", "verdict", "host", "loader", "checks"}
     for c in doc["checks"]:
         assert set(c) == {"name", "status", "measured", "expected", "message", "remedy"}
         assert c["status"] in ("pass", "warn", "fail", "skip")

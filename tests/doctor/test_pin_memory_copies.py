@@ -10,7 +10,7 @@ from pathlib import Path
 
 from envkit.doctor import check_script
 from envkit.doctor.spawncheck import check_file
-from tests.conftest import run_envkit
+from tests.conftest import call_envkit
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 
@@ -31,7 +31,7 @@ def test_non_blocking_copies_and_unpinned_loaders_pass():
 
 
 def test_the_cli_reports_it(tmp_path):
-    res = run_envkit("doctor", "--script", str(SCRIPTS / "pinned_blocking.py"), "--json", timeout=120)
+    res = call_envkit("doctor", "--script", str(SCRIPTS / "pinned_blocking.py"), "--json", timeout=120)
     doc = json.loads(res.stdout)
     check = next(c for c in doc["checks"] if c["name"].startswith("script:"))
     assert check["status"] == "warn" and "line 18" in check["message"]

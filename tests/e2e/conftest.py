@@ -60,10 +60,11 @@ def make_wheel(folder: Path, name: str, requires: list[str]) -> Path:
 
 
 def ngc_profile(base: str, *, memlock: int | str | None = None, tag: str = E2E_TAG, extra_image: str = "",
-                shm: str = "512m", pip: str = NEEDS_TORCH) -> str:
+                shm: str | None = "512m", pip: str = NEEDS_TORCH) -> str:
     if memlock is None:
         memlock = _fits(resource.RLIMIT_MEMLOCK, 64 * 1024 * 1024)
     nofile = _fits(resource.RLIMIT_NOFILE, 65536)
+    shm_line = "" if shm is None else f"  shm_size: {shm}\n"  # None: envkit sizes /dev/shm
     return f"""\
 envkit: 1
 name: e2e-ngc
@@ -75,8 +76,7 @@ image:
   ca_certificates: [certs/host-ca.pem]
   pip_packages: [{pip}]
 {extra_image}run:
-  shm_size: {shm}
-  ipc: private
+{shm_line}  ipc: private
   cpuset: "0-1"
   memory: 4g
   ulimits:

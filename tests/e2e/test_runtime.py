@@ -4,6 +4,7 @@ generated flags, and the shm watch warning before a real loader dies of a small 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -70,7 +71,7 @@ def test_loader_kwargs_fit_docker_default_shm_and_give_the_profile_settings_unde
     check_block("explain-default-shm", f"$ docker run --rm {e2e_image} python3 train.py   # no flags\n{why}", masked=True)
 
     rs = RunSettings.from_profile(load_profile(e2e_dir / "envkit.yaml").profile)
-    generated, why = _run(engine, e2e_image, rs.replace(volumes=()), LOAD)
+    generated, why = _run(engine, e2e_image, replace(rs, volumes=()), LOAD)
     assert generated["samples"] == 192
     assert generated["kwargs"] == {"batch_size": 32, "num_workers": 2, "prefetch_factor": 2,
                                    "persistent_workers": True, "pin_memory": False}, why
@@ -82,7 +83,7 @@ def test_watch_warns_before_a_small_shm_kills_the_loader(engine, e2e_image):
     cmd = ('python3 -c "$LEAK" & python3 -m envkit_runtime watch --pid $! --interval 0.1 --json; '
            'wait $!; echo "TRAIN rc=$?" >&2')
     res = engine.run(e2e_image, ["bash", "-c", cmd],
-                     RunSettings.engine_defaults().replace(shm_size=32 * 2**20, env=(("LEAK", LEAK),)), timeout=300)
+                     replace(RunSettings.engine_defaults(), shm_size=32 * 2**20, env=(("LEAK", LEAK),)), timeout=300)
     samples = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
     train = [x for x in res.stderr.splitlines() if x.startswith("TRAIN")]
     died = [x for x in train if x.startswith("TRAIN died")]

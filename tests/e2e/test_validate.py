@@ -44,6 +44,23 @@ def test_validate_compare_default(e2e_image, e2e_dir):
     assert doc["default"]["environment"]["shm"]["size_bytes"] == 64 * 1024 * 1024
 
 
+def test_a_profile_without_shm_size_passes_where_dockers_defaults_fail(e2e_image, e2e_dir):
+    """Sized by default: the profile names no shm, the generated settings carry the need, Docker's 64 MB fails."""
+    (e2e_dir / "sized.yaml").write_text(ngc_profile(base_image(), shm=None))
+    res = run_envkit("validate", str(e2e_dir / "sized.yaml"), "--image", e2e_image, "--compare-default", "--json",
+                     cwd=e2e_dir, timeout=900)
+    assert res.returncode == 0, res.stderr[-4000:]
+    doc = json.loads(res.stdout)
+    gen = {c["name"]: c for c in doc["generated"]["checks"]}
+    assert gen["shm"]["status"] == "pass" and gen["loader"]["status"] == "pass", (gen["shm"], gen["loader"])
+    assert doc["generated"]["environment"]["shm"]["size_bytes"] == 256 * 1024 * 1024  # 2 workers' 115 MiB, rounded
+    assert doc["default"]["verdict"] == "fail"
+    assert {c["name"]: c for c in doc["default"]["checks"]}["loader"]["measured"]["failure"] == "shm_exhausted"
+    table = run_envkit("validate", str(e2e_dir / "sized.yaml"), "--image", e2e_image, "--compare-default", "--quick",
+                       cwd=e2e_dir, timeout=900)
+    assert "generated settings PASS; Docker defaults: FAIL" in table.stdout, table.stdout[-3000:]
+
+
 def test_validate_table_output(e2e_image, e2e_dir):
     res = run_envkit("validate", str(e2e_dir / "envkit.yaml"), "--image", e2e_image, "--quick", cwd=e2e_dir, timeout=600)
     assert res.returncode == 0, res.stderr[-4000:]

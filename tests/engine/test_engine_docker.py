@@ -10,6 +10,7 @@ import subprocess
 import tempfile
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import docker.errors
@@ -41,7 +42,7 @@ def built_tags():
 
 def run_py(engine, image, code, **settings):
     """``code`` under the engine's defaults with ``settings`` (RunSettings fields) changed."""
-    return engine.run(image, [PY, "-c", code], RunSettings.engine_defaults().replace(**settings), labels={},
+    return engine.run(image, [PY, "-c", code], replace(RunSettings.engine_defaults(), **settings), labels={},
                       timeout=120)
 
 
@@ -105,7 +106,7 @@ def test_default_shm_is_64m_and_stdout_stderr_split(docker_engine, base):
 def test_memlock_unlimited_applies_or_is_explained(docker_engine, base):
     """Where dockerd may raise memlock (CAP_SYS_RESOURCE) it applies; where it may not (this
     dev host: 8 MiB hard limit) the error names the setting, the value and the host limit."""
-    settings = RunSettings.engine_defaults().replace(ulimits=(Ulimit("memlock", -1, -1),))
+    settings = replace(RunSettings.engine_defaults(), ulimits=(Ulimit("memlock", -1, -1),))
     try:
         r = docker_engine.run(base, ["sh", "-c", "ulimit -l"], settings, labels={}, timeout=60)
     except EngineError as exc:
@@ -152,7 +153,7 @@ def test_gpu_request_without_nvidia_runtime(docker_engine, base):
     if docker_engine.ping()["nvidia_runtime"]:
         pytest.skip("this engine has an nvidia runtime")
     with pytest.raises(EngineError) as ei:
-        docker_engine.run(base, ["true"], RunSettings.engine_defaults().replace(gpus="all"), labels={}, timeout=30)
+        docker_engine.run(base, ["true"], replace(RunSettings.engine_defaults(), gpus="all"), labels={}, timeout=30)
     assert "nvidia-ctk" in ei.value.hint
 
 

@@ -5,23 +5,23 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import docker.errors
 import pytest
 import requests.exceptions
 from docker.types import DeviceRequest, Ulimit
+from tests.conftest import copy_example, example_profiles
 
-from envkit.leftovers import owner_labels
 from envkit.engine import LABEL, BuildEvent, BuildFailed, RunResult
-from envkit.engine.docker import (GPU_HINT, BuildStreamParser, DockerEngine, create_kwargs, explain_start_error,
-                                  fmt_limit, parse_proc_limits)
+from envkit.engine.docker import GPU_HINT, BuildStreamParser, DockerEngine, create_kwargs, explain_start_error, fmt_limit, parse_proc_limits
 from envkit.errors import EngineError, EnvkitError
+from envkit.leftovers import owner_labels
 from envkit.profile import load_profile
 from envkit.runsettings import RunSettings, Volume
 from envkit.runsettings import Ulimit as EnvkitUlimit
 from fakes import FakeEngine
-from tests.conftest import copy_example, example_profiles
 
 # Captured from dockerd 20.10 / runc on a host whose memlock hard limit is 8 MiB.
 MEMLOCK_MSG = ("failed to create shim task: OCI runtime create failed: runc create failed: "
@@ -93,7 +93,7 @@ def test_stream_pull_status_lines_are_logs():
 
 # ------------------------------------------------------------------ settings mapping
 def _rs(**changes):
-    return RunSettings.engine_defaults().replace(**changes)
+    return replace(RunSettings.engine_defaults(), **changes)
 
 
 def test_engine_defaults_are_no_options():

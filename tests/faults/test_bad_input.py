@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ import pytest
 from envkit.doctor.checks import measure_read
 from envkit.errors import EngineError
 from envkit.runsettings import RunSettings, Volume
-from tests.conftest import run_envkit
+from tests.conftest import call_envkit
 from tests.dockerutil import require_base_image, require_docker
 
 
@@ -26,7 +27,7 @@ from tests.dockerutil import require_base_image, require_docker
 def test_control_characters_in_yaml_are_exit_2_with_line_and_column(tmp_path, char, name):
     p = tmp_path / "p.yaml"
     p.write_bytes(f"envkit: 1\nname: a{char}b\n".encode("utf-8", "surrogatepass"))
-    res = run_envkit("generate", str(p), "-o", str(tmp_path / "out"))
+    res = call_envkit("generate", str(p), "-o", str(tmp_path / "out"))
     assert res.returncode == 2, res.stderr
     assert f"p.yaml:2:8: control character {name}" in res.stderr and "internal error" not in res.stderr
     assert not (tmp_path / "out").exists()
@@ -39,7 +40,7 @@ def test_nesting_beyond_the_recursion_limit_is_exit_2_and_fast(tmp_path, body):
     p = tmp_path / "p.yaml"
     p.write_text("envkit: 1\n" + body + "\n")
     started = time.monotonic()
-    res = run_envkit("flags", str(p))
+    res = call_envkit("flags", str(p))
     assert res.returncode == 2 and "nesting" in res.stderr and "internal error" not in res.stderr, res.stderr
     assert time.monotonic() - started < 30
 
@@ -48,7 +49,7 @@ def test_a_megabyte_of_brackets_is_refused_in_linear_time(tmp_path):
     p = tmp_path / "p.yaml"
     p.write_text("envkit: 1\nx: " + "[" * (1024 * 1024 - 20) + "\n")
     started = time.monotonic()
-    res = run_envkit("flags", str(p))
+    res = call_envkit("flags", str(p))
     assert res.returncode == 2 and "nesting deeper than 100 levels" in res.stderr
     assert time.monotonic() - started < 30, "PyYAML's scanner alone would take hours"
 
@@ -90,7 +91,7 @@ def test_wsl_apply_splits_lines_only_at_newlines(tmp_path):
     cfg.write_text(original, encoding="utf-8")
     p = tmp_path / "w.yaml"
     p.write_text("envkit: 1\nname: w\nimage: {base: debian:bookworm}\nwsl: {memory: 8GB, processors: 4}\n")
-    res = run_envkit("wsl", "apply", str(p), "--wslconfig", str(cfg))
+    res = call_envkit("wsl", "apply", str(p), "--wslconfig", str(cfg))
     assert res.returncode == 0, res.stderr
     text = cfg.read_text(encoding="utf-8")
     assert "# note\u2028memory=4GB\n" in text and "# form\x0cprocessors=2\n" in text, "comments untouched"
@@ -143,7 +144,7 @@ def test_doctor_data_walk_skips_unreadable_entries_and_keeps_its_budget():
 
 
 def test_doctor_data_on_root_emits_its_json(tmp_path):
-    res = run_envkit("doctor", "--data", "/", "--json", timeout=120)
+    res = call_envkit("doctor", "--data", "/", "--json", timeout=120)
     assert res.returncode in (0, 1), res.stderr
     doc = json.loads(res.stdout)
     data = [c for c in doc["checks"] if c["name"].startswith("data:")]
@@ -168,7 +169,7 @@ def test_values_docker_rejects_are_refused_at_load_with_their_position(tmp_path,
     if "image:" not in body:
         text += "image: {base: debian:bookworm}\n"
     p.write_text(text)
-    res = run_envkit("flags", str(p))
+    res = call_envkit("flags", str(p))
     assert res.returncode == 2 and message in res.stderr, res.stderr
     assert re.search(r"p\.yaml:\d+:\d+: ", res.stderr)
 
@@ -178,10 +179,10 @@ def test_a_colon_in_the_profiles_folder_is_refused_clearly(tmp_path):
     folder.mkdir()
     p = folder / "envkit.yaml"
     p.write_text("envkit: 1\nname: ok\nimage: {base: debian:bookworm}\n")
-    res = run_envkit("flags", str(p))
+    res = call_envkit("flags", str(p))
     assert res.returncode == 2 and "run.mount_project" in res.stderr and "contains ':'" in res.stderr
     p.write_text("envkit: 1\nname: ok\nimage: {base: debian:bookworm}\nrun: {mount_project: false}\n")
-    assert run_envkit("flags", str(p)).returncode == 0
+    assert call_envkit("flags", str(p)).returncode == 0
 
 
 @pytest.mark.docker
@@ -192,5 +193,5 @@ def test_the_real_engine_cannot_take_a_colon_in_a_volume_source(tmp_path):
     src = tmp_path / "proj:v2"
     src.mkdir()
     with pytest.raises(EngineError):
-        engine.run(image, ["true"], RunSettings.engine_defaults().replace(volumes=(Volume(str(src), "/workspace", None),)),
+        engine.run(image, ["true"], replace(RunSettings.engine_defaults(), volumes=(Volume(str(src), "/workspace", None),)),
                    labels={}, timeout=60)

@@ -10,7 +10,7 @@ import pytest
 
 from envkit.harness import shmwatch
 from envkit.wslmerge import decode_config, encode_config
-from tests.conftest import run_envkit
+from tests.conftest import call_envkit
 
 
 @pytest.mark.parametrize("args", [["--interval", "nan"], ["--interval", "inf"], ["--interval", "-1"],
@@ -29,7 +29,7 @@ def test_watch_without_dev_shm_says_so(monkeypatch, tmp_path, capsys):
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-1", "soon"])
 def test_a_lock_wait_that_would_wait_forever_is_bad_input(value, tmp_path):
-    res = run_envkit("generate", "-o", str(tmp_path / "out"), "--target", "run", env={"ENVKIT_LOCK_WAIT": value})
+    res = call_envkit("generate", "-o", str(tmp_path / "out"), "--target", "run", env={"ENVKIT_LOCK_WAIT": value})
     assert res.returncode == 2, res.stderr
     assert "ENVKIT_LOCK_WAIT: expected a finite number of seconds >= 0" in res.stderr
     assert "Traceback" not in res.stderr and not (tmp_path / "out" / "run.sh").exists()
@@ -41,7 +41,7 @@ def test_doctor_script_nested_past_the_parser_is_a_failed_check_with_json(source
 
     script = tmp_path / "train.py"
     script.write_text(source)
-    res = run_envkit("doctor", "--script", str(script), "--json", cwd=tmp_path)
+    res = call_envkit("doctor", "--script", str(script), "--json", cwd=tmp_path)
     assert res.returncode == 1, res.stderr
     doc = json.loads(res.stdout)
     (check,) = [c for c in doc["checks"] if c["name"].startswith("script:")]
@@ -53,7 +53,7 @@ def test_output_at_a_symlink_loop_is_refused_with_exit_1(where, tmp_path):
     (tmp_path / "loop").symlink_to("loop")
     (tmp_path / "a").symlink_to("b")
     (tmp_path / "b").symlink_to("a")
-    res = run_envkit("generate", "-o", where, "--target", "run", cwd=tmp_path)
+    res = call_envkit("generate", "-o", where, "--target", "run", cwd=tmp_path)
     assert res.returncode == 1, res.stderr
     assert "is a loop of symbolic links" in res.stderr and "Traceback" not in res.stderr
 
@@ -71,7 +71,7 @@ def test_an_unreachable_index_is_a_network_failure_exit_1_not_bad_pins(tmp_path)
     (tmp_path / "envkit.yaml").write_text(
         "envkit: 1\nname: lk\nimage:\n  base: python:3.11-slim\n  python: '3.11'\n"
         "  torch: {version: '2.5.1', variant: cpu, index_url: 'http://127.0.0.1:9/simple'}\n  pip_packages: [pillow]\n")
-    res = run_envkit("lock", "envkit.yaml", cwd=tmp_path, timeout=300,
+    res = call_envkit("lock", "envkit.yaml", cwd=tmp_path, timeout=300,
                      env={"UV_INDEX_URL": "http://127.0.0.1:9/simple", "UV_HTTP_RETRIES": "0"})
     assert res.returncode == 1, res.stderr
     assert "could not reach the package index" in res.stderr and "do not resolve" not in res.stderr
@@ -85,7 +85,7 @@ def test_doctor_script_over_the_size_bound_names_the_bound_not_permissions(tmp_p
     script = tmp_path / "train.py"
     with open(script, "wb") as f:
         f.truncate(9 * 1024 * 1024)  # sparse: over the 8 MiB bound, no disk
-    res = run_envkit("doctor", "--script", str(script), "--json", cwd=tmp_path)
+    res = call_envkit("doctor", "--script", str(script), "--json", cwd=tmp_path)
     assert res.returncode == 1, res.stderr
     (check,) = [c for c in json.loads(res.stdout)["checks"] if c["name"].startswith("script:")]
     assert check["status"] == "fail" and "larger than 8 MiB" in check["message"]

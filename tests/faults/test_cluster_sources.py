@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import run_envkit
+from tests.conftest import call_envkit
 
 
 def _profile(tmp_path: Path, runtime: str, run: dict | None = None) -> Path:
@@ -28,7 +28,7 @@ def _profile(tmp_path: Path, runtime: str, run: dict | None = None) -> Path:
 @pytest.mark.parametrize("runtime", ["oci", "pyxis"])
 def test_the_ulimit_warning_says_where_a_limit_above_a_hard_limit_stops_the_job(tmp_path, runtime):
     profile = _profile(tmp_path, runtime, {"ulimits": {"nofile": 65536}})
-    res = run_envkit("generate", str(profile), "-o", str(tmp_path / "out"), "--target", "slurm")
+    res = call_envkit("generate", str(profile), "-o", str(tmp_path / "out"), "--target", "slurm")
     assert res.returncode == 0, res.stderr
     line = next(x for x in res.stderr.splitlines() if "run.ulimits.nofile" in x)
     assert "stops the job (naming the limit) above the batch node's hard limit" in line
@@ -57,12 +57,18 @@ def test_pyxis_sizes_dev_shm_with_a_tmpfs_mount(tmp_path):
     steps, _ = _pyxis_mounts(tmp_path, {"shm_size": "3g"})
     for entries in steps:
         assert entries[0] == ["tmpfs", "/dev/shm", f"nosuid,nodev,noexec,mode=1777,size={3 << 30}"]
-    res = run_envkit("generate", str(tmp_path / "envkit.yaml"), "-o", str(tmp_path / "again"), "--target", "slurm")
+    res = call_envkit("generate", str(tmp_path / "envkit.yaml"), "-o", str(tmp_path / "again"), "--target", "slurm")
     assert res.returncode == 0 and "run.shm_size" not in res.stderr, res.stderr
 
 
-def test_pyxis_without_shm_size_gets_dockers_64_mib_and_ipc_host_the_nodes(tmp_path):
+def test_pyxis_without_shm_size_gets_the_sized_tmpfs_and_ipc_host_the_nodes(tmp_path):
     unset, _ = _pyxis_mounts(tmp_path / "a", {"shm_size": None})
-    assert unset[0][0] == ["tmpfs", "/dev/shm", f"nosuid,nodev,noexec,mode=1777,size={64 << 20}"]
+    from envkit.plan.loader import loader_plan
+    from envkit.profile import load_profile
+
+    sized = loader_plan(load_profile(tmp_path / "a" / "envkit.yaml").profile).shm_bytes
+    assert sized is not None and sized > 64 << 20
+    for entries in unset:  # the preflight and every node's step: the same size, the plan's
+        assert entries[0] == ["tmpfs", "/dev/shm", f"nosuid,nodev,noexec,mode=1777,size={sized}"]
     host, _ = _pyxis_mounts(tmp_path / "b", {"ipc": "host"})
     assert not any(e[1] == "/dev/shm" for entries in host for e in entries)

@@ -16,7 +16,7 @@ import yaml
 
 from envkit.render import _to_yaml
 from tests.clients.conftest import venv_tool
-from tests.conftest import run_envkit
+from tests.conftest import call_envkit
 
 # Each is text that some YAML reader takes for a number, a boolean, a null, a time or a comment.
 VALUES = {
@@ -32,7 +32,7 @@ def _profile(tmp_path, env: dict[str, str]) -> tuple:
     lines = "".join(f"    {json.dumps(k)}: {json.dumps(v)}\n" for k, v in env.items())
     p.write_text(f"envkit: 1\nname: c\nimage: {{base: debian:bookworm}}\nrun:\n  env:\n{lines}")
     out = tmp_path / "out"
-    res = run_envkit("generate", str(p), "-o", str(out), "--target", "compose")
+    res = call_envkit("generate", str(p), "-o", str(out), "--target", "compose")
     assert res.returncode == 0, res.stderr
     return out / "compose.yaml"
 
@@ -77,7 +77,7 @@ def _scalars(node):
 def test_a_newline_in_an_env_value_is_refused_at_load(tmp_path):
     p = tmp_path / "envkit.yaml"
     p.write_text('envkit: 1\nname: c\nimage: {base: debian:bookworm}\nrun:\n  env:\n    TWO: "a\\nb"\n')
-    res = run_envkit("generate", str(p), "-o", str(tmp_path / "out"), "--target", "compose")
+    res = call_envkit("generate", str(p), "-o", str(tmp_path / "out"), "--target", "compose")
     assert res.returncode == 2 and "envkit.yaml:6:5: run.env.TWO:" in res.stderr, res.stderr
     assert not (tmp_path / "out").exists()
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 from envkit.commands import discover_profile
-from tests.conftest import run_envkit
+from tests.conftest import call_envkit
 
 PLANTED = "envkit: 1\nname: planted\nimage: {base: 'python:3.11-slim'}\nrun: {volumes: ['/:/host']}\n"
 
@@ -20,10 +20,10 @@ def test_a_parent_profile_owned_by_another_user_is_refused_and_f_still_works(tmp
     planted = parent / "envkit.yaml"
     planted.write_text(PLANTED)
     os.chown(planted, 65534, 65534)
-    res = run_envkit("flags", cwd=child)
+    res = call_envkit("flags", cwd=child)
     assert res.returncode == 2, res.stderr
     assert "owned by uid 65534" in res.stderr and "-f " in res.stderr and "/:/host" not in res.stdout
-    named = run_envkit("flags", "-f", str(planted), cwd=child)
+    named = call_envkit("flags", "-f", str(planted), cwd=child)
     assert named.returncode == 0 and "--volume=/:/host" in named.stdout, named.stderr
 
 
@@ -33,7 +33,7 @@ def test_the_walk_never_goes_up_into_a_world_writable_folder(tmp_path):
     mine.mkdir(parents=True)
     tmp_like.chmod(0o1777)
     (tmp_like / "envkit.yaml").write_text(PLANTED)  # even owned by root (this test's user)
-    res = run_envkit("flags", cwd=mine)
+    res = call_envkit("flags", cwd=mine)
     assert res.returncode == 0, res.stderr
     assert "/:/host" not in res.stdout and "using ../envkit.yaml" not in res.stderr
     assert discover_profile(mine) is None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import run_envkit
+from tests.conftest import call_envkit
 
 HEAD = "envkit: 1\nname: demo\nimage:\n  base: debian:bookworm\n"
 
@@ -24,7 +24,7 @@ def test_an_invalid_env_key_is_named_at_its_own_position(tmp_path, section, writ
     p = tmp_path / "p.yaml"
     env_block = f"  env:\n    GOOD: fine\n    {written}: hello\n"
     p.write_text(HEAD + env_block if section == "image" else HEAD + "run:\n" + env_block)
-    res = run_envkit("flags", str(p))
+    res = call_envkit("flags", str(p))
     assert res.returncode == 2, res.stderr
     key_line = 7 if section == "image" else 8
     assert f"p.yaml:{key_line}:5: {section}.env.{shown}: env key '{shown}' is not a valid name" in res.stderr
@@ -43,7 +43,7 @@ def test_an_invalid_env_key_is_named_at_its_own_position(tmp_path, section, writ
 def test_a_key_yaml_reads_as_no_text_is_named_as_written(tmp_path, written, message):
     p = tmp_path / "p.yaml"
     p.write_text(HEAD + f"run:\n  env:\n    GOOD: fine\n    {written}: x\n")
-    res = run_envkit("flags", str(p))
+    res = call_envkit("flags", str(p))
     assert res.returncode == 2, res.stderr
     assert message in res.stderr, res.stderr
     assert "run.env[" not in res.stderr and "(did you mean 'true'?)" not in res.stderr
@@ -52,7 +52,7 @@ def test_a_key_yaml_reads_as_no_text_is_named_as_written(tmp_path, written, mess
 def test_quoted_keys_yaml_would_read_as_booleans_load(tmp_path):
     p = tmp_path / "p.yaml"
     p.write_text(HEAD + 'run:\n  env:\n    "YES": a\n    "NULL": b\n')
-    res = run_envkit("flags", str(p))
+    res = call_envkit("flags", str(p))
     assert res.returncode == 0, res.stderr
     assert "--env=YES=a" in res.stdout and "--env=NULL=b" in res.stdout
 
@@ -60,6 +60,6 @@ def test_quoted_keys_yaml_would_read_as_booleans_load(tmp_path):
 def test_valid_env_keys_still_load(tmp_path):
     p = tmp_path / "p.yaml"
     p.write_text(HEAD + "run:\n  env:\n    _X: a\n    lower_case9: b\n    PATH_EXTRA: c\n")
-    res = run_envkit("flags", str(p))
+    res = call_envkit("flags", str(p))
     assert res.returncode == 0, res.stderr
     assert "--env=lower_case9=b" in res.stdout

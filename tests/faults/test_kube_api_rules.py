@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests.cluster.kubeutil import manifests
-from tests.conftest import run_envkit
+from tests.conftest import call_envkit
 
 HEAD = ("envkit: 1\nname: NAME\nimage: {base: debian:bookworm, tag: reg.io/t:1}\nRUN"
         "cluster:\n  nodes: 2\n  entrypoint: [train.py]\n  kubernetes:\n")
@@ -21,7 +21,7 @@ def _generate(tmp_path, kubernetes: str, name: str = "demo", run: str = "", targ
     p = tmp_path / "p.yaml"
     p.write_text(HEAD.replace("NAME", name).replace("RUN", run) + kubernetes)
     out = tmp_path / "out"
-    res = run_envkit("generate", str(p), "-o", str(out), *[a for t in targets for a in ("--target", t)])
+    res = call_envkit("generate", str(p), "-o", str(out), *[a for t in targets for a in ("--target", t)])
     return res, out
 
 

@@ -19,7 +19,7 @@ import jinja2.bccache
 from envkit import __version__
 from envkit.harness.zipapp import zip_bytes
 from envkit.render import templates_dir
-from tests.conftest import run_envkit
+from tests.conftest import call_envkit
 
 HARNESS = Path(__file__).resolve().parents[2] / "src" / "envkit" / "harness"
 
@@ -109,14 +109,14 @@ def test_generate_neither_runs_nor_ships_what_a_cache_folder_holds(tmp_path):
 
     for name, env in (("xdg", {"XDG_CACHE_HOME": str(cache), "HOME": str(home)}),
                       ("home", {"XDG_CACHE_HOME": "", "HOME": str(home)})):
-        res = run_envkit("generate", "-o", f"out-{name}", cwd=project, env={**env, "ENVKIT_NO_CACHE": ""})
+        res = call_envkit("generate", "-o", f"out-{name}", cwd=project, env={**env, "ENVKIT_NO_CACHE": ""})
         assert res.returncode == 0, res.stderr
         assert not marker.exists(), f"a planted payload ran ({name})"
         assert (project / f"out-{name}" / "envkit_harness.pyz").read_bytes() == zip_bytes()
     assert {"cache": _tree(cache), "home": _tree(home)} == before, "a cache folder was written to"
 
     clean = {"XDG_CACHE_HOME": str(tmp_path / "empty"), "HOME": str(tmp_path / "empty-home")}
-    res = run_envkit("generate", "-o", "out-clean", cwd=project, env=clean)
+    res = call_envkit("generate", "-o", "out-clean", cwd=project, env=clean)
     assert res.returncode == 0, res.stderr
     for name in ("xdg", "home"):
         planted = _tree(project / f"out-{name}")

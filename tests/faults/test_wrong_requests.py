@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import run_envkit
+from tests.conftest import call_envkit
 
 HEAD = "envkit: 1\nname: demo\nimage:\n  base: debian:bookworm\n"
 
@@ -19,7 +19,7 @@ def _generate(tmp_path, body: str):
     p = tmp_path / "p.yaml"
     p.write_text(HEAD + body)
     out = tmp_path / "out"
-    res = run_envkit("generate", str(p), "-o", str(out))
+    res = call_envkit("generate", str(p), "-o", str(out))
     return res, out
 
 

@@ -115,10 +115,20 @@ def test_resolve_loader_defaults_overrides_and_auto():
     assert (s["num_workers"], s["batch_size"], s["sample_shape"], s["dtype"], s["prefetch_factor"]) == (2, 32, [3, 64, 64], "float32", 2)
     s = resolve_loader({"envkit_expect": 1, "loader": {"num_workers": "auto", "batch_size": None}}, usable=4, batch_size=7)
     assert (s["num_workers"], s["batch_size"], s["num_workers_requested"]) == (3, 7, "auto")
-    assert plan_workers("auto", 1) == 1 and plan_workers("auto", 64) == 8
+    # One CPU leaves none for a worker beside the training loop; the cap bounds a big host.
+    assert plan_workers("auto", 1) == 0 and plan_workers("auto", 64) == 8
+    assert plan_workers("auto", 16, ranks=8) == 1 and plan_workers("auto", 7, ranks=8) == 0
     # The cgroup quota binds auto too (before: the harness ignored it and ran up to 8 workers under --cpus=2).
     s = resolve_loader({"envkit_expect": 1, "loader": {"num_workers": "auto"}}, usable=16, quota=2.0)
     assert s["num_workers"] == 1
+    # Ranks share the CPUs: two training processes on 8 CPUs get 3 workers each, and the node needs both loaders' shm.
+    two = resolve_loader({"envkit_expect": 1, "run": {"ranks_per_node": 2}}, usable=8, num_workers="auto")
+    one = resolve_loader({"envkit_expect": 1}, usable=4, num_workers="auto")
+    assert (two["num_workers"], two["ranks_per_node"], one["num_workers"]) == (3, 2, 3)
+    assert two["shm_need_bytes"] == 2 * one["shm_need_bytes"] == 2 * two["rank_shm_need_bytes"]
+    assert two["node"]["facts"]["ranks_per_node"] == "the profile's plan"
+    with pytest.raises(UsageError, match="--ranks"):
+        resolve_loader(None, usable=2, ranks=0)
 
 
 PYTORCH_TEXTS = [

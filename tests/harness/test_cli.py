@@ -14,7 +14,8 @@ CHECK = {
     "type": "object", "additionalProperties": False,
     "required": ["name", "status", "measured", "expected", "message", "remedy"],
     "properties": {
-        "name": {"enum": ["shm", "cpus", "ulimits", "gpus", "loader", "pinned_transfer", "workers_sweep"]},
+        "name": {"enum": ["shm", "cpus", "ulimits", "gpus", "gpu_arch", "gpu_driver", "loader", "pinned_transfer",
+                          "workers_sweep"]},
         "status": {"enum": ["pass", "warn", "fail", "skip"]},
         "measured": {"type": "object"}, "expected": {"type": "object"},
         "message": {"type": "string", "minLength": 1}, "remedy": {"type": ["string", "null"]},
@@ -39,8 +40,10 @@ def test_json_report_healthy_exit_0(run_cli, write_expect, small_loader):
     report = json.loads(p.stdout)  # exactly one document: json.loads rejects trailing data
     jsonschema.validate(report, REPORT_SCHEMA)
     names = [c["name"] for c in report["checks"]]
-    assert names == ["shm", "cpus", "ulimits", "gpus", "loader", "pinned_transfer"]
+    assert names == ["shm", "cpus", "ulimits", "gpus", "gpu_arch", "gpu_driver", "loader", "pinned_transfer"]
     by = {c["name"]: c for c in report["checks"]}
+    # this machine's torch is the CPU build: gpu_arch is skipped and says why
+    assert by["gpu_arch"]["status"] == "skip" and "CPU-only build" in by["gpu_arch"]["message"]
     assert by["loader"]["status"] == "pass" and by["loader"]["measured"]["samples_per_s"] > 0
     assert by["pinned_transfer"]["status"] == "skip" and "CUDA" in by["pinned_transfer"]["message"]
     assert report["verdict"] in ("pass", "warn")

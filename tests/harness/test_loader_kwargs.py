@@ -124,3 +124,19 @@ def test_the_quota_is_rounded_up_as_generate_plans_it():
     assert auto["num_workers"] == loader_plan_of(profile).workers == 4
     assert loader_kwargs(num_workers=5, **common)["num_workers"] == 5
     assert loader_kwargs(num_workers=6, **common)["num_workers"] == 5
+
+
+def test_ranks_share_the_cpus_and_the_free_shm(monkeypatch):
+    """torchrun's LOCAL_WORLD_SIZE ranks each run a loader: each gets its share of the CPUs and of /dev/shm."""
+    from envkit.harness.runtime import loader_kwargs
+
+    common = dict(batch_size=8, sample_bytes=64 << 10, expect=False, cuda=False, affinity=16, quota_cpus=None,
+                  shm_free=256 << 20, system="Linux", python=(3, 12), pin_budget=None)
+    alone = loader_kwargs(**common)
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "8")
+    shared = loader_kwargs(**common)
+    assert alone["num_workers"] == 8 and shared["num_workers"] == 1
+    assert shared.budget["ranks"] == 8 and shared.budget["shm_free_bytes"] == 32 << 20
+    assert "8 training processes share them" in shared.reasons["num_workers"]
+    # The profile's explicit 4 workers are held to the rank's share of 2 CPUs.
+    assert loader_kwargs(**common, num_workers=4)["num_workers"] <= 2

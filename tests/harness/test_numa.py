@@ -5,22 +5,22 @@ from __future__ import annotations
 import json
 import subprocess
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from tests.conftest import profile_warnings_of, run_envkit
+from tests.dockerutil import require_base_image, require_docker
+from tests.docs.runtime_blocks import check_block
 
-from tests.conftest import profile_warnings_of
 from envkit.doctor.checks import check_numa as doctor_numa
 from envkit.doctor.host import Host
+from envkit.engine.docker import create_kwargs
 from envkit.harness.numa import check_numa, read_topology
 from envkit.profile import load_profile_bytes
-from envkit.engine.docker import create_kwargs
 from envkit.runsettings import RunSettings
 from envkit.targets.compose import compose_service
 from envkit.targets.run import docker_flags
-from tests.conftest import run_envkit
-from tests.dockerutil import require_base_image, require_docker
-from tests.docs.runtime_blocks import check_block
 
 # nodes -> their CPUs, and the node of each NVIDIA GPU (PCI address -> numa_node)
 HOSTS = {
@@ -109,7 +109,7 @@ def test_flags_and_targets_that_cannot_say_it():
     rs = RunSettings.from_profile(p)
     flags = docker_flags(rs)
     assert flags[flags.index("--cpuset-cpus=16-23") + 1] == "--cpuset-mems=1"
-    assert create_kwargs(rs.replace(volumes=()))["cpuset_mems"] == "1"
+    assert create_kwargs(replace(rs, volumes=()))["cpuset_mems"] == "1"
     assert "cpuset_mems" not in json.dumps(compose_service(rs))
     assert any(w.startswith("run.numa: compose.yaml cannot express --cpuset-mems=1") for w in profile_warnings_of(p))
     auto = profile("  numa: auto\n")

@@ -16,7 +16,7 @@ def test_recommend_is_smallest_within_5_percent():
     assert sweep.recommend({0: 100.0, 1: 190.0, 2: 200.0, 4: 198.0}) == 1
     assert sweep.recommend({0: 100.0, 1: 150.0, 2: 200.0}) == 2
     assert sweep.recommend({}) is None
-    assert sweep.worker_counts(2) == [0, 1, 2, 4]
+    assert sweep.worker_counts(1) == [0, 1, 2]
     assert sweep.worker_counts(64)[-1] == 32
 
 
@@ -30,7 +30,8 @@ def test_sweep_and_plot_through_run_checks(tmp_path):
     c = next(c for c in report["checks"] if c["name"] == "workers_sweep")
     m = c["measured"]
     assert c["status"] in ("pass", "warn")
-    assert [r["num_workers"] for r in m["table"]] == sweep.worker_counts(report["environment"]["usable_cpus"])
+    assert [r["num_workers"] for r in m["table"]] == sweep.worker_counts(c["expected"]["max_workers_per_rank"])
+    assert m["recommended"] <= c["expected"]["max_workers_per_rank"] or m["recommended"] == 0
     assert all(r["samples_per_s"] > 0 for r in m["table"])
     assert m["recommended"] in c["expected"]["counts"]
     assert m["recommended_samples_per_s"] >= 0.95 * m["best_samples_per_s"]

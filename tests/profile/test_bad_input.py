@@ -9,7 +9,7 @@ import pytest
 
 from envkit.errors import ProfileError
 from envkit.profile import load_profile_bytes
-from tests.conftest import run_envkit
+from tests.conftest import call_envkit
 
 GOOD = "envkit: 1\nname: demo\nimage:\n  base: debian:bookworm\n"
 
@@ -102,7 +102,7 @@ def test_cli_exit_2_no_traceback_nothing_written(tmp_path, content):
     profile = tmp_path / "bad.yaml"
     profile.write_bytes(content)
     out = tmp_path / "out"
-    res = run_envkit("generate", str(profile), "-o", str(out))
+    res = call_envkit("generate", str(profile), "-o", str(out))
     assert res.returncode == 2, res.stderr
     assert "Traceback" not in res.stderr
     assert res.stderr.startswith("envkit: error: ") and str(profile) in res.stderr
@@ -110,16 +110,16 @@ def test_cli_exit_2_no_traceback_nothing_written(tmp_path, content):
 
 
 def test_cli_missing_file(tmp_path):
-    res = run_envkit("generate", str(tmp_path / "nope.yaml"))
+    res = call_envkit("generate", str(tmp_path / "nope.yaml"))
     assert res.returncode == 2 and "no such file" in res.stderr and "envkit init" in res.stderr
 
 
 def test_cli_usage_error_exit_2():
-    res = run_envkit("generate", "--target", "dockerfle")
+    res = call_envkit("generate", "--target", "dockerfle")
     assert res.returncode == 2 and "invalid choice" in res.stderr and "Traceback" not in res.stderr
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "0", "-5", "soon"])
 def test_validate_timeout_must_be_finite_and_positive(value):
-    res = run_envkit("validate", "--timeout", value)
+    res = call_envkit("validate", "--timeout", value)
     assert res.returncode == 2 and "--timeout" in res.stderr and "Traceback" not in res.stderr

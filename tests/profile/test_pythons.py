@@ -14,7 +14,7 @@ from envkit.errors import CheckFailed, ProfileError
 from envkit.profile import load_profile_bytes
 from envkit.pythons import base_python, nearest_torch, table, torch_pythons
 from envkit.runsettings import RunSettings
-from tests.conftest import run_envkit
+from tests.conftest import call_envkit
 from tests.fakes import FakeEngine
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,7 +47,7 @@ def test_the_base_name_implies_its_python(base, python):
 def test_a_torch_without_a_wheel_for_the_python_is_refused_with_the_nearest_pairings(tmp_path):
     (tmp_path / "envkit.yaml").write_text(profile(
         "  base: python:3.13-slim-bookworm\n  torch: {version: '2.4.1', variant: cpu}\n"))
-    res = run_envkit("generate", "envkit.yaml", "-o", "out", cwd=tmp_path)
+    res = call_envkit("generate", "envkit.yaml", "-o", "out", cwd=tmp_path)
     assert res.returncode == 2, res.stderr
     assert not (tmp_path / "out").exists(), "nothing may be written"
     assert "Traceback" not in res.stderr
@@ -91,7 +91,7 @@ def test_a_wheelhouse_is_its_own_truth(tmp_path):
 
 def test_a_release_missing_from_the_table_is_a_warning_not_a_refusal(tmp_path):
     (tmp_path / "envkit.yaml").write_text(profile("  base: debian:bookworm\n  torch: {version: '9.9.9'}\n"))
-    res = run_envkit("generate", "envkit.yaml", "-o", "out", "--target", "dockerfile", cwd=tmp_path)
+    res = call_envkit("generate", "envkit.yaml", "-o", "out", "--target", "dockerfile", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert "image.torch.version: torch 9.9.9 is not in envkit's wheel table" in res.stderr
 

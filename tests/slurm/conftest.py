@@ -89,11 +89,11 @@ class SlurmCluster:
 
 
 def cluster_config(*, entrypoint: str = "[allreduce.py]", bundle: Path | None = None) -> str:
-    """2 nodes x 2 (fake) GPUs, oci runtime; the bundle defaults to ./bundle beside the script."""
+    """2 nodes x 2 training processes on CPU (gloo), oci runtime; the bundle defaults to ./bundle beside the script."""
     where = f", bundle: {bundle}" if bundle else ""
     return f"""cluster:
   nodes: 2
-  gpus_per_node: 2
+  procs_per_node: 2
   entrypoint: {entrypoint}
   slurm: {{runtime: oci, time: "00:10:00"{where}}}
 """

@@ -49,7 +49,7 @@ def test_preflight_on_both_nodes_then_allreduce(site):
     for task in (0, 1):
         assert f"{task}: envkit harness: verdict PASS" in out
     assert "envkit: preflight passed on 2 node(s) (n1 n2)" in out
-    # Two nodes x --nproc-per-node=2 (gpus_per_node): world 4, and sum(rank + 1) = 10 on every rank.
+    # Two nodes x --nproc-per-node=2 (procs_per_node): world 4, and sum(rank + 1) = 10 on every rank.
     results = sorted(re.findall(r"allreduce rank=(\d) world=(\d) sum=(\d+)", out))
     assert results == [(str(r), "4", "10") for r in range(4)], out[-3000:]
     # The bundle sized /dev/shm (the one Slurm path where it can be): the harness saw 512 MiB on both nodes.

@@ -29,7 +29,7 @@ from envkit.runsettings import RunSettings
 from envkit.targets.slurm import warnings as _slurm_warnings
 from tests.conftest import plan_of
 from envkit.targets.slurm import preflight_command
-from tests.conftest import ROOT, copy_example, example_profiles, in_ci, run_envkit
+from tests.conftest import ROOT, call_envkit, copy_example, example_profiles, in_ci
 
 FAKEBIN = Path(__file__).parent / "fakebin"
 RUNTIMES = ("pyxis", "oci", "apptainer")
@@ -69,7 +69,7 @@ def test_the_examples_include_a_cluster_profile():
 @pytest.mark.parametrize("example", CLUSTER_EXAMPLES)
 def test_generate_slurm_passes_shellcheck(example, runtime, tmp_path):
     profile = with_runtime(example, tmp_path, runtime)
-    res = run_envkit("generate", str(profile), "-o", str(tmp_path / "out"), "--target", "slurm")
+    res = call_envkit("generate", str(profile), "-o", str(tmp_path / "out"), "--target", "slurm")
     assert res.returncode == 0, res.stderr
     script = tmp_path / "out" / "slurm.sbatch"
     sc = subprocess.run([shellcheck(), "--severity=style", str(script)], capture_output=True, text=True)
@@ -101,7 +101,7 @@ def _run_script(tmp_path: Path, runtime: str, *, fail: str | None = None,
                 extra: dict | None = None, **run) -> tuple[subprocess.CompletedProcess, list]:
     profile = _profile(tmp_path, runtime, **run)
     out = tmp_path / "out"
-    res = run_envkit("generate", str(profile), "-o", str(out), "--target", "slurm")
+    res = call_envkit("generate", str(profile), "-o", str(out), "--target", "slurm")
     assert res.returncode == 0, res.stderr
     log = tmp_path / "calls.jsonl"
     env = {"PATH": f"{FAKEBIN}:/usr/bin:/bin", "FAKE_LOG": str(log), "FAKE_RUNTIME": runtime,
@@ -203,7 +203,7 @@ def test_run_env_and_the_proxy_reach_the_container_over_the_image(runtime, tmp_p
     expected = dict(rs.env)
     assert expected["QUOTED"] == "a b; $(touch /tmp/pwned) 'x'" and expected["no_proxy"] == "localhost,.corp"
     out = tmp_path / "out"
-    assert run_envkit("generate", str(profile), "-o", str(out), "--target", "slurm").returncode == 0
+    assert call_envkit("generate", str(profile), "-o", str(out), "--target", "slurm").returncode == 0
     env = {"PATH": f"{FAKEBIN}:/usr/bin:/bin", "FAKE_LOG": str(tmp_path / "calls.jsonl"), "FAKE_RUNTIME": runtime,
            "FAKE_ENV_LOG": str(envlog), "SLURM_JOB_ID": "9", "SLURM_JOB_NODELIST": "n[1-2]",
            "SLURM_JOB_NUM_NODES": "2", "SLURM_SUBMIT_DIR": str(out), "HOME": str(tmp_path),
@@ -249,7 +249,7 @@ def test_a_failing_node_stops_the_job_with_its_diagnosis(tmp_path):
 def test_a_ulimit_above_the_hard_limit_names_it(tmp_path):
     profile = _profile(tmp_path, "pyxis", ulimits={"nofile": 2**40})
     out = tmp_path / "out"
-    assert run_envkit("generate", str(profile), "-o", str(out), "--target", "slurm").returncode == 0
+    assert call_envkit("generate", str(profile), "-o", str(out), "--target", "slurm").returncode == 0
     proc = subprocess.run(["bash", "-c", f"ulimit -S -n 1024 && ulimit -H -n 2048 && exec bash {out / 'slurm.sbatch'}"],
                           env={"PATH": f"{FAKEBIN}:/usr/bin:/bin", "FAKE_LOG": str(tmp_path / "log"),
                                "SLURM_JOB_ID": "1", "SLURM_JOB_NODELIST": "n[1-2]", "SLURM_JOB_NUM_NODES": "2"},
@@ -277,10 +277,10 @@ def test_warnings_name_each_key():
 
 def test_generate_prints_the_slurm_warnings_and_needs_a_cluster(tmp_path):
     profile = copy_example(CLUSTER_EXAMPLES[0], tmp_path)
-    res = run_envkit("generate", str(profile), "-o", str(tmp_path / "o"), "--target", "slurm")
-    assert res.returncode == 0 and "warning" in res.stderr and "run.shm_size" not in res.stderr
+    res = call_envkit("generate", str(profile), "-o", str(tmp_path / "o"), "--target", "slurm")
+    assert res.returncode == 0 and "warning" in res.stderr and "warning: " + str(profile) + ": run.shm_size" not in res.stderr
     plain = copy_example("cpu-minimal.yaml", tmp_path)
-    res = run_envkit("generate", str(plain), "-o", str(tmp_path / "p"), "--target", "slurm")
+    res = call_envkit("generate", str(plain), "-o", str(tmp_path / "p"), "--target", "slurm")
     assert res.returncode == 2 and "--target slurm needs a cluster: section" in res.stderr
     assert not (tmp_path / "p").exists()
 
@@ -292,7 +292,7 @@ def test_slurm_takes_its_counts_from_the_cluster_plan(tmp_path):
             "cluster": {"nodes": 3, "entrypoint": ["t.py"]}}
     ids = tmp_path / "ids.yaml"
     ids.write_text(yaml.safe_dump({**base, "run": {"gpus": [1, 2, 5], "cpus": 3.5}}))
-    res = run_envkit("generate", str(ids), "-o", str(tmp_path / "ids"), "--target", "slurm")
+    res = call_envkit("generate", str(ids), "-o", str(tmp_path / "ids"), "--target", "slurm")
     assert res.returncode == 0, res.stderr
     text = (tmp_path / "ids" / "slurm.sbatch").read_text()
     for line in ("#SBATCH --nodes=3", "#SBATCH --gpus-per-node=3", "#SBATCH --cpus-per-task=4"):
@@ -300,7 +300,7 @@ def test_slurm_takes_its_counts_from_the_cluster_plan(tmp_path):
     assert "--nproc-per-node=3" in text
     every = tmp_path / "all.yaml"
     every.write_text(yaml.safe_dump({**base, "run": {"gpus": "all"}}))
-    res = run_envkit("generate", str(every), "-o", str(tmp_path / "all"), "--target", "slurm")
+    res = call_envkit("generate", str(every), "-o", str(tmp_path / "all"), "--target", "slurm")
     assert res.returncode == 2 and "run.gpus: 'all' cannot be scheduled" in res.stderr
     assert "Traceback" not in res.stderr and not (tmp_path / "all").exists()
 
@@ -335,7 +335,7 @@ def test_bundle_refuses_a_folder_it_did_not_write(tmp_path):
     (mine / "notes.txt").write_text("keep me")
     with pytest.raises(UsageError, match="not a bundle envkit wrote"):
         check_destination(mine)
-    res = run_envkit("bundle", str(_profile(tmp_path, "oci")), "-o", str(mine))
+    res = call_envkit("bundle", str(_profile(tmp_path, "oci")), "-o", str(mine))
     assert res.returncode == 2 and "refusing to overwrite" in res.stderr
     assert (mine / "notes.txt").read_text() == "keep me"
     (mine / MARKER).write_text("{}")
@@ -348,7 +348,7 @@ def _generate_small(tmp_path: Path, slurm: str, run: str = "") -> Path:
     profile.write_text("envkit: 1\nname: nm\nimage: {base: 'debian:bookworm'}\n" + run
                        + f"cluster: {{nodes: 2, entrypoint: [t.py], slurm: {slurm}}}\n")
     out = tmp_path / "out"
-    assert run_envkit("generate", str(profile), "-o", str(out), "--target", "slurm").returncode == 0
+    assert call_envkit("generate", str(profile), "-o", str(out), "--target", "slurm").returncode == 0
     return out
 
 
@@ -420,7 +420,7 @@ def test_docs_worked_example_warnings_are_real_output(tmp_path):
     shutil.copy(ROOT / "examples" / "certs" / "corp-root.pem", tmp_path / "certs" / "host-ca.pem")
     (tmp_path / "envkit.yaml").write_text(ngc_profile("envkit/bookworm-python:local", tag="envkit-slurm-e2e:test")
                                           + cluster_config())
-    res = run_envkit("generate", "envkit.yaml", "-o", ".", "--target", "slurm", cwd=tmp_path)
+    res = call_envkit("generate", "envkit.yaml", "-o", ".", "--target", "slurm", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     docs = (ROOT / "docs" / "slurm.md").read_text()
     lines = [line for line in res.stderr.splitlines() if "warning" in line and "run." in line]

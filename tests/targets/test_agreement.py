@@ -11,13 +11,14 @@ import json
 import os
 import re
 import shlex
+from dataclasses import replace
 
 import pytest
 import yaml
 
+from envkit.engine.docker import create_kwargs
 from envkit.generation import render_all
 from envkit.profile import load_profile
-from envkit.engine.docker import create_kwargs
 from envkit.runsettings import RunSettings, remaps_user
 from envkit.units import parse_size
 from tests.conftest import copy_example, example_profiles
@@ -156,7 +157,7 @@ def test_targets_agree(example, tmp_path):
     devcontainer["volumes"].insert(0, _vol(f"{mount['source']}:{mount['target']}", "/"))
     assert devc["workspaceFolder"] == loaded.profile.image.workdir
     # The engine seam's container (envkit validate), as the image's user (see below).
-    sdk = _from_sdk(create_kwargs(RunSettings.from_profile(loaded.profile).replace(start_as_root=False)
+    sdk = _from_sdk(create_kwargs(replace(RunSettings.from_profile(loaded.profile), start_as_root=False)
                                   .with_sources(lambda src: str(loaded.resolve(src)))))
     # run.sh and compose start as root for envkit-entrypoint's uid remap; devcontainer.json states
     # containerUser (VS Code remaps with updateRemoteUserUID) and validate measures as the image's user.
@@ -177,7 +178,7 @@ def test_ipc_host_drops_shm_everywhere(tmp_path):
     p = tmp_path / "p.yaml"
     p.write_text("envkit: 1\nname: h\nimage: {base: debian:bookworm}\nrun: {ipc: host, shm_size: 8g}\n")
     rs = RunSettings.from_profile(load_profile(p).profile)
-    assert rs.shm_size is None and "shm_size" not in create_kwargs(rs.replace(volumes=()))
+    assert rs.shm_size is None and "shm_size" not in create_kwargs(replace(rs, volumes=()))
     files = {f.path: f.content.decode() for f in render_all(load_profile(p), tmp_path, ("run", "compose"))}
     assert "--shm-size" not in files["run.sh"] and "shm_size" not in files["compose.yaml"]
     assert "--ipc=host" in files["run.sh"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import run_envkit
+from tests.conftest import call_envkit
 
 BASE = "envkit: 1\nname: x\nimage: {base: 'debian:bookworm'%s}\nrun:\n%s"
 
@@ -24,7 +24,7 @@ BASE = "envkit: 1\nname: x\nimage: {base: 'debian:bookworm'%s}\nrun:\n%s"
 def test_devcontainer_variables_are_refused(tmp_path, image, run, where):
     p = tmp_path / "p.yaml"
     p.write_text(BASE % (image, run))
-    res = run_envkit("generate", str(p), "-o", str(tmp_path / "out"))
+    res = call_envkit("generate", str(p), "-o", str(tmp_path / "out"))
     assert res.returncode == 2, res.stderr
     assert where in res.stderr and "Dev Containers CLI" in res.stderr and "Traceback" not in res.stderr
     assert not (tmp_path / "out").exists()
@@ -33,5 +33,5 @@ def test_devcontainer_variables_are_refused(tmp_path, image, run, where):
 def test_other_dollar_text_stays_allowed(tmp_path):
     p = tmp_path / "p.yaml"
     p.write_text(BASE % ("", "  env: {A: '$HOME ${X} ${unknownVar:y} 5$'}\n"))
-    res = run_envkit("generate", str(p), "-o", str(tmp_path / "out"), "--target", "devcontainer")
+    res = call_envkit("generate", str(p), "-o", str(tmp_path / "out"), "--target", "devcontainer")
     assert res.returncode == 0, res.stderr

@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from envkit.errors import ProfileError
-from envkit.project import collapse_stars, compile_glob, project_files, read_dockerignore
+from envkit.project import compile_glob, read_dockerignore
+from tests.conftest import project_files
 
 TREE = ("train.py", "token1.json", "tokenA.json", "token12.json", "a.txt", "b.txt", "d.txt", "x*y.txt", "xzy.txt", "x\\zy.txt",
         "data/keep.txt", "data/big.bin", "data/sub/deep.bin", "data/sub/keep.txt", "src/pkg/mod.py",
@@ -40,10 +41,10 @@ CASES = {
     "comments and blanks": ["# train.py", "", "   ", "#*.txt", "b.txt  "],
     "exclude all but": ["*", "!train.py", "!src/", "src/**/test_*"],
     "dot": [".", "./a.txt", "docs/../b.txt"],
-    # Shortened before matching (envkit.project.collapse_stars): the same selection as docker-py's.
+    # Backtracking regexes take seconds on runs of double stars; RE2 the same selection, in linear time.
     "runs of double stars": ["**/**/**/**/**/**/**/**/*.bin", "**/**/sub/**/**", "docs/****", "*****.log"],
     "double stars before a dot-dot": ["**/**/../**/**/build/**/**"],
-    # More wildcards than a regex is left with (envkit.project.compile_glob's NFA).
+    # Many wildcards.
     "many wildcards": ["**/s*/p*/*_*.py", "d*/**/*e*p*.bin", "!**/d*/**/k*p*.*t"],
     "stars in a class": ["[**/]*.txt", "x[*]*y.txt"],
 }
@@ -105,13 +106,48 @@ def _same_as_docker_py(pattern: str, paths: list[str]) -> None:
         return
     for path in paths:
         assert glob(path) == docker_fnmatch.fnmatch(path, pattern), (pattern, path)
-        assert docker_fnmatch.fnmatch(path, collapse_stars(pattern)) == docker_fnmatch.fnmatch(path, pattern)
 
 
-def test_runs_of_double_stars_are_shortened():
-    assert collapse_stars("**/**/**/**/**/**/**/**/x") == "**/x"
-    assert collapse_stars("a/**/**/b/***/**/c") == "a/**/b/***/**/c"
-    assert collapse_stars("[**/**]/**/**/y") == "[**/**]/**/y"
+@pytest.mark.parametrize("pattern", ["[[:alpha:]]*.py", "src/[[:digit:]x]*", "[[:bogus:]]", "[![:a]b"])
+def test_a_posix_looking_class_means_what_it_means_to_docker_py(pattern):
+    """"[[:alpha:]]" is a class of "[", ":", "a"... then a literal "]" to Python's re (and so to docker-py);
+    to RE2 it would be a POSIX class."""
+    with warnings.catch_warnings():  # Python's re warns of a future nested set
+        warnings.simplefilter("ignore")
+        _same_as_docker_py(pattern, ["a]x.py", "[]x.py", "b.py", "src/1", "src/:]q", "src/x]", "[bogus:]]", ":b", "[b"])
+
+
+@pytest.mark.parametrize("pattern, depth, name", [
+    ("**/**/**/**/**/**/**/**/x", 20, "d"),  # more than 20 s in docker-py's backtracking regex
+    ("**/" + "a**/" * 8 + "x", 40, "a"),  # more than 50 s there
+])
+def test_a_pattern_that_makes_docker_pys_regex_backtrack_is_matched_by_re2(pattern, depth, name):
+    """The bound itself (time) is benchmarks/bench_dockerignore.py's; here: RE2 gives docker-py's answer
+    on the short path, and takes the deep one, which Python's regex would not finish in minutes."""
+    glob = compile_glob(pattern)
+    assert glob("/".join([name] * 3 + ["x"])) == docker_fnmatch.fnmatch("/".join([name] * 3 + ["x"]), pattern)
+    assert glob("/".join([name] * depth + ["file"])) is False
+
+
+def test_docker_pys_patterns_are_read_not_patched(monkeypatch):
+    """DockerIgnore uses docker-py's parsed patterns (exclusion, dirs, cleaned_pattern) and never calls
+    or replaces ``Pattern.match``, a private method an upgrade may change."""
+    from docker.utils import build
+
+    from envkit.project import DockerIgnore
+
+    class Guarded(build.Pattern):
+        def match(self, filepath):
+            raise AssertionError("Pattern.match called")
+
+        def __setattr__(self, name, value):
+            assert name != "match", "Pattern.match replaced"
+            super().__setattr__(name, value)
+
+    monkeypatch.setattr(build, "Pattern", Guarded)
+    ignore = DockerIgnore(["data/", "*.log", "!keep.log"])
+    assert ignore.excluded("data/x.bin") and ignore.excluded("a.log") and not ignore.excluded("keep.log")
+    assert ignore.excluded("dätä/data/x.bin") is False and ignore.excluded("data/dätä.bin") is True
 
 
 def test_each_pattern_is_compiled_once_however_long_the_dockerignore(tmp_path, monkeypatch):

@@ -14,7 +14,7 @@ import pytest
 
 from envkit.generation import render_all
 from envkit.profile import load_profile
-from tests.conftest import ROOT, copy_example, example_profiles
+from tests.conftest import ROOT, call_envkit, copy_example, example_profiles
 
 GOLDEN = ROOT / "tests" / "golden"
 # Binary or copied artifacts have their own tests (determinism, content); goldens are for reading.
@@ -43,6 +43,28 @@ def test_golden(example, tmp_path):
     assert sorted(rendered) == sorted(expected), "set of generated files changed (ENVKIT_UPDATE_GOLDEN=1 to accept)"
     for path, content in rendered.items():
         assert content.decode() == expected[path].decode(), f"{example}: {path} differs from its golden file"
+
+
+def _golden(example: str) -> dict[str, bytes]:
+    folder = GOLDEN / Path(example).stem
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("example", [p.name for p in example_profiles()])
+def test_golden_into_the_profiles_own_folder_twice(example, tmp_path):
+    """``generate -o .`` twice: the second run renders the golden set of files, none of the first run's
+    outputs in the project copy, and the same build context (the files that name no host folder)."""
+    profile = copy_example(example, tmp_path)
+    for _ in range(2):
+        res = call_envkit("generate", "-o", ".", profile.name, cwd=tmp_path)
+        assert res.returncode == 0, res.stderr
+    rendered = {f.path: (f.content if f.source is None else f.source.read_bytes())
+                for f in render_all(load_profile(profile), tmp_path) if f.path not in NOT_GOLDEN}
+    expected = _golden(example)
+    assert sorted(rendered) == sorted(expected)
+    for path in rendered:
+        if path in ("Dockerfile", ".dockerignore") or path.startswith(".envkit/"):
+            assert rendered[path] == expected[path], f"{example}: {path} differs from its golden file"
 
 
 def test_default_profile_renders_every_target(tmp_path):

@@ -10,7 +10,7 @@ from envkit.generation import render_all
 from envkit.errors import ProfileError
 from envkit.profile import load_profile, load_profile_bytes
 from envkit.render import make_env
-from tests.conftest import run_envkit
+from tests.conftest import call_envkit
 
 BASE = "envkit: 1\nname: h\nimage:\n  base: debian:bookworm\n"
 
@@ -57,7 +57,7 @@ def test_file_name_with_newline_cannot_inject_lines(tmp_path):
     p = tmp_path / "x\ntouch PWNED\n.yaml"
     p.write_text(BASE)
     out = tmp_path / "out"
-    res = run_envkit("generate", str(p), "-o", str(out))
+    res = call_envkit("generate", str(p), "-o", str(out))
     assert res.returncode == 0, res.stderr
     for f in ("run.sh", "Dockerfile", "compose.yaml", ".dockerignore"):
         lines = (out / f).read_text().splitlines()
@@ -77,7 +77,7 @@ def test_powershell_quoting_doubles_every_single_quote_kind():
 def test_non_regular_target_stops_before_writing(tmp_path):
     out = tmp_path / "out"
     (out / "run.sh").mkdir(parents=True)
-    res = run_envkit("generate", "-o", str(out), "--force")
+    res = call_envkit("generate", "-o", str(out), "--force")
     # A folder is not bad input but a file envkit may not replace: exit 1, naming what it is.
     assert res.returncode == 1 and "is a folder, not a regular file" in res.stderr and "Traceback" not in res.stderr
     assert sorted(p.name for p in out.iterdir()) == ["run.sh"]
@@ -85,5 +85,5 @@ def test_non_regular_target_stops_before_writing(tmp_path):
 
 @pytest.mark.parametrize("args", [["generate", "-o", "/dev/null/x"], ["init", "/dev/null/x.yaml"]])
 def test_filesystem_errors_are_messages_not_tracebacks(args):
-    res = run_envkit(*args)
+    res = call_envkit(*args)
     assert res.returncode in (1, 2) and "Traceback" not in res.stderr and res.stderr.startswith("envkit: error:")

@@ -9,15 +9,15 @@ import pytest
 
 from envkit.errors import ProfileError
 from envkit.profile import load_profile, load_profile_bytes
-from envkit.project import project_files
-from tests.conftest import run_envkit
+from tests.conftest import project_files
+from tests.conftest import call_envkit
 
 HEAD = "envkit: 1\nname: team\nimage:\n  base: debian:bookworm\n"
 
 
 def _gen(proj: Path, text: str, out: str = "out") -> tuple[str, list[str]]:
     (proj / "envkit.yaml").write_text(text)
-    res = run_envkit("generate", "envkit.yaml", "-o", out, "--target", "dockerfile", cwd=proj)
+    res = call_envkit("generate", "envkit.yaml", "-o", out, "--target", "dockerfile", cwd=proj)
     assert res.returncode == 0, res.stderr
     root = proj / out
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())

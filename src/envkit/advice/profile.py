@@ -16,7 +16,7 @@ Example:
     >>> from envkit.plan.loader import loader_plan
     >>> p = load_profile(None).profile
     >>> rs = RunSettings.from_profile(p)
-    >>> profile_warnings(p, rs, loader_plan(p, rs))
+    >>> profile_warnings(p, rs, loader_plan(p))
     []
 """
 
@@ -27,7 +27,7 @@ import math
 from envkit.harness.report import human_bytes
 from envkit.advice.image import image_warnings
 from envkit.advice.wsl import wsl_warnings
-from envkit.harness.sizing import DOCKER_DEFAULT_SHM, GIB, PROCESS_RSS, batch_bytes, cpu_limit, recommended_shm_bytes
+from envkit.harness.sizing import GIB, PROCESS_RSS, batch_bytes, recommended_shm_bytes
 from envkit.plan.image import ImagePlan
 from envkit.plan.loader import LoaderPlan
 from envkit.profile.model import Profile
@@ -52,32 +52,66 @@ def file_warnings(profile: Profile, image: ImagePlan) -> list[str]:
     return out
 
 
+def _need_text(profile: Profile, p: LoaderPlan) -> str:
+    """How the node's /dev/shm need was worked out, in the numbers it came from."""
+    ld = profile.loader
+    per_rank = (f"{human_bytes(batch_bytes(ld.batch_size, ld.sample_shape, ld.dtype))} per batch x "
+                f"({p.workers} {plural(p.workers, 'worker')} x prefetch_factor {ld.prefetch_factor} + 1) x 1.25")
+    if p.ranks == 1:
+        verb = "needs" if p.workers == 1 else "need"
+        return f"the {human_bytes(p.shm_need)} that {p.workers} DataLoader {plural(p.workers, 'worker')} {verb} ({per_rank})"
+    nccl = f" + NCCL's {human_bytes(p.nccl_bytes // p.ranks)} per process" if p.nccl_bytes else ""
+    return (f"the {human_bytes(p.shm_need)} that {p.ranks} training processes with {p.workers} DataLoader "
+            f"{plural(p.workers, 'worker')} each need ({p.ranks} x {human_bytes(p.rank_need)}: {per_rank}{nccl})")
+
+
+def plural(n: int, word: str) -> str:
+    """``word`` for one, its plural otherwise (``-es`` after an ``s``).
+
+    >>> plural(1, "worker"), plural(3, "worker"), plural(0, "worker"), plural(2, "process")
+    ('worker', 'workers', 'workers', 'processes')
+    """
+    if n == 1:
+        return word
+    return word + ("es" if word.endswith("s") else "s")
+
+
+def sizing_notes(profile: Profile, rs: RunSettings, p: LoaderPlan) -> list[str]:
+    """What envkit sized for a profile that left it open, and from which numbers: said once, as a note."""
+    if profile.run.shm_size is not None or rs.ipc == "host" or rs.shm_size is None:
+        return []
+    cpus = dict(p.facts)["cpus"]
+    memory = ("" if profile.run.memory is not None else
+              f"; run.memory is not set, so the container has no memory limit (its loaders need about "
+              f"{human_bytes(p.memory_need)})")
+    return [f"run.shm_size: not set, so envkit sized it: {format_size(rs.shm_size)} for {_need_text(profile, p)}; "
+            f"CPUs: {cpus}; ranks: {dict(p.facts)['ranks_per_node']}{memory}"]
+
+
 def profile_warnings(profile: Profile, rs: RunSettings, p: LoaderPlan) -> list[str]:
     """Human-readable warnings, each starting with the key path it concerns; ``rs`` and ``p``: the run's
     settings and loader plan."""
     run, ld = profile.run, profile.loader
     out: list[str] = []
-    workers, need = p.workers, p.shm_bytes
+    workers, need = p.workers, p.shm_need
     if rs.ipc == "host":
         if run.shm_size is not None:
             out.append("run.shm_size: ignored because run.ipc is 'host' (the container shares the host's /dev/shm); "
                        "prefer ipc: private with a sized shm_size, which keeps the IPC namespace isolated")
-    else:
-        have = rs.effective_shm
-        if have is not None and need > have:
-            rec = format_size(recommended_shm_bytes(need))
-            what = format_size(have) if rs.shm_size is not None else f"Docker's default {format_size(DOCKER_DEFAULT_SHM)}"
-            out.append(
-                f"run.shm_size: {what} is below the {human_bytes(need)} that {workers} DataLoader workers need "
-                f"({human_bytes(batch_bytes(ld.batch_size, ld.sample_shape, ld.dtype))} per batch x "
-                f"({workers} workers x prefetch_factor {ld.prefetch_factor} + 1) x 1.25); "
-                f"multi-worker loading will fail with 'unable to allocate shared memory(shm)' or "
-                f"'Bus error'; use shm_size: {rec}"
-            )
-    cpus = cpu_limit(cpuset=len(run.cpuset_cpus) or None, quota=rs.cpus)
-    if cpus is not None and ld.num_workers != "auto" and ld.num_workers > cpus:
-        out.append(f"loader.num_workers: {ld.num_workers} workers exceed the {cpus} CPUs that run.cpuset/run.cpus "
-                   f"grant; workers will contend for CPUs; use num_workers: {max(1, cpus - 1)} or widen the cpuset")
+    elif rs.shm_size is not None and need > rs.shm_size:
+        rec = format_size(recommended_shm_bytes(need))
+        out.append(
+            f"run.shm_size: {format_size(rs.shm_size)} is below {_need_text(profile, p)}; multi-worker loading "
+            f"will fail with 'unable to allocate shared memory(shm)' or 'Bus error'; use shm_size: {rec} "
+            "(or drop run.shm_size and envkit sizes it)"
+        )
+    if p.cpus is not None and ld.num_workers != "auto" and p.processes > p.cpus:
+        who = ("the training process" if p.ranks == 1 else f"each of the {p.ranks} training processes "
+               f"({dict(p.facts)['ranks_per_node']})")
+        out.append(f"loader.num_workers: {ld.num_workers} {plural(ld.num_workers, 'worker')} for {who} make "
+                   f"{p.processes} processes on the {p.cpus} CPUs of {dict(p.facts)['cpus']}; they will contend "
+                   f"for CPUs; use num_workers: auto ({max(0, p.cpus // p.ranks - 1)} per training process) "
+                   "or give the node more CPUs")
     if run.cpus is not None and run.cpuset and run.cpus > len(run.cpuset_cpus):
         out.append(f"run.cpus: {run.cpus:g} is more than the {len(run.cpuset_cpus)} CPUs in run.cpuset "
                    f"{run.cpuset!r}; the quota can never be used")
@@ -88,12 +122,14 @@ def profile_warnings(profile: Profile, rs: RunSettings, p: LoaderPlan) -> list[s
     elif run.numa == "auto":
         out.append("run.numa: auto is resolved where the host is visible: envkit doctor prints the GPU's node "
                    "and its CPUs; the generated files carry no NUMA flags until run.numa names that node")
-    if rs.memory is not None and rs.memory < p.memory_bytes:
-        shm_pages = p.memory_bytes - (workers + 1) * PROCESS_RSS
-        out.append(f"run.memory: {format_size(rs.memory)} is below the {human_bytes(p.memory_bytes)} that shm "
-                   f"({human_bytes(shm_pages)}) plus {workers + 1} processes x {human_bytes(PROCESS_RSS)} need (shm pages "
-                   f"count against the container's memory limit); use memory: "
-                   f"{format_size(math.ceil(p.memory_bytes / GIB) * GIB)} or more")
+    if rs.memory is not None and rs.memory < p.memory_need:
+        procs = p.processes
+        shm_pages = p.memory_need - procs * PROCESS_RSS
+        out.append(f"run.memory: {format_size(rs.memory)} is below the {human_bytes(p.memory_need)} that shm "
+                   f"({human_bytes(shm_pages)}) plus {procs} {plural(procs, 'process')} x {human_bytes(PROCESS_RSS)} "
+                   f"need ({p.ranks} {plural(p.ranks, 'training process')} with {workers} "
+                   f"{plural(workers, 'worker')} each; shm pages count against the container's memory limit); "
+                   f"use memory: {format_size(math.ceil(p.memory_need / GIB) * GIB)} or more")
     torch = profile.image.torch
     if run.wants_gpus and torch is not None and not torch.is_cuda:
         out.append(f"run.gpus: GPUs are requested but image.torch.variant is {torch.variant!r}, a build without "

@@ -11,7 +11,7 @@ Example:
     ...                             "run": {"memory": "32g"}, "wsl": {"memory": "16GB"}})
     >>> from envkit.plan.loader import loader_plan
     >>> from envkit.runsettings import RunSettings
-    >>> print(wsl_warnings(p, loader_plan(p, RunSettings.from_profile(p)))[0])
+    >>> print(wsl_warnings(p, loader_plan(p))[0])
     wsl.memory is 16GB but the container asks for 32GB (run.memory); the WSL2 VM must hold the container: set wsl.memory to at least 34GB
 """
 
@@ -51,9 +51,9 @@ def container_memory_need(profile: Profile, the_plan: LoaderPlan) -> tuple[int, 
     if profile.run.memory:
         return profile.run.memory, "run.memory"
     p = the_plan
-    shm = p.memory_bytes - (p.workers + 1) * PROCESS_RSS
-    return p.memory_bytes, (f"the loader's shm {_gb(shm)} + ~{_gb(PROCESS_RSS)} for each of "
-                            f"{p.workers + 1} processes (training + workers)")
+    shm = p.memory_need - p.processes * PROCESS_RSS
+    return p.memory_need, (f"the loaders' shm {_gb(shm)} + ~{_gb(PROCESS_RSS)} for each of "
+                           f"{p.processes} processes (training + workers)")
 
 
 def wsl_warnings(profile: Profile, the_plan: LoaderPlan) -> list[str]:

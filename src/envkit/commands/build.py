@@ -61,7 +61,6 @@ def run(profile_path: Path | None, *, tag: str | None, no_cache: bool, out: Text
 
 
 # ---------------------------------------------------------------- command line (envkit.commands' contract)
-HELP = "build the image through the Docker engine"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

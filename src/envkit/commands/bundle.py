@@ -372,8 +372,6 @@ def run(profile_path: Path | None, image: str | None, out_dir: Path, *, out: Tex
 
 
 # ---------------------------------------------------------------- command line (envkit.commands' contract)
-HELP = ("write an OCI bundle of the built image for Slurm's srun --container "
-        "(run it as the user who submits: a non-root user's bundle is rootless)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

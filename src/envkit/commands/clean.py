@@ -64,7 +64,6 @@ def run(*, out: TextIO, err: TextIO, engine: Engine | None = None, as_json: bool
 
 
 # ---------------------------------------------------------------- command line (envkit.commands' contract)
-HELP = "remove leftovers of killed envkit runs and images superseded by a rebuild, and list them"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -251,7 +251,6 @@ def run(parser: argparse.ArgumentParser, shell: str, *, out: TextIO) -> int:
 
 
 # ---------------------------------------------------------------- command line (envkit.commands' contract)
-HELP = "print a shell completion script (bash, zsh, fish, powershell); docs/cli.md says where it goes"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -60,7 +60,6 @@ def run(profile_path: Path | None, scripts: list[Path], data_paths: list[Path], 
 
 
 # ---------------------------------------------------------------- command line (envkit.commands' contract)
-HELP = "check this host (Linux, WSL2, Windows) and training scripts"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -17,7 +17,7 @@ from typing import TextIO
 
 from envkit.commands import profile_argument, resolve_profile
 from envkit.errors import UsageError
-from envkit.generation import render_owned, report_warnings, warning_record
+from envkit.generation import render_owned, report_notes, report_warnings, warning_record
 from envkit.jsonout import emit
 from envkit.output import check_output_folder, foreign_files, write_outputs
 from envkit.plan.envplan import build_plan
@@ -40,6 +40,7 @@ def run(profile_path: Path | None, out_dir: Path, targets: tuple[str, ...], *, f
     check_output_folder(out_dir)
     plan = build_plan(loaded, out_dir)
     warnings = report_warnings(plan, strict, err, requested)
+    notes = report_notes(plan, err)
     files, owners = render_owned(plan, requested)
     exact = tuple(d for t in requested for d in exact_folders(t, loaded.profile))
     foreign = tuple(foreign_files(out_dir, exact, files))
@@ -54,7 +55,8 @@ def run(profile_path: Path | None, out_dir: Path, targets: tuple[str, ...], *, f
               "files": [{"path": str(out_dir / path), "status": status}
                         for status, paths in statuses.items() for path in paths],
               "backups": [str(bak) for bak in report.backups],
-              "warnings": [warning_record(loaded, w) for w in warnings]}, out)
+              "warnings": [warning_record(loaded, w) for w in warnings],
+              "notes": [warning_record(loaded, n) for n in notes], "loader": plan.loader.as_json()}, out)
         out = err
     for path in report.written:
         print(f"wrote {neutralise(str(out_dir / path))}", file=out)
@@ -79,7 +81,6 @@ def run(profile_path: Path | None, out_dir: Path, targets: tuple[str, ...], *, f
 
 
 # ---------------------------------------------------------------- command line (envkit.commands' contract)
-HELP = "render Dockerfile, run.sh, compose.yaml, devcontainer.json, WSL files"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -42,7 +42,6 @@ def run(profile_path: Path | None, harness_argv: list[str]) -> int:
 
 
 # ---------------------------------------------------------------- command line (envkit.commands' contract)
-HELP = "run the loader harness on this host (envkit harness --help for its options)"
 
 
 def build_parser():

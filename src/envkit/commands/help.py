@@ -46,7 +46,6 @@ def run(root: argparse.ArgumentParser, words: list[str], *, out: TextIO) -> int:
 
 
 # ---------------------------------------------------------------- command line (envkit.commands' contract)
-HELP = "print the help of envkit or of a command (envkit help wsl apply)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -40,7 +40,6 @@ def run(path: Path, *, force: bool, out: TextIO) -> int:
 
 
 # ---------------------------------------------------------------- command line (envkit.commands' contract)
-HELP = "write the default profile to envkit.yaml for you to edit"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

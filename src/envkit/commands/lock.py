@@ -270,7 +270,6 @@ def run(profile_path: Path | None, *, force: bool, out: TextIO, err: TextIO, as_
 
 
 # ---------------------------------------------------------------- command line (envkit.commands' contract)
-HELP = "pin the image's packages with hashes into envkit.lock.txt beside the profile"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

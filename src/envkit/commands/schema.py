@@ -31,7 +31,6 @@ def run(*, out: TextIO) -> int:
 
 
 # ---------------------------------------------------------------- command line (envkit.commands' contract)
-HELP = "print the profile's JSON Schema"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -21,6 +21,7 @@ import argparse
 import json
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -66,7 +67,7 @@ def with_profile_expectation(plan: EnvPlan, run: RunSettings) -> RunSettings:
     """
     env = dict(run.env)
     env[EXPECT_ENV] = plan.expectation.decode()
-    return run.replace(env=tuple(env.items()))
+    return replace(run, env=tuple(env.items()))
 
 
 def label_mismatch(loaded: LoadedProfile, labels: dict[str, str]) -> str | None:
@@ -97,9 +98,9 @@ def container_settings(plan: EnvPlan, *, default: bool) -> tuple[RunSettings, li
     for v in rs.volumes:
         spec = ":".join([v.source, v.target] + ([v.mode] if v.mode else []))
         (vols.append(v) if Path(v.source).exists() else notes.append(f"volume {spec!r} skipped: {v.source} does not exist"))
-    rs = rs.replace(volumes=tuple(vols), start_as_root=False)
+    rs = replace(rs, volumes=tuple(vols), start_as_root=False)
     if default:
-        rs = RunSettings.engine_defaults().replace(gpus=rs.gpus, env=rs.env)
+        rs = replace(RunSettings.engine_defaults(), gpus=rs.gpus, env=rs.env)
     return rs, notes
 
 
@@ -236,7 +237,6 @@ def run(profile_path: Path | None, *, image: str | None, compare_default: bool, 
 
 
 # ---------------------------------------------------------------- command line (envkit.commands' contract)
-HELP = "build, then run the harness in a container with the profile's settings"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -21,7 +21,6 @@ def run(argv: list[str]) -> int:
 
 
 # ---------------------------------------------------------------- command line (envkit.commands' contract)
-HELP = "watch /dev/shm and a DataLoader's workers; warn before shm runs out"
 
 
 def build_parser():

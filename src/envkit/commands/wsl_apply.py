@@ -108,7 +108,6 @@ def _report(wslconfig: Path, verb: str, changes: Sequence[Change], out: TextIO) 
 
 
 # ---------------------------------------------------------------- command line (envkit.commands' contract)
-HELP = "WSL2 helpers"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

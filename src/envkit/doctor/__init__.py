@@ -97,8 +97,11 @@ def diagnose(host: Host, profile: Profile, scripts: list[Path], data_paths: list
     plan = C.host_plan(host, profile)  # the loader's plan on this host, decided once for every check
     results = [C.check_os(host, wsl), C.check_memory(host, profile, wsl, plan), C.check_cpus(host, profile, plan),
                C.check_numa(host, profile), C.check_shm(host, profile, plan), C.check_memlock(host, profile)]
-    results.extend(C.check_docker(host, profile))
+    docker = C.check_docker(host, profile)
+    results.extend(docker)
     results.append(C.check_gpu(host, profile, wsl))
+    from envkit.doctor.gpu import gpu_checks
+    results.extend(gpu_checks(host, profile, wsl, docker))
     results.append(C.check_location(host, "workdir", os.path.normpath(host.cwd), wsl, mounts, measure=False))
     for p in data_paths:
         shown = _abs(host, p)
@@ -108,7 +111,8 @@ def diagnose(host: Host, profile: Profile, scripts: list[Path], data_paths: list
     host_doc = {"platform": host.platform, "wsl": wsl["version"], "osrelease": wsl["osrelease"],
                 "distro": host.environ.get("WSL_DISTRO_NAME"), "cwd": host.cwd,
                 "cpus": host.usable_cpus(), "memory_bytes": C.meminfo_total(host)}
-    return {"envkit_doctor": SCHEMA_VERSION, "verdict": verdict(results), "host": host_doc, "checks": results}
+    return {"envkit_doctor": SCHEMA_VERSION, "verdict": verdict(results), "host": host_doc,
+            "loader": plan.as_json(), "checks": results}
 
 
 def render_table(doc: dict, width: int = 100) -> str:

@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 from envkit.plan.loader import LoaderPlan, loader_plan
-from envkit.runsettings import RunSettings
 from envkit.advice.wsl import VM_HEADROOM, container_memory_need
 from envkit.doctor.host import Host
 from envkit.harness.env import WSL_ENV_VARS, WSL_INTEROP_FILE, read_cgroup_cpu_quota, wsl_version
@@ -72,15 +71,17 @@ def meminfo_total(host: Host) -> int | None:
 
 
 def host_plan(host: Host, profile: Profile) -> LoaderPlan:
-    """The loader's plan on this host: the profile's limits and the host's CPUs and cgroup quota."""
-    return loader_plan(profile, RunSettings.from_profile(profile), host_cpus=host.usable_cpus(),
-                       host_quota=cpu_quota(host))
+    """The loaders' plan on this host: the profile's limits and the host's CPUs and cgroup quota, with the
+    /dev/shm the generated files give the container (a host's CPUs never resize it)."""
+    container = loader_plan(profile)
+    return loader_plan(profile, host_cpus=host.usable_cpus(), host_quota=cpu_quota(host),
+                       shm=(container.shm_bytes, dict(container.facts)["shm_bytes"]))
 
 
 def check_memory(host: Host, profile: Profile, wsl: dict, the_plan: LoaderPlan) -> dict:
     total = meminfo_total(host)
     need, how = container_memory_need(profile, the_plan)
-    expected = {"container_bytes": need, "how": how, "need_bytes": the_plan.memory_bytes}
+    expected = {"container_bytes": need, "how": how, "need_bytes": the_plan.memory_need}
     if total is None:
         return make_check("memory", SKIP, {}, expected, "cannot read /proc/meminfo")
     remedy = ("raise memory in %UserProfile%\\.wslconfig (wsl.memory in the profile; envkit wsl apply), "
@@ -117,18 +118,29 @@ def check_cpus(host: Host, profile: Profile, the_plan: LoaderPlan) -> dict:
                           f"run.cpuset {profile.run.cpuset} names CPU {max(cpuset)}, but this machine has CPUs "
                           f"0-{cpus - 1}: the container will not start ('Requested CPUs are not available')",
                           "shrink run.cpuset, or on WSL2 raise processors in .wslconfig and wsl --shutdown")
-    if workers + 1 > effective:
+    ranks = the_plan.ranks
+    planned = loader_plan(profile)  # what generate planned without seeing this host
+    differs = ("" if (planned.cpus, planned.workers) == (the_plan.cpus, workers) else
+               f"; generate planned {planned.workers} per training process from {dict(planned.facts)['cpus']}, "
+               f"this host gives {workers}")
+    if the_plan.processes > effective:
+        who = "the training process" if ranks == 1 else f"each of {ranks} training processes"
         return make_check("cpus", WARN, measured, expected,
-                          f"{effective} usable CPU(s) for {workers} DataLoader workers plus the training process",
-                          f"lower loader.num_workers to {max(0, effective - 1)}, or give the machine/VM more CPUs")
+                          f"{effective} usable CPU(s) for {workers} DataLoader workers of {who} plus "
+                          f"{'itself' if ranks == 1 else 'themselves'}: {the_plan.processes} processes{differs}",
+                          f"use loader.num_workers: auto ({max(0, effective // ranks - 1)} per training process), "
+                          "or give the machine/VM more CPUs")
     return make_check("cpus", PASS, measured, expected,
                       f"{effective} usable CPU(s)" + (f" (cgroup quota {quota:g})" if quota else "")
-                      + (f"; run.cpuset {profile.run.cpuset} fits" if cpuset else ""))
+                      + (f"; run.cpuset {profile.run.cpuset} fits" if cpuset else "")
+                      + f"; {the_plan.processes} processes ({ranks} x (1 + {workers} "
+                      f"{'worker' if workers == 1 else 'workers'})){differs}")
 
 
 def check_numa(host: Host, profile: Profile) -> dict:
     """The host's NUMA topology (nodes, their CPUs, each NVIDIA GPU's node) against ``run.numa``."""
-    from envkit.harness.numa import format_cpulist, read_topology, resolve_node
+    from envkit.harness.cpulist import format_cpulist
+    from envkit.harness.numa import read_topology, resolve_node
 
     topo = read_topology(host.root)
     measured = {"nodes": {str(k): format_cpulist(v) for k, v in topo["nodes"].items()}, "gpus": topo["gpus"]}
@@ -165,24 +177,40 @@ def check_numa(host: Host, profile: Profile) -> dict:
 
 
 def check_shm(host: Host, profile: Profile, the_plan: LoaderPlan) -> dict:
-    need = the_plan.shm_bytes
+    need = the_plan.shm_need
     stats = host.statvfs("/dev/shm")
-    expected = {"required_bytes": need, "ipc": profile.run.ipc, "workers": the_plan.workers}
+    source = dict(the_plan.facts)["shm_bytes"]
+    expected = {"required_bytes": need, "ipc": profile.run.ipc, "workers": the_plan.workers,
+                "ranks_per_node": the_plan.ranks, "container_shm_bytes": the_plan.shm_bytes}
+    loaders = (f"{the_plan.ranks} training processes' loaders ({the_plan.workers} "
+               f"{'worker' if the_plan.workers == 1 else 'workers'} each) need" if the_plan.ranks > 1
+               else "the loader needs")
+    remedy = (f"drop run.shm_size (envkit sizes it) or set shm_size: {docker_size(recommended_shm_bytes(need))}, "
+              "and generate again")
+    if the_plan.shm_bytes is not None:  # ipc private/shareable: the container has its own /dev/shm
+        here = f"; this host's /dev/shm ({human_bytes(stats['size_bytes'])}) is not the container's" if stats else ""
+        measured = dict(stats or {})
+        if the_plan.shm_bytes < need:
+            return make_check("shm", WARN, measured, expected,
+                              f"the container gets {human_bytes(the_plan.shm_bytes)} of /dev/shm ({source}), but "
+                              f"{loaders} ~{human_bytes(need)}{here}", remedy)
+        return make_check("shm", PASS, measured, expected,
+                          f"the container gets {human_bytes(the_plan.shm_bytes)} of /dev/shm ({source}); "
+                          f"{loaders} ~{human_bytes(need)}{here}")
     if stats is None:
         return make_check("shm", SKIP if not need else WARN, {}, expected, "no /dev/shm on this host")
     measured = dict(stats)
     size = stats["size_bytes"]
     if size >= need:
         return make_check("shm", PASS, measured, expected,
-                          f"/dev/shm is {human_bytes(size)}; the loader needs ~{human_bytes(need)}")
-    host_ipc = profile.run.ipc == "host"
+                          f"/dev/shm is {human_bytes(size)} (run.ipc: host: the container uses it); {loaders} "
+                          f"~{human_bytes(need)}")
     return make_check(
-        "shm", FAIL if host_ipc else WARN, measured, expected,
-        f"/dev/shm is {human_bytes(size)} but the loader needs ~{human_bytes(need)}"
-        + ("; with ipc: host the container uses this /dev/shm" if host_ipc else
-           "; containers get their own (--shm-size), but training directly on this host would run out"),
-        f"use ipc: private with shm_size: {docker_size(recommended_shm_bytes(need))}, or on WSL2 raise the VM's "
-        "memory (/dev/shm is a tmpfs of half the VM's RAM)")
+        "shm", FAIL, measured, expected,
+        f"/dev/shm is {human_bytes(size)} but {loaders} ~{human_bytes(need)}; with ipc: host the "
+        "container uses this /dev/shm",
+        f"use ipc: private (envkit then sizes shm_size: {docker_size(recommended_shm_bytes(need))}), or on WSL2 "
+        "raise the VM's memory (/dev/shm is a tmpfs of half the VM's RAM)")
 
 
 def check_memlock(host: Host, profile: Profile) -> dict:
@@ -239,7 +267,7 @@ def check_docker(host: Host, profile: Profile) -> list[dict]:
         return [make_check("docker", SKIP, {}, {}, "Docker engine not probed")]
     reachable, runtimes = info.get("reachable"), list(info.get("runtimes") or [])
     measured = {"reachable": reachable, "runtimes": runtimes, "error": info.get("error")}
-    measured.update({k: info[k] for k in ("server_version", "os", "detail") if info.get(k) is not None})
+    measured.update({k: info[k] for k in ("server_version", "os", "detail", "cgroup_driver") if info.get(k) is not None})
     nvidia = bool(info.get("nvidia_runtime")) or "nvidia" in runtimes
     if not reachable:
         error = info.get("error") or "unreachable"

@@ -9,7 +9,9 @@ looked up under ``root``. What cannot live in a file tree comes from
 - ``statvfs.json``: ``{"/dev/shm": {"size_bytes": N, "free_bytes": N}}``
 - ``rlimits.json``: ``{"memlock": [soft, hard]}`` (bytes; -1 = unlimited)
 - ``which.json``: ``{"nvidia-smi": "/usr/bin/nvidia-smi"}``
-- ``docker.json``: ``{"reachable": true, "runtimes": ["nvidia", "runc"], "error": null}``
+- ``docker.json``: ``{"reachable": true, "runtimes": ["nvidia", "runc"], "error": null, "cgroup_driver": "systemd"}``
+- ``nvidia-smi.csv``: what ``nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total
+  --format=csv,noheader`` prints (with ``which.json`` naming nvidia-smi)
 - ``host.json``: ``{"platform": "linux", "cpus": 8}`` (``cpus``: usable CPUs)
 
 A fixture host without a file answers "unknown" (None). With ``root`` "/",
@@ -241,4 +243,5 @@ def probe_engine(ping: Callable[[], dict[str, Any]], environ: Mapping[str, str] 
     runtimes = sorted(info.get("runtimes") or [])
     return {"reachable": True, "runtimes": runtimes,
             "nvidia_runtime": bool(info.get("nvidia_runtime")) or "nvidia" in runtimes,
-            "server_version": info.get("server_version"), "os": info.get("os"), "error": None}
+            "server_version": info.get("server_version"), "os": info.get("os"), "error": None,
+            "cgroup_driver": info.get("cgroup_driver"), "cgroup_version": info.get("cgroup_version")}

@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 from envkit.engine import LABEL, BuildEvent, BuildFailed, Engine, EngineSilent, RunResult
 from envkit.engine.dockerd import _RLIMITS, find_dockerd, parse_proc_limits, read_daemon
+from envkit.harness.bytesize import exact_bytes
 from envkit.errors import EngineError
 from envkit.leftovers import owner_labels
 from envkit.runsettings import RunSettings, Ulimit
@@ -128,10 +129,8 @@ def fmt_limit(name: str, value: int) -> str:
     if value < 0 or value >= 2**63 - 1:  # RLIM_INFINITY as read by resource.getrlimit
         return "unlimited"
     if name in _BYTE_LIMITS:
-        for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-            if value >= size and value % size == 0:
-                return f"{value // size} {unit} ({value} bytes)"
-        return f"{value} bytes"
+        text = exact_bytes(value)
+        return text if text.endswith(" bytes") else f"{text} ({value} bytes)"
     return str(value)
 
 

@@ -22,6 +22,8 @@ from __future__ import annotations
 import os
 import stat
 
+from .bytesize import exact_bytes
+
 
 # st_mode tests in the order they are tried, each with its words.
 _KINDS = ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"),
@@ -36,18 +38,6 @@ def kind_of(mode: int) -> str:
     ('a FIFO (named pipe)', 'a regular file', 'not a regular file')
     """
     return next((words for test, words in _KINDS if test(mode)), "not a regular file")
-
-
-def human(n: int) -> str:
-    """A byte count in words.
-
-    >>> human(1048576)
-    '1 MiB'
-    """
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size and n % size == 0:
-            return f"{n // size} {unit}"
-    return f"{n} bytes"
 
 
 def read_bounded(path, limit: int, what: str, error: type[Exception],
@@ -67,7 +57,7 @@ def read_bounded(path, limit: int, what: str, error: type[Exception],
     if not stat.S_ISREG(st.st_mode):
         raise error(f"{path}: is {kind_of(st.st_mode)}, not a regular file; expected {what}")
     if st.st_size > limit:
-        raise error(f"{path}: is {st.st_size} bytes; {what} is at most {human(limit)} ({limit} bytes)")
+        raise error(f"{path}: is {st.st_size} bytes; {what} is at most {exact_bytes(limit)} ({limit} bytes)")
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
     except OSError as e:
@@ -88,5 +78,5 @@ def read_bounded(path, limit: int, what: str, error: type[Exception],
     finally:
         os.close(fd)
     if total > limit:  # the file grew after the stat
-        raise error(f"{path}: is more than {limit} bytes; {what} is at most {human(limit)} ({limit} bytes)")
+        raise error(f"{path}: is more than {limit} bytes; {what} is at most {exact_bytes(limit)} ({limit} bytes)")
     return b"".join(chunks)

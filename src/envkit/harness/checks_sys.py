@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 from . import env as envmod
 from .report import FAIL, PASS, SKIP, WARN, human_bytes, make_check
-from .sizing import cpu_limit, docker_size, recommended_shm_bytes, shm_required_bytes
+from .sizing import DOCKER_DEFAULT_SHM, cpu_limit, docker_size, recommended_shm_bytes, shm_required_bytes
 
 # tmpfs sizes are page-rounded; anything within 1 % of the asked size counts as applied.
 SHM_MATCH_TOLERANCE = 0.01
@@ -33,14 +33,24 @@ def shm_remedy(required: int) -> str:
             "--shm-size is ignored.")
 
 
+def _shm_name(size: int) -> str:
+    """A /dev/shm size, named for what it is when it is Docker's default."""
+    return human_bytes(size) + (" (Docker's default: no --shm-size reached the container)"
+                                if size == DOCKER_DEFAULT_SHM else "")
+
+
 def check_shm(loader: dict, run: dict, stats: dict | None = None) -> dict:
-    """/dev/shm size and free space vs what the loader needs (``sizing.shm_required_bytes``)."""
-    required = shm_required_bytes(batch_size=loader["batch_size"], sample_shape=loader["sample_shape"],
-                                  dtype=loader["dtype"], num_workers=loader["num_workers"],
-                                  prefetch_factor=loader["prefetch_factor"])
+    """/dev/shm size and free space vs what the node's loaders need (``sizing.size_node``; a bare loader
+    dict: ``sizing.shm_required_bytes`` for one loader)."""
+    required = loader.get("shm_need_bytes")
+    if required is None:
+        required = shm_required_bytes(batch_size=loader["batch_size"], sample_shape=loader["sample_shape"],
+                                      dtype=loader["dtype"], num_workers=loader["num_workers"],
+                                      prefetch_factor=loader["prefetch_factor"])
+    ranks = loader.get("ranks_per_node") or 1
     recommended = recommended_shm_bytes(required)
     stats = stats if stats is not None else envmod.shm_stats()
-    expected = {"required_bytes": required, "recommended_bytes": recommended,
+    expected = {"required_bytes": required, "recommended_bytes": recommended, "ranks_per_node": ranks,
                 "profile_shm_size_bytes": run.get("shm_size_bytes"), "ipc": run.get("ipc")}
     if stats is None:
         status = FAIL if required else SKIP
@@ -50,12 +60,14 @@ def check_shm(loader: dict, run: dict, stats: dict | None = None) -> dict:
                           shm_remedy(required) if required else None)
     size, free = stats["size_bytes"], stats["free_bytes"]
     measured = dict(stats)
-    need = (f"the loader (batch {loader['batch_size']} x {loader['sample_shape']} {loader['dtype']}, "
-            f"{loader['num_workers']} workers x prefetch {loader['prefetch_factor']}) needs "
-            f"~{human_bytes(required)}")
+    who = "the loader" if ranks == 1 else f"{ranks} loaders at once (one per training process)"
+    need = (f"{who} (batch {loader['batch_size']} x {loader['sample_shape']} {loader['dtype']}, "
+            f"{loader['num_workers']} {'worker' if loader['num_workers'] == 1 else 'workers'} x prefetch "
+            f"{loader['prefetch_factor']}{', with NCCL' if run.get('nccl') and ranks > 1 else ''}) "
+            f"{'needs' if ranks == 1 else 'need'} ~{human_bytes(required)}")
     if size < required:
         return make_check("shm", FAIL, measured, expected,
-                          f"/dev/shm is {human_bytes(size)} but {need}: workers will die with "
+                          f"/dev/shm is {_shm_name(size)} but {need}: workers will die with "
                           "'unable to allocate shared memory(shm)' or a bus error", shm_remedy(required))
     if free < required:
         return make_check("shm", WARN, measured, expected,
@@ -63,19 +75,20 @@ def check_shm(loader: dict, run: dict, stats: dict | None = None) -> dict:
                           "something else holds shared memory (leaked torch_* segments?)",
                           "free /dev/shm (ls -la /dev/shm) or " + shm_remedy(required))
     asked = run.get("shm_size_bytes")
+    source = (run.get("facts") or {}).get("shm_bytes") or "the profile's plan"
     if asked and run.get("ipc") != "host" and asked < required:
         # Enough here, but not under the profile's own settings: the remedy is the size the loader needs,
         # never the too-small one the profile asks for.
         return make_check("shm", WARN, measured, expected,
-                          f"/dev/shm is {human_bytes(size)} here, but the profile asks for {human_bytes(asked)}, "
-                          f"below what {need}: started with the profile's settings, workers will die with "
-                          "'unable to allocate shared memory(shm)' or a bus error",
-                          f"set run.shm_size: {docker_size(recommended)} in the profile and generate again; "
-                          "by hand: " + shm_remedy(required))
+                          f"/dev/shm is {human_bytes(size)} here, but the container is planned with "
+                          f"{human_bytes(asked)} ({source}), below what {need}: started with the generated "
+                          "settings, workers will die with 'unable to allocate shared memory(shm)' or a bus error",
+                          f"drop run.shm_size (envkit sizes it) or set run.shm_size: {docker_size(recommended)}, "
+                          "and generate again; by hand: " + shm_remedy(required))
     if asked and run.get("ipc") != "host" and abs(size - asked) > asked * SHM_MATCH_TOLERANCE:
         return make_check("shm", WARN, measured, expected,
-                          f"/dev/shm is {human_bytes(size)} but the profile asked for {human_bytes(asked)}: "
-                          f"the run flags were not applied (it is enough for this loader: {need})",
+                          f"/dev/shm is {_shm_name(size)} but the container is planned with {human_bytes(asked)} "
+                          f"({source}): the run flags were not applied (it is enough for this loader: {need})",
                           f"start the container with the generated flags: docker run --shm-size={docker_size(asked)} "
                           f"(compose: shm_size: {docker_size(asked)})")
     note = " (--ipc=host: this is the host's /dev/shm)" if run.get("ipc") == "host" else ""
@@ -113,7 +126,15 @@ def check_cpus(loader: dict, run: dict, usable: int | None = None, quota: dict |
         problems.append(f"the cgroup CPU quota is {qcpus if qcpus else 'unlimited'} but the profile asked "
                         f"--cpus={want_q}: the run flags were not applied")
         remedies.append(f"docker run --cpus={want_q}")
-    if nw > usable:
+    ranks = loader.get("ranks_per_node") or 1
+    measured["ranks_per_node"] = ranks
+    if ranks > 1 and ranks * (nw + 1) > effective:
+        status = FAIL if status == FAIL else WARN
+        problems.append(f"{ranks} training processes x (1 + {nw} workers) = {ranks * (nw + 1)} processes share "
+                        f"{effective} CPUs: they will contend for them")
+        remedies.append(f"use num_workers: auto ({max(0, effective // ranks - 1)} per training process) or "
+                        "give the node more CPUs")
+    elif nw > usable:
         status = FAIL if status == FAIL else WARN
         problems.append(f"num_workers={nw} exceeds the {usable} usable CPUs (torch warns about this too)")
         remedies.append(f"use num_workers <= {max(1, usable - 1)}")

@@ -2,8 +2,10 @@
 
 Exit status: 0 no check failed, 1 a check failed, 2 usage error (torch not installed, bad flag,
 unreadable/invalid --expect, --dataset not importable, --timeout not a finite
-number > 0, --ranks not from 1 to 64, --plot in a folder that does not exist or is not writable). With ``--json`` stdout
-holds exactly one JSON document; progress always goes to stderr.
+number > 0, --ranks not from 1 to 64, --sample-cost-ms not a number of milliseconds from 0 to 10000 or a
+synthetic batch that costs more CPU than --timeout allows, --plot in a folder
+that does not exist or is not writable). With ``--json`` stdout holds exactly one
+JSON document; progress always goes to stderr.
 
 Example:
     $ python -m envkit.harness --expect envkit_expect.json --quick --json > report.json
@@ -44,6 +46,9 @@ def build_parser(prog: str = "envkit-harness", *, profile_option: bool = False) 
                    help=f"seconds without a batch before the loader counts as hung (default {DEFAULT_TIMEOUT_S:g})")
     p.add_argument("--quick", action="store_true", help="fewer batches and smaller transfers")
     p.add_argument("--sweep", action="store_true", help="measure samples/s over num_workers and recommend one")
+    p.add_argument("--sample-cost-ms", type=sample_cost, metavar="MS",
+                   help="with the sweep: CPU milliseconds each synthetic sample costs (overrides "
+                        "loader.sample_cost_ms; 0 to 10000)")
     p.add_argument("--plot", metavar="FILE.png", help="with the sweep: plot samples/s vs num_workers (needs matplotlib)")
     p.add_argument("--json", action="store_true", help="print one JSON report on stdout")
     return p
@@ -62,6 +67,24 @@ def check_ranks(ranks) -> int:
         raise UsageError(f"--ranks must be an integer from 1 to {MAX_RANKS} (training processes per node), "
                          f"got {ranks!r}")
     return ranks
+
+
+def sample_cost(text: str) -> float:
+    """``--sample-cost-ms``'s value: a number of milliseconds from 0 to 10000 (else argparse's exit 2).
+
+    >>> sample_cost("2.5")
+    2.5
+    """
+    from .synthetic import sample_cost_problem
+
+    try:
+        value: object = float(text)
+    except ValueError:
+        value = text
+    problem = sample_cost_problem(value, shown=repr(text))
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return float(text)
 
 
 def check_plot_path(path: str) -> None:
@@ -140,7 +163,8 @@ def main(argv: list[str] | None = None, *, prog: str = "envkit-harness", profile
             return 2
         report = run_checks(expect, dataset=args.dataset, num_workers=args.num_workers,
                             batch_size=args.batch_size, timeout=args.timeout, quick=args.quick,
-                            sweep=args.sweep, progress=_Progress(), plot=args.plot, ranks=args.ranks)
+                            sweep=args.sweep, progress=_Progress(), plot=args.plot,
+                            sample_cost_ms=args.sample_cost_ms, ranks=args.ranks)
         # Say which workload ran and from which file: the built-in one passes where the profile's fails.
         report["workload"] = describe_workload(report["environment"].get("loader_settings") or {}, args.expect)
     except UsageError as exc:  # exit 2, or 1 where the file system refused (FileUnreadable)

@@ -3,7 +3,7 @@
 Example:
     >>> report = run_checks({"envkit_expect": 1, "loader": {"num_workers": 0}}, quick=True)  # doctest: +SKIP
     >>> report["verdict"], [c["name"] for c in report["checks"]]                              # doctest: +SKIP
-    ('pass', ['shm', 'cpus', 'ulimits', 'gpus', 'loader', 'pinned_transfer'])
+    ('pass', ['shm', 'cpus', 'ulimits', 'gpus', 'gpu_arch', 'gpu_driver', 'loader', 'pinned_transfer'])
 """
 
 from __future__ import annotations
@@ -61,11 +61,39 @@ def check_batch_memory(settings: dict, available: int | None) -> None:
                          f"({available / 1e9:.1f} GB) of memory available; lower --batch-size or loader.batch_size")
 
 
+def check_sample_cost(settings: dict, sample_cost_ms, timeout: float) -> None:
+    """Apply ``--sample-cost-ms`` to ``settings``; refuse (exit 2) a cost that is none, or whose
+    synthetic batch (``batch_size x sample_cost_ms`` of CPU) could not arrive within ``timeout``.
+
+    >>> s = {"batch_size": 32, "sample_cost_ms": 4.0, "dataset": "synthetic"}
+    >>> check_sample_cost(s, 2, 60.0); s["sample_cost_ms"]
+    2.0
+    >>> check_sample_cost(s, 5000, 60.0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    envkit.harness.errors.UsageError: one synthetic batch costs 160 s of CPU (batch_size 32 x 5000 ms), ...
+    """
+    from .synthetic import sample_cost_problem
+
+    if sample_cost_ms is not None:
+        problem = sample_cost_problem(sample_cost_ms)
+        if problem:
+            raise UsageError(f"--sample-cost-ms {problem}")
+        settings["sample_cost_ms"] = float(sample_cost_ms)
+    per_batch = settings["batch_size"] * (settings.get("sample_cost_ms") or 0) / 1000
+    if settings.get("dataset", "synthetic") == "synthetic" and per_batch >= timeout:
+        raise UsageError(f"one synthetic batch costs {per_batch:g} s of CPU (batch_size {settings['batch_size']} x "
+                         f"{settings['sample_cost_ms']:g} ms), more than --timeout {timeout:g} s allows a batch; "
+                         "lower loader.sample_cost_ms (--sample-cost-ms) or the batch, or raise --timeout")
+
+
 def run_checks(expect: dict | None, *, dataset: str | None = None, num_workers=None, batch_size=None,
                timeout: float = DEFAULT_TIMEOUT_S, quick: bool = False, sweep: bool = False,
-               progress=None, plot: str | None = None, cgroup_root: str = "/", ranks: int | None = None) -> dict:
+               progress=None, plot: str | None = None, cgroup_root: str = "/",
+               sample_cost_ms: float | None = None, ranks: int | None = None) -> dict:
     """Run all checks against an expectation dict (None = defaults) and return the report.
 
+    ``sample_cost_ms`` overrides ``loader.sample_cost_ms``, the CPU each synthetic sample costs the sweep.
     Raises :class:`UsageError` for an invalid expectation, override or dataset spec.
     ``progress`` is called with short lines like ``"loader: batch 12/40"``.
     """
@@ -79,9 +107,11 @@ def run_checks(expect: dict | None, *, dataset: str | None = None, num_workers=N
     usable = envmod.usable_cpus()
     quota = envmod.read_cgroup_cpu_quota(cgroup_root)
     settings = resolve_loader(expect, usable=usable, quota=quota["quota_cpus"], num_workers=num_workers,
-                              batch_size=batch_size, dataset=dataset)
-    if ranks is not None:  # --ranks: the loader check runs this many loaders at once
-        settings["ranks_per_node"] = ranks
+                              batch_size=batch_size, dataset=dataset, ranks=ranks)
+    if sweep or plot:  # only the sweep's synthetic samples cost CPU (the loader check proves the pipeline)
+        check_sample_cost(settings, sample_cost_ms, timeout)
+    elif sample_cost_ms is not None:
+        check_sample_cost(settings, sample_cost_ms, float("inf"))
     check_batch_memory(settings, envmod.available_memory(cgroup_root))
     run = (expect or {}).get("run") or {}
     say("environment")
@@ -91,6 +121,9 @@ def run_checks(expect: dict | None, *, dataset: str | None = None, num_workers=N
     checks.append(check_cpus(settings, run, usable=usable, quota=environment["cgroup"]))
     checks.append(check_ulimits(run))
     checks.append(check_gpus(run, info=environment))
+    from .gpu import check_gpu_arch, check_gpu_driver
+    checks.append(check_gpu_arch())
+    checks.append(check_gpu_driver(wsl=environment["wsl"]))
     from .numa import check_numa
     numa = check_numa(run, root=cgroup_root)
     if numa is not None:  # only when the profile asks for placement (run.numa)
@@ -102,10 +135,12 @@ def run_checks(expect: dict | None, *, dataset: str | None = None, num_workers=N
     say(f"loader: {checks[-1]['status']}")
     from .transfer import check_pinned_transfer
     checks.append(check_pinned_transfer(settings, cuda_available=environment["cuda_available"], quick=quick,
-                                        timeout=timeout, progress=progress))
+                                        timeout=timeout, progress=progress, wsl=environment["wsl"]))
     if sweep or plot:
         from .sweep import check_workers_sweep
-        checks.append(check_workers_sweep(settings, usable=usable, timeout=timeout, quick=quick,
+        checks.append(check_workers_sweep(settings, usable=usable, quota=quota["quota_cpus"], timeout=timeout, quick=quick,
                                           progress=progress, plot=plot))
         say(f"workers_sweep: {checks[-1]['status']}")
-    return make_report(environment, checks)
+    report = make_report(environment, checks)
+    report["loader"] = settings["node"]  # the loader object every command prints (docs/cli.md)
+    return report

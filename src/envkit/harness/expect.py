@@ -17,7 +17,10 @@ from typing import Any
 
 from .boundedio import read_bounded
 from .errors import FileUnreadable, UsageError
-from .sizing import DTYPE_ITEMSIZE, MAX_WORKERS, cpu_limit, memory_need_bytes, plan_workers, shm_required_bytes
+from .sizing import DTYPE_ITEMSIZE, MAX_WORKERS, cpu_limit, size_node
+from .synthetic import DEFAULT_SAMPLE_COST_MS, sample_cost_problem
+
+MAX_RANKS = 256  # training processes per node (cluster.procs_per_node's bound)
 
 # The expectation format's version: defined here, on the consumer's side, and imported by
 # the producer (envkit.expect), so the two cannot drift apart.
@@ -25,7 +28,7 @@ VERSION = 1
 
 DEFAULT_LOADER = {"num_workers": 2, "batch_size": 32, "sample_shape": [3, 64, 64], "dtype": "float32",
                   "pin_memory": True, "prefetch_factor": 2, "persistent_workers": False,
-                  "start_method": None}
+                  "start_method": None, "sample_cost_ms": DEFAULT_SAMPLE_COST_MS}
 
 ExpectError = UsageError  # the expectation-specific spelling
 
@@ -86,11 +89,22 @@ def validate_expect(doc) -> None:
     method = loader.get("start_method")
     if method is not None and (not isinstance(method, str) or method not in ("fork", "spawn", "forkserver")):
         raise ExpectError(f"loader.start_method must be fork, spawn or forkserver, got {method!r}")
+    if sample_cost_problem(loader.get("sample_cost_ms")):
+        raise ExpectError(f"loader.sample_cost_ms {sample_cost_problem(loader['sample_cost_ms'])}")
     for key in ("pin_memory", "persistent_workers"):
         if loader.get(key) is not None and not isinstance(loader[key], bool):
             raise ExpectError(f"loader.{key} must be true, false or null")
     for key in ("shm_size_bytes", "cpuset_count", "memory_bytes"):
         _int("run", key, run.get(key), 0)
+    _int("run", "ranks_per_node", run.get("ranks_per_node"), 1)
+    if (run.get("ranks_per_node") or 0) > MAX_RANKS:
+        raise ExpectError(f"run.ranks_per_node must be at most {MAX_RANKS}, got {run['ranks_per_node']}")
+    if run.get("nccl") is not None and not isinstance(run["nccl"], bool):
+        raise ExpectError("run.nccl must be true, false or null")
+    facts = run.get("facts")
+    if facts is not None and (not isinstance(facts, dict)
+                              or not all(isinstance(k, str) and isinstance(v, str) for k, v in facts.items())):
+        raise ExpectError("run.facts must be an object of strings (where each planned value came from)")
     cpus = run.get("cpus")
     if cpus is not None and (isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or cpus <= 0):
         raise ExpectError(f"run.cpus must be a positive number or null, got {cpus!r}")
@@ -112,12 +126,16 @@ def validate_expect(doc) -> None:
 
 
 def resolve_loader(expect: dict | None, *, usable: int, quota: float | None = None, num_workers=None,
-                   batch_size=None, dataset: str | None = None) -> dict:
+                   batch_size=None, dataset: str | None = None, ranks: int | None = None) -> dict:
     """Concrete loader settings: defaults <- expectation's ``loader`` <- CLI overrides.
 
-    ``usable`` is the affinity mask's size and ``quota`` the cgroup CPU quota (None: none);
-    ``auto`` workers are planned from both (:func:`.sizing.plan_workers`). The plan's
-    ``shm_need_bytes`` and ``memory_need_bytes`` come with the settings.
+    The node is resolved by the one rule (:func:`.sizing.size_node`) over this machine's facts:
+    ``usable`` is the affinity mask's size and ``quota`` the cgroup CPU quota (None: none); the
+    ranks are ``ranks`` (``--ranks``), else the expectation's ``run.ranks_per_node``, else 1; the
+    /dev/shm is the one the profile planned for the container (``run.shm_size_bytes``), else
+    unknown here. ``num_workers`` is per rank; ``shm_need_bytes`` and ``memory_need_bytes`` are
+    the node's (every rank's loader at once), ``rank_shm_need_bytes`` one rank's, and ``node``
+    the ``loader`` object every command prints.
     """
     loader: dict[str, Any] = dict(DEFAULT_LOADER)
     for key, value in ((expect or {}).get("loader") or {}).items():
@@ -132,8 +150,8 @@ def resolve_loader(expect: dict | None, *, usable: int, quota: float | None = No
         if batch_size < 1:
             raise ExpectError("--batch-size must be >= 1")
         loader["batch_size"] = batch_size
-    loader["num_workers_requested"] = loader["num_workers"]
-    loader["num_workers"] = plan_workers(loader["num_workers"], cpu_limit(affinity=usable, quota=quota))
+    if ranks is not None and not 1 <= ranks <= MAX_RANKS:
+        raise ExpectError(f"--ranks must be from 1 to {MAX_RANKS}, got {ranks}")
     import multiprocessing  # here, not at the top: generate imports this module and never needs it
 
     if loader["start_method"] is None:
@@ -144,11 +162,45 @@ def resolve_loader(expect: dict | None, *, usable: int, quota: float | None = No
         raise ExpectError(f"start method {loader['start_method']!r} is not available on this platform")
     loader["sample_shape"] = list(loader["sample_shape"])
     loader["dataset"] = dataset or "synthetic"
-    loader["shm_need_bytes"] = shm_required_bytes(
-        batch_size=loader["batch_size"], sample_shape=loader["sample_shape"], dtype=loader["dtype"],
-        num_workers=loader["num_workers"], prefetch_factor=loader["prefetch_factor"])
     run = (expect or {}).get("run") or {}
-    loader["memory_need_bytes"] = memory_need_bytes(
-        shm_need=loader["shm_need_bytes"], workers=loader["num_workers"],
-        shm_size=None if run.get("ipc") == "host" else run.get("shm_size_bytes"))
+    node = size_node(num_workers=loader["num_workers"], batch_size=loader["batch_size"],
+                     sample_shape=loader["sample_shape"], dtype=loader["dtype"],
+                     prefetch_factor=loader["prefetch_factor"], ranks=_ranks(ranks, run),
+                     cpus=_cpus(usable, quota, run), shm=_shm(run), nccl=bool(run.get("nccl")))
+    loader["num_workers_requested"] = loader["num_workers"]
+    loader["num_workers"] = node.workers
+    loader["ranks_per_node"] = node.ranks
+    loader["rank_shm_need_bytes"] = node.rank_need
+    loader["shm_need_bytes"] = node.shm_need
+    loader["memory_need_bytes"] = node.memory_need
+    loader["node"] = node.as_json()
     return loader
+
+
+def _ranks(ranks: int | None, run: dict) -> tuple[int, str]:
+    if ranks is not None:
+        return ranks, f"--ranks {ranks}"
+    planned = run.get("ranks_per_node")
+    if planned:
+        return planned, (run.get("facts") or {}).get("ranks_per_node") or "the profile's plan"
+    return 1, "one training process (none planned)"
+
+
+def _cpus(usable: int, quota: float | None, run: dict) -> tuple[int | None, str]:
+    """The fewest CPUs any fact allows: the profile's planned limits (a container started with the generated
+    settings never gets more) first, then this machine's affinity and cgroup quota."""
+    candidates = [(run.get("cpuset_count"), f"run.cpuset {run.get('cpuset')!r} ({run.get('cpuset_count')} CPUs)"),
+                  (cpu_limit(quota=run.get("cpus")), f"run.cpus {run['cpus']:g}" if run.get("cpus") else ""),
+                  (usable, f"this machine's {usable} usable CPUs (affinity)"),
+                  (cpu_limit(quota=quota), f"this machine's cgroup quota {quota:g}" if quota else "")]
+    known = [(n, why) for n, why in candidates if n]
+    return min(known, key=lambda c: c[0]) if known else (None, "not known")
+
+
+def _shm(run: dict) -> tuple[int | None, str]:
+    if run.get("ipc") == "host":
+        return None, "run.ipc: host (the host's /dev/shm, shared)"
+    planned = run.get("shm_size_bytes")
+    if planned is not None:
+        return planned, (run.get("facts") or {}).get("shm_bytes") or "the profile's plan"
+    return None, "not planned (no profile): this machine's /dev/shm, as measured"

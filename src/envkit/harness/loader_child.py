@@ -8,7 +8,9 @@ session; this module writes one JSON object per line to the file descriptor
     {"num_workers": 2, "batch_size": 32, "prefetch_factor": 2, "persistent_workers": false,
      "start_method": "fork", "pin_memory": true, "sample_shape": [3, 64, 64],
      "dtype": "float32", "dataset": "synthetic", "batches": 12, "warmup": 5, "to_device": false,
-     "fill": true}
+     "fill": true, "sample_cost_ms": 3.0}
+
+``sample_cost_ms`` (absent: 0) is the CPU each synthetic sample costs (:mod:`.synthetic`).
 
 With ``fill`` the first batch is held until every outstanding batch is ready
 (:func:`hold_until_full`): the pipeline's peak, ``num_workers x prefetch_factor``
@@ -176,7 +178,8 @@ def run_one(index: int, run: dict, emit, wait=None) -> dict:
 
         phase = "build"
         if run["dataset"] == "synthetic":
-            dataset = SyntheticDataset(run["batches"] * run["batch_size"], run["sample_shape"], run["dtype"])
+            dataset = SyntheticDataset(run["batches"] * run["batch_size"], run["sample_shape"], run["dtype"],
+                                       run.get("sample_cost_ms") or 0.0)
         else:
             dataset = resolve_factory(run["dataset"])()
         accel = torch.cuda.is_available()

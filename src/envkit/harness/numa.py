@@ -25,37 +25,11 @@ import os
 import re
 from pathlib import Path
 
+from .cpulist import format_cpulist, parse_cpulist
 from .report import FAIL, PASS, SKIP, WARN, make_check
 
 NVIDIA_VENDOR = "0x10de"
 GPU_CLASSES = ("0x0300", "0x0302")  # VGA controller, 3D controller (data-center GPUs)
-
-
-def parse_cpulist(text: str) -> tuple[int, ...]:
-    """Linux list syntax (``0-3,8``) -> sorted ids; empty text -> ()."""
-    out: set[int] = set()
-    for part in (text or "").strip().split(","):
-        part = part.strip()
-        if not part:
-            continue
-        lo, _, hi = part.partition("-")
-        out.update(range(int(lo), int(hi or lo) + 1))
-    return tuple(sorted(out))
-
-
-def format_cpulist(ids) -> str:
-    """Sorted ids -> compact list syntax.
-
-    >>> format_cpulist((0, 1, 2, 5, 7, 8))
-    '0-2,5,7-8'
-    """
-    runs: list[list[int]] = []
-    for i in sorted(ids):
-        if runs and i == runs[-1][1] + 1:
-            runs[-1][1] = i
-        else:
-            runs.append([i, i])
-    return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def _read(path: Path) -> str | None:

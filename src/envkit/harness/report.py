@@ -17,10 +17,12 @@ import json
 import os
 import textwrap
 
+from .bytesize import human_bytes  # noqa: F401 (the checks' formatter, re-exported)
+
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
 STATUSES = (PASS, WARN, FAIL, SKIP)
 SCHEMA_VERSION = 1
-CHECK_NAMES = ("shm", "cpus", "ulimits", "gpus", "loader", "pinned_transfer", "workers_sweep")
+CHECK_NAMES = ("shm", "cpus", "ulimits", "gpus", "gpu_arch", "gpu_driver", "loader", "pinned_transfer", "workers_sweep")
 
 
 def make_check(name: str, status: str, measured=None, expected=None,
@@ -52,20 +54,6 @@ def make_report(environment: dict, checks: list) -> dict:
 def to_json(report: dict) -> str:
     """One JSON document (sorted keys are NOT used: the schema's order reads better)."""
     return json.dumps(report, indent=2, default=str)
-
-
-def human_bytes(n) -> str:
-    """``1536 -> '1.5 KiB'``; ``None -> 'n/a'``; negative means unlimited (ulimit -1)."""
-    if n is None:
-        return "n/a"
-    if n < 0:
-        return "unlimited"
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"  # pragma: no cover - loop always returns
 
 
 def describe_workload(settings: dict, expect_file: str | None) -> dict:

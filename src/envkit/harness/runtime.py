@@ -133,16 +133,33 @@ def _cuda_available() -> bool:
         return False
 
 
+def local_ranks() -> int:
+    """Training processes on this node: torchrun's ``LOCAL_WORLD_SIZE`` (1 outside torchrun or when unreadable).
+
+    >>> local_ranks() >= 1
+    True
+    """
+    try:
+        return max(1, int(os.environ.get("LOCAL_WORLD_SIZE") or 1))
+    except ValueError:
+        return 1
+
+
 def loader_kwargs(dataset=None, batch_size: int | None = None, *, num_workers="auto", prefetch_factor=None,
                   sample_bytes: int | None = None, expect=None, shm_path: str = "/dev/shm",
                   cuda: bool | None = None, affinity: int | None = None, quota_cpus="read", shm_free="read",
-                  system: str | None = None, python: tuple[int, int] | None = None) -> LoaderKwargs:
+                  system: str | None = None, python: tuple[int, int] | None = None,
+                  pin_budget="read", ranks: int | None = None) -> LoaderKwargs:
     """DataLoader arguments for this process's environment, each with its reason (see :class:`LoaderKwargs`).
 
     ``dataset`` (map-style) is sampled once (``dataset[0]``) to size a batch; else ``sample_bytes``,
     else the profile's expectation (found beside the harness in the image, or ``$ENVKIT_EXPECT``).
     ``num_workers`` ("auto" or a number), ``prefetch_factor`` and ``batch_size`` are wishes: the CPU and
-    shm budgets can lower them, never raise them. The remaining keywords are measurement seams for tests.
+    shm budgets can lower them, never raise them; on WSL2 the pinned-memory budget (the largest pinned
+    allocation that succeeds, measured when ``pin_budget`` is ``"read"``; bytes to impose one) can lower
+    ``prefetch_factor`` or turn ``pin_memory`` off. ``ranks``: the training processes on this node, each
+    with its own loader sharing the CPUs and /dev/shm (default: torchrun's ``LOCAL_WORLD_SIZE``, else 1).
+    The remaining keywords are measurement seams for tests.
     """
     loader, expect_src = _load_expect(expect)
     reasons: dict[str, str] = {}
@@ -163,9 +180,13 @@ def loader_kwargs(dataset=None, batch_size: int | None = None, *, num_workers="a
     if quota_cpus == "read":
         quota_cpus = envmod.read_cgroup_cpu_quota()["quota_cpus"]
     cpus = cpu_limit(affinity=max(1, affinity), quota=quota_cpus) or 1
-    cpu_budget = plan_workers("auto", cpus)
-    cap = cpus
+    if ranks is None:
+        ranks = local_ranks()
+    cpu_budget = plan_workers("auto", cpus, ranks)
+    cap = max(1, cpus // ranks)
     quota_text = f"cgroup CPU quota {quota_cpus:g}" if quota_cpus else "no cgroup CPU quota"
+    if ranks > 1:
+        quota_text += f"; {ranks} training processes share them (LOCAL_WORLD_SIZE)"
     wish = num_workers
     if wish == "auto" and loader.get("num_workers") not in (None, "auto"):
         wish = int(loader["num_workers"])
@@ -174,7 +195,8 @@ def loader_kwargs(dataset=None, batch_size: int | None = None, *, num_workers="a
         wish_src = "auto" if wish == "auto" else f"the requested num_workers={wish}"
     if wish == "auto":
         workers = cpu_budget
-        why_workers = (f"the auto rule (usable CPUs - 1, at most 8) on {cpus} usable CPUs "
+        rule = "usable CPUs - 1" if ranks == 1 else "floor(usable CPUs / ranks) - 1"
+        why_workers = (f"the auto rule ({rule}, at most 8) on {cpus} usable CPUs "
                        f"(affinity {affinity}, {quota_text})")
     elif int(wish) > cap:
         workers = cap
@@ -200,7 +222,10 @@ def loader_kwargs(dataset=None, batch_size: int | None = None, *, num_workers="a
     if shm_free == "read":
         st = envmod.shm_stats(shm_path) if system != "Windows" else None
         shm_free = st["free_bytes"] if st else None
+    if shm_free is not None and ranks > 1:
+        shm_free //= ranks  # every rank's loader fills the node's /dev/shm at once: this one gets its share
     budget = {"affinity": affinity, "quota_cpus": quota_cpus, "effective_cpus": cpus, "cpu_worker_budget": cpu_budget,
+              "ranks": ranks,
               "shm_free_bytes": shm_free, "batch_bytes": bbytes, "expect": expect_src}
     why_prefetch = ("given by the caller" if prefetch_factor else
                                       "the profile's" if loader.get("prefetch_factor") else "DataLoader's default")
@@ -252,5 +277,17 @@ def loader_kwargs(dataset=None, batch_size: int | None = None, *, num_workers="a
     reasons["pin_memory"] = ("CUDA is available; pinned batches copy to the GPU asynchronously" if pin else
                              "the profile turns it off" if cuda else
                              "no CUDA device; pinning would only cost page-locked memory")
+    if pin and bbytes and pin_budget == "read" and envmod.detect_wsl():
+        from .gpu import largest_pinned, pinned_need, torch_pin_probe
+        pin_budget = largest_pinned(pinned_need(bbytes, workers, prefetch), torch_pin_probe())["budget_bytes"]
+    if pin and bbytes and isinstance(pin_budget, int):  # WSL2 caps pinned memory (microsoft/WSL#14078)
+        from .gpu import fit_pinned
+        fit = fit_pinned(pin_budget, bbytes, workers, prefetch)
+        budget["pin_budget_bytes"] = pin_budget
+        kw["pin_memory"] = fit["pin_memory"]
+        reasons["pin_memory"] = fit["reason"]
+        if workers and fit["pin_memory"] and fit["prefetch_factor"] != prefetch:
+            kw["prefetch_factor"] = fit["prefetch_factor"]
+            reasons["prefetch_factor"] = f"lowered from {prefetch} by the pinned-memory budget: {fit['reason']}"
     return LoaderKwargs(kw, reasons, budget)
 

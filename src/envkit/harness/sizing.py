@@ -34,6 +34,7 @@ Example:
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 DTYPE_ITEMSIZE = {
     "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2,
@@ -72,25 +73,29 @@ def cpu_limit(*, affinity: int | None = None, cpuset: int | None = None, quota: 
     return min(found) if found else None
 
 
-def plan_workers(requested, cpus: int | None) -> int:
-    """``num_workers`` as planned: an integer stays; ``"auto"`` is ``cpus - 1`` (one CPU stays
-    for the training loop), at least 1 and at most :data:`AUTO_WORKERS_CAP`. With no known
-    CPU limit (``cpus`` None: the profile pins nothing and the host is not known) ``auto``
-    plans for the cap, the most the harness can run on any host.
+def plan_workers(requested, cpus: int | None, ranks: int = 1) -> int:
+    """``num_workers`` per training process as planned: an integer stays; ``"auto"`` shares the
+    CPUs among the ``ranks`` training processes of a node (torchrun starts one DataLoader per
+    rank) and keeps one CPU of each share for its training loop: ``floor(cpus / ranks) - 1``,
+    at least 0 and at most :data:`AUTO_WORKERS_CAP`. With no known CPU limit (``cpus`` None:
+    the profile pins nothing and the host is not known) ``auto`` plans for the cap, the most
+    the harness can run on any host.
 
     >>> plan_workers("auto", 16), plan_workers("auto", 2), plan_workers("auto", None), plan_workers(3, 2)
     (8, 1, 8, 3)
+    >>> plan_workers("auto", 16, ranks=8), plan_workers("auto", 1), plan_workers("auto", 32, ranks=8)
+    (1, 0, 3)
     """
     if requested != "auto":
         return int(requested)
     if cpus is None:
         return AUTO_WORKERS_CAP
-    return max(1, min(cpus - 1, AUTO_WORKERS_CAP))
+    return max(0, min(cpus // max(1, ranks) - 1, AUTO_WORKERS_CAP))
 
 
-def memory_need_bytes(*, shm_need: int, workers: int, shm_size: int | None = None) -> int:
-    """Memory the container needs: the /dev/shm pages the loader writes plus :data:`PROCESS_RSS`
-    for the training process and each worker.
+def memory_need_bytes(*, shm_need: int, workers: int, shm_size: int | None = None, ranks: int = 1) -> int:
+    """Memory the container needs: the /dev/shm pages the loaders write plus :data:`PROCESS_RSS`
+    for each of the ``ranks`` training processes and each of their workers.
 
     The pages counted are the loader's ``shm_need``, but never more than the container's own
     /dev/shm (``shm_size``: the decided size, Docker's 64 MiB default included; None under
@@ -104,7 +109,7 @@ def memory_need_bytes(*, shm_need: int, workers: int, shm_size: int | None = Non
     True
     """
     shm = shm_need if shm_size is None else min(shm_need, shm_size)
-    return shm + (workers + 1) * PROCESS_RSS
+    return shm + max(1, ranks) * (workers + 1) * PROCESS_RSS
 
 
 def batch_bytes(batch_size: int, sample_shape, dtype: str) -> int:
@@ -147,3 +152,89 @@ def docker_size(n: int) -> str:
         if n >= factor and n % factor == 0:
             return f"{n // factor}{unit}"
     return str(n)
+
+
+# NCCL's own /dev/shm per training process when its SHM transport carries the node's traffic (no P2P,
+# e.g. PCIe across sockets, or a driver without cuMem host allocations); docs/profile.md cites each
+# constant in NVIDIA/nccl v2.30.7-1. One connection's receive segment holds the LL, LL128 and SIMPLE
+# buffers (src/init.cc:810-814, src/include/device.h); the proxy pool is ncclProxyOpsPool (src/include/proxy.h).
+NCCL_CONN_BYTES = 9_637_888  # "nccl-shm-recv-... (size 9637888)", as NVIDIA/nccl#342 shows
+NCCL_PROXY_POOL_BYTES = 34_210_176
+NCCL_CHANNELS = 4  # collective channels over PCIe (ring and tree neighbours: 2 per channel)
+
+
+def nccl_shm_per_rank(ranks: int) -> int:
+    """NCCL's /dev/shm for one of ``ranks`` processes on a node: 2 connections per collective channel,
+    2 per peer for send/recv, and the proxy pool, rounded up to a MiB (0 for one rank: nothing to talk to).
+
+    >>> nccl_shm_per_rank(1), nccl_shm_per_rank(2) // MIB, nccl_shm_per_rank(8) // MIB
+    (0, 125, 235)
+    """
+    if ranks <= 1:
+        return 0
+    need = NCCL_CONN_BYTES * (2 * NCCL_CHANNELS + 2 * (ranks - 1)) + NCCL_PROXY_POOL_BYTES
+    return int(math.ceil(need / MIB) * MIB)
+
+
+SIZED = "sized"  # size_node's ``shm``: the container's /dev/shm is sized from the need
+
+
+@dataclass(frozen=True)
+class NodeLoader:
+    """The loaders of one node, resolved: what every command states as its ``loader``.
+
+    ``workers`` is per rank; ``rank_need`` is one rank's loader's /dev/shm need and ``shm_need``
+    the node's (``ranks x rank_need`` plus NCCL's allowance); ``shm_bytes`` what the container
+    gets (None: the host's, under ``ipc: host``); ``facts`` names where each input came from.
+    """
+
+    ranks: int
+    workers: int
+    cpus: int | None
+    rank_need: int
+    nccl_bytes: int
+    shm_need: int
+    shm_bytes: int | None
+    memory_need: int
+    nccl: bool  # the ranks talk over NCCL (GPUs)
+    facts: tuple[tuple[str, str], ...]
+
+    def as_json(self) -> dict:
+        """The ``loader`` object of every ``--json`` (docs/cli.md)."""
+        return {"ranks_per_node": self.ranks, "workers_per_rank": self.workers, "shm_need_bytes": self.shm_need,
+                "shm_bytes": self.shm_bytes, "cpus": self.cpus, "facts": dict(self.facts)}
+
+    @property
+    def processes(self) -> int:
+        """Training processes and their workers on the node."""
+        return self.ranks * (self.workers + 1)
+
+
+def size_node(*, num_workers, batch_size: int, sample_shape, dtype: str, prefetch_factor: int,
+              ranks: tuple[int, str], cpus: tuple[int | None, str], shm: tuple[int | None | str, str],
+              nccl: bool) -> NodeLoader:
+    """Resolve one node's loaders from named facts: the one rule every command applies.
+
+    ``ranks``, ``cpus`` and ``shm`` are ``(value, where it came from)``; ``shm``'s value is the
+    container's /dev/shm in bytes, None for the host's (``ipc: host``), or :data:`SIZED` to size
+    it from the need (:func:`recommended_shm_bytes`). ``nccl``: the ranks talk over NCCL (GPUs),
+    which keeps :func:`nccl_shm_per_rank` of its own in /dev/shm when there are several.
+
+    >>> n = size_node(num_workers="auto", batch_size=64, sample_shape=(3, 224, 224), dtype="float32",
+    ...               prefetch_factor=2, ranks=(8, "cluster.gpus_per_node"), cpus=(16, "run.cpus"),
+    ...               shm=(SIZED, "sized"), nccl=True)
+    >>> n.workers, n.rank_need // MIB, n.shm_need // MIB, n.shm_bytes // GIB
+    (1, 138, 2984, 3)
+    """
+    r = max(1, int(ranks[0]))
+    workers = plan_workers(num_workers, cpus[0], r)
+    rank_need = shm_required_bytes(batch_size=batch_size, sample_shape=sample_shape, dtype=dtype,
+                                   num_workers=workers, prefetch_factor=prefetch_factor)
+    nccl_bytes = nccl_shm_per_rank(r) * r if nccl else 0
+    need = r * rank_need + nccl_bytes
+    value, source = shm
+    shm_bytes = recommended_shm_bytes(need) if value == SIZED else value
+    assert shm_bytes is None or isinstance(shm_bytes, int)
+    memory = memory_need_bytes(shm_need=need, workers=workers, shm_size=shm_bytes, ranks=r)
+    facts = (("cpus", cpus[1]), ("ranks_per_node", ranks[1]), ("shm_bytes", source))
+    return NodeLoader(r, workers, cpus[0], rank_need, nccl_bytes, need, shm_bytes, memory, nccl, facts)

@@ -3,13 +3,27 @@
 Each worker count is a short real DataLoader run (same batch, shape, start
 method) in one watched child. ``recommended`` is the *smallest* worker count
 whose throughput is within 5 % of the best: more workers cost memory, shm and
-start-up time for no gain.
+start-up time for no gain. Where the CPUs allow a worker it is at least 1: with
+0 workers the samples load in the training process, between its steps, and the
+harness runs no step, so the 0-worker rate is measured and shown, not recommended.
+
+The CPUs bound it. With C CPUs (the affinity mask, and the cgroup quota rounded
+up: :func:`.sizing.cpu_limit`) shared by R ranks (training processes on the
+node), each rank keeps one CPU for its training step and gets at most
+``max(0, floor(C / R) - 1)`` workers (:func:`worker_bound`); the sweep never
+recommends more, and tries counts only up to one beyond (``max(bound, 1) + 1``),
+which shows what oversubscribing would gain where no training step competes.
+
+What it measures: the synthetic dataset, whose samples each cost
+``sample_cost_ms`` of CPU (:mod:`.synthetic`), or the user's ``--dataset``.
 
 Example:
     >>> recommend({0: 100.0, 1: 190.0, 2: 200.0, 4: 198.0})
     1
-    >>> worker_counts(2)
-    [0, 1, 2, 4]
+    >>> worker_bound(2), worker_bound(16, 8), worker_bound(1)
+    (1, 1, 0)
+    >>> worker_counts(1), worker_counts(7)
+    ([0, 1, 2], [0, 1, 2, 4, 7, 8])
 """
 
 from __future__ import annotations
@@ -18,20 +32,60 @@ import sys
 from typing import Any
 
 from .report import PASS, WARN, make_check
+from .sizing import cpu_limit
 
 WITHIN = 0.95
 MAX_WORKERS = 32
 TIMED_BATCHES, TIMED_BATCHES_QUICK = 16, 8
 
 
-def worker_counts(usable: int, cap: int = MAX_WORKERS) -> list[int]:
-    """0, 1, 2, 4, ... powers of two up to ``2 * usable`` (capped)."""
-    top = max(1, min(2 * usable, cap))
-    counts, w = [0, 1], 2
-    while w <= top:
-        counts.append(w)
+def worker_bound(cpus: int, ranks: int = 1) -> int:
+    """Workers per rank the CPUs allow: ``max(0, floor(cpus / ranks) - 1)`` (one CPU per rank's step)."""
+    return max(0, cpus // max(1, ranks) - 1)
+
+
+def worker_counts(bound: int, cap: int = MAX_WORKERS) -> list[int]:
+    """The counts to try: 0, 1, powers of two below the top, ``bound``, and the top ``max(bound, 1) + 1``
+    (at most ``cap``)."""
+    top = min(max(bound, 1) + 1, cap)
+    counts = {0, 1, top, min(bound, top)}
+    w = 2
+    while w < top:
+        counts.add(w)
         w *= 2
-    return counts
+    return sorted(counts)
+
+
+def cpu_facts(usable: int, quota: float | None, ranks: int) -> dict:
+    """The CPUs the bound is computed from, and which limit set them.
+
+    >>> cpu_facts(4, 1.5, 1)["why"]
+    '2 CPUs (the cgroup quota of 1.5 CPUs, rounded up) for 1 rank'
+    """
+    cpus = cpu_limit(affinity=usable, quota=quota) or usable
+    if quota and cpus < usable:
+        source = f"the cgroup quota of {quota:g} CPU{'s' if quota != 1 else ''}, rounded up"
+    else:
+        source = "the affinity mask" + (f"; cgroup quota {quota:g}" if quota else ", no cgroup quota")
+    why = f"{cpus} CPU{'s' if cpus != 1 else ''} ({source}) for {ranks} rank{'s' if ranks != 1 else ''}"
+    return {"cpus": cpus, "cpus_source": "cgroup_quota" if quota and cpus < usable else "affinity",
+            "ranks_per_node": ranks, "bound": worker_bound(cpus, ranks), "why": why}
+
+
+def measured_what(settings: dict) -> str:
+    """What the sweep ran: the synthetic samples and their cost, or the user's dataset factory.
+
+    >>> measured_what({"dataset": "synthetic", "sample_cost_ms": 4.0}), measured_what({"dataset": "my.data:make"})
+    ('synthetic samples costing 4 ms of CPU each', 'your dataset my.data:make')
+    """
+    if settings.get("dataset", "synthetic") != "synthetic":
+        return f"your dataset {settings['dataset']}"
+    cost = settings.get("sample_cost_ms") or 0
+    if cost == 0:
+        return ("free synthetic samples (sample_cost_ms 0): only the pipeline's overhead was measured; "
+                "your samples' decode cost decides how many workers pay, so set loader.sample_cost_ms or "
+                "pass --dataset")
+    return f"synthetic samples costing {cost:g} ms of CPU each"
 
 
 def recommend(rates: dict) -> int | None:
@@ -68,18 +122,28 @@ def plot_sweep(table: list[dict], path: str, recommended=None) -> None:
         plt.close(fig)
 
 
-def check_workers_sweep(settings: dict, *, usable: int, timeout: float = 60.0, quick: bool = False,
-                        progress=None, plot: str | None = None, counts: list[int] | None = None) -> dict:
-    """Run the sweep and report the table, the best and the recommended worker count."""
+def check_workers_sweep(settings: dict, *, usable: int, quota: float | None = None, timeout: float = 60.0,
+                        quick: bool = False, progress=None, plot: str | None = None,
+                        counts: list[int] | None = None) -> dict:
+    """Run the sweep and report the table, the best and the recommended worker count.
+
+    ``usable``: the affinity mask's size; ``quota``: the cgroup CPU quota (None: none); the ranks are
+    ``settings["ranks_per_node"]`` (1 when absent). ``counts`` overrides the counts tried (a test's
+    seam); the recommendation stays within :func:`worker_bound` whatever was tried.
+    """
     from .loader import evaluate, make_run, run_loader_child
 
-    counts = counts if counts is not None else worker_counts(usable)
+    facts = cpu_facts(usable, quota, int(settings.get("ranks_per_node", 1) or 1))
+    bound = min(facts["bound"], MAX_WORKERS)
+    counts = counts if counts is not None else worker_counts(bound)
     timed = TIMED_BATCHES_QUICK if quick else TIMED_BATCHES
+    cost = settings.get("sample_cost_ms") or 0.0
+    what = measured_what(settings)
     runs = []
     for w in counts:
         warmup = w * settings["prefetch_factor"] + 1
         runs.append(make_run(settings, quick, num_workers=w, batches=warmup + timed, warmup=warmup,
-                             persistent_workers=False))
+                             persistent_workers=False, sample_cost_ms=cost))
     child = run_loader_child(runs, timeout=timeout, progress=progress, label="workers_sweep", stop_on_error=False)
     table: list[dict] = []
     rates: dict[int, float] = {}
@@ -90,12 +154,22 @@ def check_workers_sweep(settings: dict, *, usable: int, timeout: float = 60.0, q
             table.append({"num_workers": w, "samples_per_s": stats["samples_per_s"], "seconds": stats["seconds"]})
         else:
             table.append({"num_workers": w, "samples_per_s": None, "failure": bad.get("failure")})
-    rec = recommend(rates)
-    best_w = max(rates, key=lambda w: rates[w]) if rates else None
+    # Where the CPUs allow a worker, 0 is not recommended: it loads on the training process's CPU, between
+    # steps, and the harness has no step to delay, so its 0-worker rate overstates what training would see.
+    allowed = {w: r for w, r in rates.items() if w <= bound and (w >= 1 or bound == 0)} \
+        or ({0: rates[0]} if 0 in rates else {})
+    rec = recommend(allowed)
+    best_w = max(allowed, key=lambda w: allowed[w]) if allowed else None
+    fastest = max(rates, key=lambda w: rates[w]) if rates else None
     measured: dict[str, Any] = {"table": table, "recommended": rec, "best": best_w,
                                 "best_samples_per_s": rates.get(best_w) if best_w is not None else None,
-                                "recommended_samples_per_s": rates.get(rec) if rec is not None else None}
-    expected = {"num_workers": settings["num_workers"], "counts": counts, "within": WITHIN}
+                                "recommended_samples_per_s": rates.get(rec) if rec is not None else None,
+                                "fastest_measured": fastest, "dataset": settings.get("dataset", "synthetic"),
+                                "sample_cost_ms": cost if settings.get("dataset", "synthetic") == "synthetic"
+                                else None, "measured": what,
+                                **{k: facts[k] for k in ("cpus", "cpus_source", "ranks_per_node")}}
+    expected = {"num_workers": settings["num_workers"], "counts": counts, "within": WITHIN,
+                "max_workers_per_rank": bound}
     if plot:
         try:
             plot_sweep(table, plot, rec)
@@ -109,16 +183,28 @@ def check_workers_sweep(settings: dict, *, usable: int, timeout: float = 60.0, q
     failed = [r for r in table if r["samples_per_s"] is None]
     evidence = ", ".join(f"{r['num_workers']}: {r['samples_per_s']:.0f}" if r["samples_per_s"] is not None
                          else f"{r['num_workers']}: {r['failure']}" for r in table)
+    limit = (f"the CPU bound: at most {bound} worker{'s' if bound != 1 else ''} per rank, "
+             f"max(0, floor({facts['cpus']} / {facts['ranks_per_node']}) - 1) for {facts['why']}")
     if rec is None or best_w is None:
         return make_check("workers_sweep", WARN, measured, expected,
-                          f"no worker count completed (samples/s by workers: {evidence})",
-                          "fix the loader check first")
-    msg = (f"recommended num_workers={rec} ({rates[rec]:.0f} samples/s, best {rates[best_w]:.0f} at {best_w}); "
-           f"samples/s by workers: {evidence}")
+                          f"measured {what}: no worker count within {limit} completed "
+                          f"(samples/s by workers: {evidence})", "fix the loader check first")
+    msg = (f"measured {what}; recommended num_workers={rec} ({rates[rec]:.0f} samples/s, best {rates[best_w]:.0f} "
+           f"at {best_w}) within {limit}; samples/s by workers: {evidence}")
+    if fastest is not None and fastest > bound and rates[fastest] * WITHIN > rates[best_w]:
+        msg += (f"; {fastest} workers measured {rates[fastest]:.0f} samples/s here, where no training step "
+                "competes for a CPU, but that is past the bound")
     mine = rates.get(settings["num_workers"])
-    if failed or (mine is not None and mine < 0.8 * rates[best_w]):
-        return make_check("workers_sweep", WARN, measured, expected,
-                          msg + (f"; configured num_workers={settings['num_workers']} reaches only {mine:.0f}"
-                                 if mine is not None else ""),
+    # An explicit count past the bound is the user's to lower; "auto" is planned elsewhere (sizing).
+    over = settings.get("num_workers_requested") != "auto" and settings["num_workers"] > bound
+    if failed or over or (mine is not None and mine < 0.8 * rates[best_w]):
+        if over:
+            note = (f"; configured num_workers={settings['num_workers']} is past the bound: "
+                    f"{facts['ranks_per_node']} x ({settings['num_workers']} + 1) processes on {facts['cpus']} CPUs")
+        elif mine is not None and mine < 0.8 * rates[best_w]:
+            note = f"; configured num_workers={settings['num_workers']} reaches only {mine:.0f}"
+        else:
+            note = ""
+        return make_check("workers_sweep", WARN, measured, expected, msg + note,
                           f"set num_workers={rec} in the profile's loader section")
     return make_check("workers_sweep", PASS, measured, expected, msg)

@@ -9,7 +9,7 @@ functions of it: they read no file and call nothing in ``envkit.profile`` or ``e
 The modules:
 
 - :mod:`envkit.plan.paths`: where things live inside the image and the build context;
-- :mod:`envkit.plan.requirements`: what a requirements file names (numpy, hashes, credentials);
+- :mod:`envkit.requirements` (below the profile, which reads the files): what a requirements file names;
 - :mod:`envkit.plan.loader`: workers, /dev/shm and memory the loader needs;
 - :mod:`envkit.plan.cluster`: per-node counts for the cluster targets;
 - :mod:`envkit.plan.image`: the Dockerfile's layout and inputs;

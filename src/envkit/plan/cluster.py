@@ -10,7 +10,9 @@ Rules (each lives here only, or in the rule it names):
   directly; else a list of device ids counts as that many GPUs (a cluster
   schedules counts, never ids); ``run.gpus: all`` without ``gpus_per_node`` is
   an error, since no count can be derived.
-- Processes per node (torchrun ``--nproc-per-node``): one per GPU, else one.
+- Training processes per node (torchrun ranks, ``--nproc-per-node``; :func:`ranks_per_node`):
+  ``cluster.procs_per_node`` when set; else one per GPU, else one. Without a ``cluster:``
+  section the profile runs one training process. The loader plan sizes the node for them.
 - Whole CPUs: the harness's rule (``harness.sizing.cpu_limit``: the cpuset's count, capped by
   ``ceil(run.cpus)``), without the WSL VM's ``processors`` (a node is no WSL VM). Kubernetes
   gives exclusive cores only to whole-CPU, requests == limits pods.
@@ -56,8 +58,35 @@ def cluster_plan(p: Profile, source: str = "profile") -> ClusterPlan:
     gpus = gpus_per_node(p, source)
     cpus = cpu_limit(cpuset=len(p.run.cpuset_cpus) or None, quota=p.run.cpus)
     image = c.image or p.image_tag
-    return ClusterPlan(nodes=c.nodes, gpus_per_node=gpus, nproc_per_node=max(1, gpus), cpus=cpus,
+    return ClusterPlan(nodes=c.nodes, gpus_per_node=gpus, nproc_per_node=ranks_per_node(p)[0], cpus=cpus,
                        image=image, entrypoint=c.entrypoint, registry=registry_host(image))
+
+
+def ranks_per_node(p: Profile) -> tuple[int, str]:
+    """Training processes (torchrun ranks) on each node, and where that number came from.
+
+    >>> from envkit.profile.model import Profile
+    >>> base = {"envkit": 1, "name": "t", "image": {"base": "debian"}}
+    >>> ranks_per_node(Profile.model_validate(base))
+    (1, 'one training process (no cluster: section)')
+    >>> ranks_per_node(Profile.model_validate({**base, "cluster": {"gpus_per_node": 8, "entrypoint": ["t.py"]}}))
+    (8, 'cluster.gpus_per_node 8: one training process per GPU')
+    >>> ranks_per_node(Profile.model_validate({**base, "cluster": {"procs_per_node": 2, "entrypoint": ["t.py"]}}))
+    (2, 'cluster.procs_per_node 2')
+    """
+    c = p.cluster
+    if c is None:
+        return 1, "one training process (no cluster: section)"
+    if c.procs_per_node is not None:
+        return c.procs_per_node, f"cluster.procs_per_node {c.procs_per_node}"
+    try:
+        gpus = gpus_per_node(p)
+    except ProfileError:  # run.gpus: all without gpus_per_node: the cluster targets refuse it themselves
+        return 1, "one training process (run.gpus: all gives no count; set cluster.procs_per_node)"
+    if gpus == 0:
+        return 1, "one training process (no GPUs; set cluster.procs_per_node for more)"
+    key = "cluster.gpus_per_node" if c.gpus_per_node is not None else "run.gpus"
+    return gpus, f"{key} {gpus}: one training process per GPU"
 
 
 def gpus_per_node(p: Profile, source: str = "profile") -> int:

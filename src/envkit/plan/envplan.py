@@ -39,6 +39,7 @@ class EnvPlan:
     cluster: ClusterPlan | None  # None without a cluster: section, or when it cannot be planned
     wsl: WslPlan | None = None  # None without a wsl: section
     cluster_error: ProfileError | None = None  # why a cluster: section cannot be planned (require_cluster raises it)
+    notes: tuple[str, ...] = ()  # what envkit decided where the profile left it open (said once, never an error)
 
     @property
     def profile(self) -> Profile:
@@ -61,17 +62,17 @@ class EnvPlan:
         return self.cluster
 
 
-def build_plan(loaded: LoadedProfile, out_dir: Path = Path("."), *, host_cpus: int | None = None,
-               host_quota: float | None = None) -> EnvPlan:
+def build_plan(loaded: LoadedProfile, out_dir: Path = Path(".")) -> EnvPlan:
     """Decide everything about ``loaded`` once. ``out_dir``: where the files go (relative volume sources
-    and the project copy depend on it); ``host_cpus``/``host_quota``: the host's facts, when known."""
-    from envkit.advice.profile import file_warnings, profile_warnings
+    and the project copy depend on it). The plan is the container's, whatever host renders it: the
+    host's own facts are ``envkit doctor``'s (:func:`envkit.plan.loader.loader_plan` with them)."""
+    from envkit.advice.profile import file_warnings, profile_warnings, sizing_notes
     from envkit.advice.team import team_warnings
     from envkit.expect import expectation_json
 
     p = loaded.profile
-    settings = RunSettings.from_profile(p)
-    loader = loader_plan(p, settings, host_cpus=host_cpus, host_quota=host_quota)
+    loader = loader_plan(p)
+    settings = RunSettings.from_profile(p, loader)
     image = image_plan(loaded, out_dir)
     cluster, error = None, None
     if p.cluster is not None:
@@ -81,5 +82,5 @@ def build_plan(loaded: LoadedProfile, out_dir: Path = Path("."), *, host_cpus: i
             error = e
     warnings = profile_warnings(p, settings, loader) + file_warnings(p, image) + team_warnings(loaded, image)
     return EnvPlan(loaded=loaded, out_dir=out_dir, settings=settings, loader=loader, image=image,
-                   expectation=expectation_json(p, settings), warnings=tuple(warnings), cluster=cluster,
-                   wsl=wsl_plan(p.wsl), cluster_error=error)
+                   expectation=expectation_json(p, settings, loader), warnings=tuple(warnings), cluster=cluster,
+                   wsl=wsl_plan(p.wsl), cluster_error=error, notes=tuple(sizing_notes(p, settings, loader)))

@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envkit.pem import certificate_blocks
-from envkit.plan.paths import CONTEXT_DIR, LOCK_FILE_NAME
-from envkit.plan.requirements import decode, has_credentials, has_hashes, names_numpy, requirements_of
+from envkit.plan.paths import CONTEXT_DIR, LOCK_FILE_NAME, MANIFEST
 from envkit.profile import LoadedProfile
+from envkit.requirements import decode, has_credentials, has_hashes, names_numpy, requirements_of
 from envkit.safeio import kind_of
 from envkit.termtext import neutralise
 
@@ -192,11 +192,15 @@ def _project(loaded: LoadedProfile, out_dir: Path
     p = loaded.profile
     if not p.copies_project:
         return (), (), ()
+    from envkit.plan.registry import output_names
     from envkit.project import select_project
 
     torch = p.image.torch
     wheelhouses = tuple(loaded.resolve(d) for d in (torch.find_links if torch else ()))
-    chosen = select_project(loaded.base_dir, exclude_dirs=wheelhouses + (out_dir,), ship=p.image.ship_secrets)
+    # What any target writes stays out: generating into the profile's own folder (-o .) twice must not
+    # copy the first run's outputs into the image.
+    chosen = select_project(loaded.base_dir, exclude_dirs=wheelhouses + (out_dir,), ship=p.image.ship_secrets,
+                            outputs=output_names(), manifest=MANIFEST)
     held = _credentialed_inputs(loaded, chosen.files)
     out, notes = [], [f"image.copy_project: {note}" for note in chosen.notes]
     for rel in chosen.files:

@@ -1,57 +1,82 @@
-"""The loader's plan for a profile: workers, /dev/shm need and memory need, decided once.
+"""The loaders' plan for a profile: ranks, workers per rank, /dev/shm and memory, decided once.
 
-Generate's advice, the WSL advice, the cluster plan and ``envkit doctor`` take their numbers from
-:func:`loader_plan`, which feeds the harness's rules (:mod:`envkit.harness.sizing`) with what each
-of them knows; the harness applies the same rules inside the container
+Every command states the same :class:`~envkit.harness.sizing.NodeLoader` (its ``loader`` object):
+generate's advice and files, the WSL advice, the cluster plan and ``envkit doctor`` take it from
+:func:`loader_plan`, which feeds the harness's one rule (:func:`envkit.harness.sizing.size_node`)
+with the facts each of them knows; the harness applies the same rule inside the container
 (:func:`envkit.harness.expect.resolve_loader`).
+
+The facts, each named with its source:
+
+- the CPUs: the smallest of the affinity (the host's CPUs where ``envkit doctor`` sees them, else
+  a ``wsl:`` section's ``processors``), ``run.cpuset`` and ``run.cpus`` (or the host's cgroup
+  quota), rounded up (:func:`~envkit.harness.sizing.cpu_limit`);
+- the training processes per node (:func:`envkit.plan.cluster.ranks_per_node`);
+- the /dev/shm the container gets: ``run.shm_size`` when the profile sets it, the host's under
+  ``ipc: host``, else sized from the need (:func:`~envkit.harness.sizing.recommended_shm_bytes`).
 
 Example:
     >>> from envkit.profile import load_profile
-    >>> from envkit.runsettings import RunSettings
-    >>> p = load_profile(None).profile
-    >>> lp = loader_plan(p, RunSettings.from_profile(p))
-    >>> lp.cpus, lp.workers, lp.shm_bytes // 2**20
-    (8, 6, 1195)
+    >>> lp = loader_plan(load_profile(None).profile)
+    >>> lp.cpus, lp.ranks, lp.workers, lp.shm_need // 2**20, lp.shm_bytes // 2**30
+    (8, 1, 6, 1195, 2)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from envkit.harness.sizing import cpu_limit, memory_need_bytes, plan_workers, shm_required_bytes
+from envkit.harness.sizing import SIZED, NodeLoader, cpu_limit, size_node
+from envkit.plan.cluster import ranks_per_node
 from envkit.profile.model import Profile
-from envkit.runsettings import RunSettings
+
+LoaderPlan = NodeLoader  # the plan's name for the resolved loaders of one node
 
 
-@dataclass(frozen=True)
-class LoaderPlan:
-    """What a profile's loader needs when it runs: CPUs it may use (None: unknown), workers,
-    /dev/shm bytes and the container's memory bytes."""
-
-    cpus: int | None
-    workers: int
-    shm_bytes: int
-    memory_bytes: int
-
-
-def loader_plan(profile: Profile, settings: RunSettings, *, host_cpus: int | None = None,
-                host_quota: float | None = None, wsl_vm: bool = True) -> LoaderPlan:
-    """The loader's plan for ``profile`` run with ``settings``: the harness's rules fed with what is known.
+def loader_plan(profile: Profile, *, host_cpus: int | None = None, host_quota: float | None = None,
+                wsl_vm: bool = True, shm: tuple[int | None, str] | None = None) -> NodeLoader:
+    """The loaders' plan for ``profile``: the harness's rule fed with what is known.
 
     ``host_cpus`` / ``host_quota``: the CPUs and cgroup quota the host grants (``envkit doctor``
     reads them; generate does not know the host, so a ``wsl:`` section's ``processors``, the
     VM's CPUs, stand in for them unless ``wsl_vm`` is False: a cluster node is no WSL VM).
-    The profile's cpuset and ``cpus`` limit the container too.
+    ``shm``: the container's /dev/shm when already decided (doctor passes the files' size, so a
+    host's CPUs never resize it); by default it is decided here.
     """
-    run, ld = profile.run, profile.loader
-    affinity = host_cpus
-    if affinity is None and wsl_vm and profile.wsl is not None:
-        affinity = profile.wsl.processors
-    quotas = [q for q in (run.cpus, host_quota) if q]
-    cpus = cpu_limit(affinity=affinity, cpuset=len(run.cpuset_cpus) or None, quota=min(quotas) if quotas else None)
-    workers = plan_workers(ld.num_workers, cpus)
-    shm = shm_required_bytes(batch_size=ld.batch_size, sample_shape=ld.sample_shape, dtype=ld.dtype,
-                             num_workers=workers, prefetch_factor=ld.prefetch_factor)
-    # The container's own /dev/shm as Docker will size it (None under ipc: host): the decided settings.
-    return LoaderPlan(cpus, workers, shm, memory_need_bytes(shm_need=shm, workers=workers,
-                                                            shm_size=settings.effective_shm))
+    ld = profile.loader
+    return size_node(num_workers=ld.num_workers, batch_size=ld.batch_size, sample_shape=ld.sample_shape,
+                     dtype=ld.dtype, prefetch_factor=ld.prefetch_factor, ranks=ranks_per_node(profile),
+                     cpus=_cpus(profile, host_cpus, host_quota, wsl_vm), shm=shm or _shm(profile),
+                     nccl=_uses_nccl(profile))
+
+
+def _cpus(profile: Profile, host_cpus: int | None, host_quota: float | None, wsl_vm: bool) -> tuple[int | None, str]:
+    run = profile.run
+    # The profile's own limits first: where a host grants the same number, the profile's key is its source.
+    candidates: list[tuple[int | None, str]] = [
+        (len(run.cpuset_cpus) or None, f"run.cpuset {run.cpuset!r} ({len(run.cpuset_cpus)} CPUs)"),
+        (cpu_limit(quota=run.cpus), f"run.cpus {run.cpus:g}" if run.cpus else ""),
+        (None if host_cpus is not None or not wsl_vm or profile.wsl is None else profile.wsl.processors,
+         f"wsl.processors {profile.wsl.processors if profile.wsl else None}"),
+        (host_cpus, f"this host's {host_cpus} CPUs"),
+        (cpu_limit(quota=host_quota), f"this host's cgroup quota {host_quota:g}" if host_quota else ""),
+    ]
+    known = [(n, why) for n, why in candidates if n]
+    if not known:
+        return None, "not known (no run.cpuset, run.cpus or wsl.processors): auto plans for the most workers"
+    n, why = min(known, key=lambda c: c[0])
+    return n, why
+
+
+def _shm(profile: Profile) -> tuple[int | str | None, str]:
+    run = profile.run
+    if run.ipc == "host":
+        return None, "run.ipc: host (the host's /dev/shm, shared)"
+    if run.shm_size is not None:
+        return run.shm_size, "run.shm_size"
+    return SIZED, "sized by envkit from the need; run.shm_size not set"
+
+
+def _uses_nccl(profile: Profile) -> bool:
+    """The ranks talk over NCCL: the node runs GPUs."""
+    if profile.cluster is not None and profile.cluster.gpus_per_node is not None:
+        return profile.cluster.gpus_per_node > 0
+    return profile.run.wants_gpus

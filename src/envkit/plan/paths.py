@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import posixpath
 
+from envkit.locations import LOCK_FILE_NAME, SHM_MOUNT  # noqa: F401 (re-exported: the profile reads them too)
+
 VENV = "/opt/venv"
 HARNESS_DIR = "/opt/envkit"
 HARNESS_FILE = "envkit_harness.pyz"
 EXPECT_FILE = "envkit_expect.json"
 CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
-# Where the Kubernetes targets mount the pod's Memory emptyDir (run.shm_size's size); no claim may take it.
-SHM_MOUNT = "/dev/shm"
 # Copies of the profile's certificates, wheelhouses, requirement files, lock and code go under a folder
 # of envkit's own, so generating into the profile's folder never writes into the user's certs/ or wheels/.
 CONTEXT_DIR = ".envkit"
+# envkit's record of what it wrote into an output folder (envkit.output).
+MANIFEST = ".envkit-manifest.json"
 CHECK_FILE = "envkit-check"
 CHECK_PATH = f"/usr/local/bin/{CHECK_FILE}"
 ENTRYPOINT_FILE = "envkit-entrypoint"
@@ -32,7 +34,6 @@ DELTA_DIR = "/opt/envkit-delta"
 REMOVED_LIST = ".envkit-removed"
 # The script that takes that delta (templates/envkit-delta.sh), in the build context and in the packages stage's BUILD_DIR.
 DELTA_SCRIPT = "envkit-delta.sh"
-LOCK_FILE_NAME = "envkit.lock.txt"
 BUILD_DIR = "/opt/envkit-build"
 WHEELS_IN_IMAGE = "/tmp/envkit-wheels"
 # The direct layout's uv and torch pin live in /tmp for one RUN each; the requirement files and the

@@ -86,12 +86,16 @@ class Slurm(_Section):
 
 
 class Cluster(_Section):
-    """Several nodes running the profile's image: ``nodes`` x ``gpus_per_node`` training processes."""
+    """Several nodes running the profile's image: ``nodes`` x ``procs_per_node`` training processes."""
 
     nodes: Annotated[int, Field(ge=1, le=4096), WholeText] = Field(1, description="Nodes (pods, Slurm tasks), each running one torchrun.")
     # Required by the cluster targets when run.gpus is "all" or a list of ids (a cluster schedules counts).
     gpus_per_node: Annotated[int, Field(ge=0, le=64), WholeText] | None = Field(None,
         description="GPUs each node asks for; default: run.gpus as a count; required when run.gpus is all.")
+    # Training processes (torchrun ranks) per node; None: one per GPU, else one.
+    procs_per_node: Annotated[int, Field(ge=1, le=256), WholeText] | None = Field(None,
+        description="Training processes (torchrun ranks) per node, each with its own DataLoader; default: "
+                    "gpus_per_node, else 1. Set it for a CPU job or a node running fewer ranks than GPUs.")
     # What nodes pull; None: the profile's image tag (a local-only tag gets a warning).
     image: ImageRef | None = Field(None, description="What the nodes pull; default: the profile's image tag.")
     # Run by torchrun on every node, relative to image.workdir: [script, arg, ...].

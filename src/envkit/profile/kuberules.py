@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from envkit.hostpaths import is_drive_path, split_volume
-from envkit.plan.paths import SHM_MOUNT
+from envkit.locations import SHM_MOUNT
 
 if TYPE_CHECKING:
     from envkit.profile.model import Profile

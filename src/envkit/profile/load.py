@@ -26,13 +26,13 @@ from pydantic import BaseModel, ValidationError
 
 from envkit import __version__
 from envkit.errors import ProfileError
+from envkit.locations import LOCK_FILE_NAME
 from envkit.pem import certificate_blocks, private_key_at
-from envkit.plan.paths import LOCK_FILE_NAME
-from envkit.plan.requirements import nested_references
 from envkit.profile.model import Profile
 from envkit.profile.yamlsrc import _dotted, read_yaml
-from envkit.termtext import neutralise
+from envkit.requirements import nested_references
 from envkit.safeio import CERT_MAX, PROFILE_MAX, REQUIREMENTS_MAX, read_bounded
+from envkit.termtext import neutralise
 from envkit.units import did_you_mean
 
 SUPPORTED_VERSIONS = (1,)
@@ -316,7 +316,7 @@ def _check_run_env(profile: Profile, pos: dict, source: str) -> None:
     and compose interpolates ``$`` in its ``env_file``, so a file would carry neither larger nor more
     literal values than argv does; a large value belongs in a mounted file (run.volumes).
     """
-    from envkit.runsettings import proxy_build_args
+    from envkit.profile.proxy import proxy_build_args
 
     problems = []
     env = dict(profile.run.env)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, Union
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
 from envkit.harness.sizing import DTYPE_ITEMSIZE, MAX_WORKERS, batch_bytes
+from envkit.harness.synthetic import DEFAULT_SAMPLE_COST_MS, MAX_SAMPLE_COST_MS
 from envkit.profile.cluster import Cluster
 from envkit.hostpaths import split_volume
 from envkit.profile.dockerref import PATH_COMPONENT, check_cpus, check_reference, volume_target_problem
@@ -268,6 +269,9 @@ class Loader(Model):
     prefetch_factor: PositiveInt = Field(2, description="Batches in flight per worker.")
     persistent_workers: StrictBool = Field(True, description="Keep workers between epochs.")
     start_method: Literal["fork", "spawn", "forkserver"] = Field("fork", description="Worker start method (Windows and macOS use spawn).")
+    sample_cost_ms: Annotated[float, Field(ge=0, le=MAX_SAMPLE_COST_MS, allow_inf_nan=False), NumberNotBool] = Field(
+        DEFAULT_SAMPLE_COST_MS, description=f"CPU milliseconds one sample costs to decode and augment; the harness's "
+        f"sweep burns it per synthetic sample (default: an ImageNet JPEG to 224x224, {DEFAULT_SAMPLE_COST_MS:g}).")
 
     @model_validator(mode="after")
     def _batch_fits_a_machine(self):

@@ -8,8 +8,10 @@ list[OutputFile]``: a pure function of the run's :class:`~envkit.plan.envplan.En
 
 :data:`TARGETS` is the one name -> module map: the CLI's ``--target`` choices,
 :data:`TARGET_NAMES` and :func:`render_targets` all read it. Adding a target is
-one module, its template(s), one line here, a golden folder and a parser in
-``tests/targets/test_agreement.py`` (docs/contributing.md). The registry line also names the
+one module, its template(s), one line in :data:`envkit.plan.registry.REGISTRY` (its module, section
+and output names), a golden folder and a parser in
+``tests/targets/test_agreement.py`` (docs/contributing.md). The registry line also names
+what the target writes at the top of its output folder (the project copy leaves it out) and the
 profile section a target renders from, if any (the cluster targets' ``"cluster"``:
 :func:`required_section`); without that section the target renders nothing and its module is not
 even imported. A target module may define ``warnings(plan)`` (what it cannot express:
@@ -31,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
+
+from envkit.plan.registry import REGISTRY
 
 if TYPE_CHECKING:  # annotations only: the CLI reads TARGETS without loading the templates or the profile
     from jinja2 import Environment
@@ -114,19 +118,10 @@ class GenContext:
         return self.env.get_template(template).render(**context).encode("utf-8")
 
 
-# The one registry: target name -> the module that renders it (imported on first use,
-# so `import envkit.targets` stays cheap and no target imports another through here).
-_REGISTRY: dict[str, tuple[str, str | None]] = {  # name: (module, the profile section it renders from)
-    "dockerfile": ("envkit.targets.dockerfile", None),
-    "run": ("envkit.targets.run", None),
-    "compose": ("envkit.targets.compose", None),
-    "devcontainer": ("envkit.targets.devcontainer", None),
-    "wsl": ("envkit.targets.wsl", None),
-    "k8s": ("envkit.targets.k8s", "cluster"),
-    "trainjob": ("envkit.targets.trainjob", "cluster"),
-    "slurm": ("envkit.targets.slurm", "cluster"),
-}
-TARGETS: dict[str, str] = {name: module for name, (module, _) in _REGISTRY.items()}
+# The one registry (envkit.plan.registry, plain data the plan reads too): target name -> the module that
+# renders it (imported on first use, so `import envkit.targets` stays cheap and no target imports another
+# through here), the profile section it renders from, and the names it writes.
+TARGETS: dict[str, str] = {name: target.module for name, target in REGISTRY.items()}
 
 TARGET_NAMES: tuple[str, ...] = tuple(TARGETS)
 
@@ -145,12 +140,12 @@ def required_section(name: str) -> str | None:
     >>> required_section("dockerfile"), required_section("k8s")
     (None, 'cluster')
     """
-    return _REGISTRY[name][1]
+    return REGISTRY[name].section
 
 
 def _applies(name: str, profile) -> bool:
     """Whether target ``name`` has what it renders from in ``profile`` (else it is not even imported)."""
-    section = _REGISTRY[name][1]
+    section = REGISTRY[name].section
     return section is None or getattr(profile, section) is not None
 
 

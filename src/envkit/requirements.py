@@ -11,6 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
 # A URL with a user or password in it (https://user:token@host/...): a private index's credentials.
 _USERINFO = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s@]+@")
 
@@ -58,11 +61,25 @@ def has_hashes(text: str) -> bool:
 def names_numpy(requirements: Iterable[str]) -> bool:
     """True when a pip requirement installs numpy (then the profile's own numpy pin decides).
 
-    >>> names_numpy(["numpy<2", "pillow"]), names_numpy(["numpy-financial"])
-    (True, False)
+    The name is ``packaging.requirements.Requirement``'s, canonical (``NumPy``, ``numpy[extra]``,
+    ``numpy @ URL``); pip's per-line options (``--hash=...``) and a final ``\\`` are not part of it. A line
+    that is no requirement (a path, a URL) names no package.
+
+    >>> names_numpy(["numpy<2", "pillow"]), names_numpy(["numpy-financial"]), names_numpy(["NumPy==1.26 --hash=sha256:ab"])
+    (True, False, True)
+    >>> names_numpy(["./wheels/numpy-1.26-cp311-cp311-linux_x86_64.whl"])
+    False
     """
-    return any(re.split(r"[\s\[<>=!~;@(]", r.strip(), maxsplit=1)[0].lower().replace("_", "-") == "numpy"
-               for r in requirements)
+    return any(_requirement_name(r) == "numpy" for r in requirements)
+
+
+def _requirement_name(line: str) -> str | None:
+    """The canonical name of the package a requirements line names, or None when it names none."""
+    text = re.split(r"\s-", " " + line.strip(), maxsplit=1)[0].strip().removesuffix("\\").strip()
+    try:
+        return canonicalize_name(Requirement(text).name)
+    except InvalidRequirement:
+        return None
 
 
 def has_credentials(texts: Iterable[str]) -> bool:
