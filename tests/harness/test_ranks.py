@@ -103,3 +103,13 @@ def test_a_worker_escaping_one_ranks_group_is_reported_and_killed():
 def test_ranks_out_of_range_is_a_usage_error(value, capsys):
     assert main(["--ranks", value, "--quick"]) == 2
     assert "--ranks must be an integer from 1 to 64" in capsys.readouterr().err
+
+
+def test_the_expectations_ranks_run_that_many_loaders(run_cli, write_expect):
+    """An expectation whose profile plans 2 ranks per node (run.ranks_per_node) proves 2 loaders at once."""
+    expect = write_expect({"num_workers": 1, "batch_size": 8, "sample_shape": [3, 16, 16]}, run={"ranks_per_node": 2})
+    p = run_cli("--json", "--quick", "--expect", expect)
+    assert p.returncode in (0, 1), p.stderr
+    loader = {c["name"]: c for c in json.loads(p.stdout)["checks"]}["loader"]
+    assert loader["measured"]["concurrent_loaders"] == 2, loader["measured"]
+    assert loader["message"].startswith("2 loaders at once, 1 worker each: ")
