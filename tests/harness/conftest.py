@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -47,3 +48,30 @@ SMALL = {"num_workers": 2, "batch_size": 8, "sample_shape": [3, 16, 16], "dtype"
 @pytest.fixture
 def small_loader():
     return dict(SMALL)
+
+
+def _unshare_unavailable():
+    if os.geteuid() != 0:
+        return "needs root to mount a tmpfs"
+    if not shutil.which("unshare"):
+        return "unshare(1) is not installed"
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=1m tmpfs /dev/shm"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        return f"cannot mount a private tmpfs: {probe.stderr.strip()}"
+    return None
+
+
+@pytest.fixture
+def need_unshare():
+    """A private mount namespace can put a small tmpfs over /dev/shm: skip where it cannot (fail in CI)."""
+    reason = _unshare_unavailable()
+    if reason:
+        if os.environ.get("ENVKIT_REQUIRE_DOCKER") == "1":
+            pytest.fail(f"ENVKIT_REQUIRE_DOCKER=1 but {reason}")
+        pytest.skip(reason)
+
+
+def small_shm(size: str) -> tuple[str, ...]:
+    """A command prefix that runs the rest under a private /dev/shm of ``size`` (needs ``need_unshare``)."""
+    return ("unshare", "-m", "sh", "-c", f'mount -t tmpfs -o size={size} tmpfs /dev/shm && exec "$@"', "sh")

@@ -76,3 +76,42 @@ class Slow(_Base):
 
 def slow():
     return Slow(n=64)
+
+
+# One rank of several (the harness sets LOCAL_RANK per loader, as torchrun does) breaks; the others are healthy.
+def _rank() -> int:
+    return int(os.environ.get("LOCAL_RANK", "0"))
+
+
+def rank1_hangs():
+    return Hang() if _rank() == 1 else _Base(n=256)
+
+
+class KillsItsLoader(_Base):
+    """In a worker: SIGKILL the loader process (the worker's parent) that started it."""
+
+    def __getitem__(self, idx):
+        os.kill(os.getppid(), signal.SIGKILL)
+        time.sleep(3600)
+
+
+def rank1_killed():
+    return KillsItsLoader() if _rank() == 1 else _Base(n=256)
+
+
+class Escapes(_Base):
+    """Each worker starts a sleeper in a NEW SESSION (setsid): outside its loader's process group."""
+
+    def __getitem__(self, idx):
+        import subprocess
+        import sys
+
+        if not getattr(self, "_started", False):
+            self._started = True
+            subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return super().__getitem__(idx)
+
+
+def rank1_escapes():
+    return Escapes(n=256) if _rank() == 1 else _Base(n=256)

@@ -1,38 +1,14 @@
 """A starved /dev/shm: a private mount namespace with an 8 MiB tmpfs over /dev/shm (needs root).
 
 Skips when not root or unshare/mount is unavailable, except when
-ENVKIT_REQUIRE_DOCKER=1 (CI, which is root): then it fails instead.
+ENVKIT_REQUIRE_DOCKER=1 (CI, which is root): then it fails instead (conftest's ``need_unshare``).
 """
 
 import json
-import os
-import shutil
-import subprocess
 
 import pytest
 
 from envkit.harness.sizing import docker_size, recommended_shm_bytes, shm_required_bytes
-
-
-def _unavailable():
-    if os.geteuid() != 0:
-        return "needs root to mount a tmpfs"
-    if not shutil.which("unshare"):
-        return "unshare(1) is not installed"
-    probe = subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=1m tmpfs /dev/shm"],
-                           capture_output=True, text=True)
-    if probe.returncode != 0:
-        return f"cannot mount a private tmpfs: {probe.stderr.strip()}"
-    return None
-
-
-@pytest.fixture
-def need_unshare():
-    reason = _unavailable()
-    if reason:
-        if os.environ.get("ENVKIT_REQUIRE_DOCKER") == "1":
-            pytest.fail(f"ENVKIT_REQUIRE_DOCKER=1 but {reason}")
-        pytest.skip(reason)
 
 
 @pytest.mark.slow

@@ -2,7 +2,7 @@
 
 Exit status: 0 no check failed, 1 a check failed, 2 usage error (torch not installed, bad flag,
 unreadable/invalid --expect, --dataset not importable, --timeout not a finite
-number > 0, --sample-cost-ms not a number of milliseconds from 0 to 10000 or a
+number > 0, --ranks not from 1 to 64, --sample-cost-ms not a number of milliseconds from 0 to 10000 or a
 synthetic batch that costs more CPU than --timeout allows, --plot in a folder
 that does not exist or is not writable). With ``--json`` stdout holds exactly one
 JSON document; progress always goes to stderr.
@@ -23,6 +23,7 @@ from .env import quiet_numpy_warning
 from .errors import UsageError
 from .expect import load_expect
 from .report import FAIL, describe_workload, render_table, to_json
+from .sizing import MAX_RANKS
 
 
 PROFILE_HELP = "derive the expectation from this envkit profile, as `envkit generate` does (instead of --expect)"
@@ -39,6 +40,9 @@ def build_parser(prog: str = "envkit-harness", *, profile_option: bool = False) 
     p.add_argument("--dataset", metavar="MODULE:CALLABLE", help="factory returning your torch Dataset (importable from cwd/PYTHONPATH)")
     p.add_argument("--num-workers", type=int, metavar="N", help="override loader.num_workers")
     p.add_argument("--batch-size", type=int, metavar="B", help="override loader.batch_size")
+    p.add_argument("--ranks", type=int, metavar="R",
+                   help=f"training processes per node (1 to {MAX_RANKS}): the loader check runs R loaders at once, "
+                        "as torchrun starts one per rank (default: the expectation's, else 1)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
                    help=f"seconds without a batch before the loader counts as hung (default {DEFAULT_TIMEOUT_S:g})")
     p.add_argument("--quick", action="store_true", help="fewer batches and smaller transfers")
@@ -49,6 +53,20 @@ def build_parser(prog: str = "envkit-harness", *, profile_option: bool = False) 
     p.add_argument("--plot", metavar="FILE.png", help="with the sweep: plot samples/s vs num_workers (needs matplotlib)")
     p.add_argument("--json", action="store_true", help="print one JSON report on stdout")
     return p
+
+
+
+
+def check_ranks(ranks) -> int:
+    """Return ``ranks`` if it is an integer from 1 to :data:`MAX_RANKS`, else raise :class:`UsageError`.
+
+    >>> check_ranks(2)
+    2
+    """
+    if isinstance(ranks, bool) or not isinstance(ranks, int) or not 1 <= ranks <= MAX_RANKS:
+        raise UsageError(f"--ranks must be an integer from 1 to {MAX_RANKS} (training processes per node), "
+                         f"got {ranks!r}")
+    return ranks
 
 
 def sample_cost(text: str) -> float:
@@ -136,6 +154,8 @@ def main(argv: list[str] | None = None, *, prog: str = "envkit-harness", profile
         # Bad input is refused before torch is imported (seconds): NaN/inf/0/negative timeouts, a plot path
         # that cannot be written, an expectation that does not load.
         check_timeout(args.timeout)
+        if args.ranks is not None:
+            check_ranks(args.ranks)
         if args.plot:
             check_plot_path(args.plot)
         expect = load_expect(args.expect) if args.expect else None
@@ -145,7 +165,7 @@ def main(argv: list[str] | None = None, *, prog: str = "envkit-harness", profile
         report = run_checks(expect, dataset=args.dataset, num_workers=args.num_workers,
                             batch_size=args.batch_size, timeout=args.timeout, quick=args.quick,
                             sweep=args.sweep, progress=_Progress(), plot=args.plot,
-                            sample_cost_ms=args.sample_cost_ms)
+                            sample_cost_ms=args.sample_cost_ms, ranks=args.ranks)
         # Say which workload ran and from which file: the built-in one passes where the profile's fails.
         report["workload"] = describe_workload(report["environment"].get("loader_settings") or {}, args.expect)
     except UsageError as exc:  # exit 2, or 1 where the file system refused (FileUnreadable)

@@ -17,10 +17,9 @@ from typing import Any
 
 from .boundedio import read_bounded
 from .errors import FileUnreadable, UsageError
-from .sizing import DTYPE_ITEMSIZE, MAX_WORKERS, cpu_limit, size_node
+from .sizing import DTYPE_ITEMSIZE, MAX_RANKS, MAX_WORKERS, cpu_limit, size_node
 from .synthetic import DEFAULT_SAMPLE_COST_MS, sample_cost_problem
 
-MAX_RANKS = 256  # training processes per node (cluster.procs_per_node's bound)
 
 # The expectation format's version: defined here, on the consumer's side, and imported by
 # the producer (envkit.expect), so the two cannot drift apart.

@@ -1,10 +1,12 @@
-"""The ``loader`` check: a real DataLoader in a watched child process, and failure classification.
+"""The ``loader`` check: real DataLoaders in watched child processes, and failure classification.
 
 :func:`run_loader_child` starts :mod:`.loader_child` in a new session (its own
 process group, workers included), reads its JSON-line events and acts as the
 watchdog: when no event (batch) arrives within ``timeout`` seconds, it kills the
 whole process group and reports ``hang``. Afterwards it always kills and reaps
-the group, so no worker is left behind. :func:`classify` maps an error text and
+the group, so no worker is left behind. :func:`run_loader_children` does the same
+for R children at once (one per rank, as torchrun starts them), in one loop with
+one deadline per child; :func:`check_loader` runs ``settings["ranks_per_node"]`` of them. :func:`classify` maps an error text and
 exit status to one of :data:`.classify.FAILURES`.
 
 Example:
@@ -130,6 +132,12 @@ def reap_adopted(before: set[int], grace: float = 5.0) -> None:
                 os.waitpid(pid, 0)
 
 
+def _check_watch_timeout(timeout) -> None:
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) \
+            or timeout <= 0:
+        raise ValueError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
+
+
 def run_loader_child(runs: list[dict], *, timeout: float, progress=None, label: str = "loader",
                      stop_on_error: bool = True) -> dict:
     """Run DataLoader configurations in a watched child; return events, stats and failure evidence.
@@ -139,108 +147,208 @@ def run_loader_child(runs: list[dict], *, timeout: float, progress=None, label: 
     Raises :class:`ValueError` unless ``timeout`` is a finite number > 0 (a NaN or infinite
     timeout would make the watchdog's deadline never fire).
     """
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) \
-            or timeout <= 0:
-        raise ValueError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
+    _check_watch_timeout(timeout)
+    return run_loader_children([runs], timeout=timeout, progress=progress, label=label,
+                               stop_on_error=stop_on_error)[0]
+
+
+class _Child:
+    """One watched loader child: its process, event pipe, barrier pipe and watchdog deadline."""
+
+    def __init__(self, rank: int, label: str, out: dict):
+        self.rank, self.label, self.out = rank, label, out
+        self.proc: subprocess.Popen | None = None
+        self.rfd = self.go = -1
+        self.buf = b""
+        self.deadline = 0.0
+        self.state = "running"  # "waiting" at the rank barrier, "ended" once no longer watched
+        self.after_release = 0.0  # the watchdog's extra allowance once the barrier lets it go
+
+
+def run_loader_children(runs_per_child: list[list[dict]], *, timeout: float, progress=None, label: str = "loader",
+                        stop_on_error: bool = True, on_barrier=None) -> list[dict]:
+    """Start one watched child per entry of ``runs_per_child`` at once; return one result each (as
+    :func:`run_loader_child`'s), in order.
+
+    Every child leads its own session; one loop watches all their event pipes, each with its own
+    watchdog deadline. With more than one child, or with ``on_barrier``, they meet at a barrier
+    (:mod:`.loader_child`): when none is running, every waiting child is released together, after
+    ``on_barrier()`` is called (the moment every loader holds its full pipeline). A child that hangs or ends leaves
+    the barrier. Afterwards every group is killed and reaped, and descendants that escaped their
+    group (re-parented to us, the subreaper) are reported in each result's ``leftover`` and killed.
+    With more than one child each gets ``LOCAL_RANK`` and ``LOCAL_WORLD_SIZE``, as under torchrun.
+    """
+    _check_watch_timeout(timeout)
+    ranks = len(runs_per_child)
+    barrier = ranks > 1 or on_barrier is not None
+    base_env = dict(os.environ, PYTORCH_NVML_BASED_CUDA_CHECK="1", PYTHONUNBUFFERED="1",
+                    PYTHONWARNINGS=child_warnings())  # inherited by spawned workers too
+    kids: list[_Child] = []
+    for rank in range(ranks):
+        out: dict[str, Any] = {"results": {}, "errors": {}, "error": None, "hang": False, "returncode": None,
+                               "stderr_tail": "", "child_pid": None, "leftover": [], "last_batch": 0}
+        kids.append(_Child(rank, f"{label} rank {rank}" if ranks > 1 else label, out))
+    stderrs = [tempfile.TemporaryFile() for _ in kids]
+    before = set(children_of(os.getpid()))
+    with _subreaper():
+        try:
+            for kid, runs, stderr in zip(kids, runs_per_child, stderrs, strict=True):
+                _start(kid, runs, stderr, stop_on_error, base_env, ranks, barrier)
+            _watch_all(kids, timeout, progress, on_barrier)
+            settle = time.monotonic() + 10  # let them exit on their own so their status means something
+            for kid in kids:
+                if not kid.out["hang"] and kid.proc is not None:
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        kid.proc.wait(timeout=max(0.0, settle - time.monotonic()))
+        finally:
+            started = [(kid, kid.proc) for kid in kids if kid.proc is not None]
+            for kid, proc in started:
+                kid.out["killed_by_harness"] = proc.poll() is None
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)  # every group at once, before any is waited for
+            for _, proc in started:
+                kill_and_reap(proc, proc.pid)
+            for kid in kids:
+                for fd in (kid.rfd, kid.go):
+                    if fd >= 0:
+                        with contextlib.suppress(OSError):
+                            os.close(fd)
+            # Processes that left their group (setsid: a new session) re-parented to us, the subreaper,
+            # when their parents died: leftovers too. Reported, then killed and reaped (still as subreaper,
+            # so their own children come to us as well).
+            pids = {proc.pid for _, proc in started}
+            escaped = [pid for pid in adopted_children(before) if pid not in pids]
+            for kid, proc in started:
+                kid.out["leftover"] = sorted(set(group_members(proc.pid)) | set(escaped))
+            reap_adopted(before)
+    for kid, stderr in zip(kids, stderrs, strict=True):
+        kid.out["returncode"] = kid.proc.returncode if kid.proc is not None else None
+        stderr.seek(0)
+        kid.out["stderr_tail"] = stderr.read().decode("utf-8", "replace")[-4000:]
+        stderr.close()
+    return [kid.out for kid in kids]
+
+
+def _start(kid: _Child, runs: list[dict], stderr, stop_on_error: bool, base_env: dict, ranks: int,
+           barrier: bool) -> None:
+    """Start ``kid``'s child process in a new session, with a barrier pipe if ``barrier`` and, of several
+    ``ranks``, torchrun's rank variables."""
     rfd, wfd = os.pipe()
+    kid.rfd = rfd
+    pass_fds = [wfd]
+    go_read = None
+    if barrier:
+        go_read, kid.go = os.pipe()
+        pass_fds.append(go_read)
     config = {"sys_path": [p for p in sys.path if p], "module": f"{_PACKAGE}.loader_child",
-              "fd": wfd, "runs": runs, "stop_on_error": stop_on_error,
+              "fd": wfd, "go_fd": go_read, "runs": runs, "stop_on_error": stop_on_error,
               # The child (and each of its workers) asks the kernel to kill it when its parent dies, so
               # nothing outlives a harness killed by SIGKILL. Linux sends that signal when the parent
               # *thread* ends, so only a child started from the main thread may ask for it.
               "parent_pid": os.getpid() if threading.current_thread() is threading.main_thread() else None}
-    env = dict(os.environ, PYTORCH_NVML_BASED_CUDA_CHECK="1", PYTHONUNBUFFERED="1",
-               PYTHONWARNINGS=child_warnings())  # inherited by spawned workers too
-    stderr = tempfile.TemporaryFile()
-    out: dict[str, Any] = {"results": {}, "errors": {}, "error": None, "hang": False, "returncode": None, "stderr_tail": "",
-           "child_pid": None, "leftover": [], "last_batch": 0}
-    before = set(children_of(os.getpid()))
-    with _subreaper():
-        proc = subprocess.Popen([sys.executable, "-c", BOOTSTRAP, json.dumps(config)], pass_fds=(wfd,),
-                                stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr,
-                                start_new_session=True, env=env)
-        os.close(wfd)
-        out["child_pid"] = pgid = proc.pid  # start_new_session: the child leads its own group
+    env = base_env if ranks == 1 else dict(base_env, LOCAL_RANK=str(kid.rank), LOCAL_WORLD_SIZE=str(ranks))
+    try:
+        kid.proc = subprocess.Popen([sys.executable, "-c", BOOTSTRAP, json.dumps(config)], pass_fds=tuple(pass_fds),
+                                    stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr,
+                                    start_new_session=True, env=env)
+    finally:
+        for fd in pass_fds:
+            os.close(fd)
+    kid.out["child_pid"] = kid.proc.pid  # start_new_session: the child leads its own group
+    kid.deadline = time.monotonic() + STARTUP_GRACE_S
+
+
+def _finite(value, default: float = 0.0) -> float:
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else default
+
+
+def _event(kid: _Child, event: dict, timeout: float, progress) -> None:
+    """Apply one event of ``kid``'s to its result and its watchdog deadline."""
+    out, kind = kid.out, event.get("event")
+    if kind == "ready":
+        # spawn/forkserver workers re-import torch before their first batch: the
+        # parent passes that start-up allowance as "grace" (0 under fork).
+        kid.after_release = max(0.0, _finite(event.get("grace", 0.0)))
+        kid.deadline = time.monotonic() + timeout + kid.after_release
+    elif kind in ("batch", "run_done"):
+        kid.deadline = time.monotonic() + timeout
+    elif kind == "fill":  # the first batch is held until the pipeline is full (loader_child)
+        kid.deadline = time.monotonic() + timeout + min(max(0.0, _finite(event.get("max_s", 0.0))), 60.0)
+    elif kind == "wait":  # at the rank barrier: its clock stops until the barrier lets it go
+        kid.state = "waiting"
+        if event.get("point") != "start":
+            kid.after_release = 0.0
+    if kind == "batch":
+        out["last_batch"] = event["i"]
+        if progress:
+            progress(f"{kid.label}: batch {event['i']}/{event['of']}")
+    elif kind == "run_done":
+        out["results"][event["run"]] = event["stats"]
+    elif kind == "error":
+        out["error"] = out["errors"][event["run"]] = event
+    elif kind == "done":
+        kid.state = "ended"
+
+
+def _lines(kid: _Child):
+    while b"\n" in kid.buf:
+        line, kid.buf = kid.buf.split(b"\n", 1)
         try:
-            _watch(proc, rfd, timeout, progress, label, out)
-            if not out["hang"]:
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(timeout=10)  # let it exit on its own so its status means something
-        finally:
-            out["killed_by_harness"] = proc.poll() is None
-            kill_and_reap(proc, pgid)
-            os.close(rfd)
-            # Processes that left the group (setsid: a new session) re-parented to us, the subreaper,
-            # when their parents died: leftovers too. Reported, then killed and reaped (still as subreaper,
-            # so their own children come to us as well).
-            escaped = [pid for pid in adopted_children(before) if pid != proc.pid]
-            out["leftover"] = sorted(set(group_members(pgid)) | set(escaped))
-            reap_adopted(before)
-    out["returncode"] = proc.returncode
-    stderr.seek(0)
-    out["stderr_tail"] = stderr.read().decode("utf-8", "replace")[-4000:]
-    stderr.close()
-    return out
+            event = json.loads(line)
+        except ValueError:  # not ours (nothing else should write to this fd); ignore
+            continue
+        if isinstance(event, dict):
+            yield event
 
 
-def _watch(proc, rfd: int, timeout: float, progress, label: str, out: dict) -> None:
-    buf = b""
-    deadline = time.monotonic() + timeout + STARTUP_GRACE_S
-    eof = False
-    while True:
-        ready, _, _ = select.select([rfd], [], [], 0.1)
-        if ready:
-            chunk = os.read(rfd, 65536)
-            eof = not chunk
-            buf += chunk
-            while b"\n" in buf:
-                line, buf = buf.split(b"\n", 1)
-                try:
-                    event = json.loads(line)
-                except ValueError:  # not ours (nothing else should write to this fd); ignore
-                    continue
-                kind = event.get("event")
-                if kind == "ready":
-                    # spawn/forkserver workers re-import torch before their first batch: the
-                    # parent passes that start-up allowance as "grace" (0 under fork).
-                    grace = event.get("grace", 0.0)
-                    grace = float(grace) if isinstance(grace, (int, float)) and math.isfinite(grace) else 0.0
-                    deadline = time.monotonic() + timeout + max(0.0, grace)
-                elif kind in ("batch", "run_done"):
-                    deadline = time.monotonic() + timeout
-                elif kind == "fill":  # the first batch is held until the pipeline is full (loader_child)
-                    hold = event.get("max_s", 0.0)
-                    hold = float(hold) if isinstance(hold, (int, float)) and math.isfinite(hold) else 0.0
-                    deadline = time.monotonic() + timeout + min(max(0.0, hold), 60.0)
-                if kind == "batch":
-                    out["last_batch"] = event["i"]
-                    if progress:
-                        progress(f"{label}: batch {event['i']}/{event['of']}")
-                elif kind == "run_done":
-                    out["results"][event["run"]] = event["stats"]
-                elif kind == "error":
-                    out["error"] = out["errors"][event["run"]] = event
-                elif kind == "done":
-                    return
-        if eof or proc.poll() is not None:
-            if not eof and proc.poll() is not None:
-                # drain what the child wrote before it died
-                while select.select([rfd], [], [], 0)[0]:
-                    chunk = os.read(rfd, 65536)
-                    if not chunk:
+def _watch_all(kids: list[_Child], timeout: float, progress, on_barrier) -> None:
+    """One loop over every child's events until each has said ``done``, died, closed its pipe or hung."""
+    eof: set[int] = set()
+    while any(kid.state != "ended" for kid in kids):
+        live = [kid for kid in kids if kid.state != "ended"]
+        ready, _, _ = select.select([kid.rfd for kid in live if kid.rank not in eof], [], [], 0.1)
+        for kid in live:
+            if kid.rfd in ready:
+                chunk = os.read(kid.rfd, 65536)
+                if not chunk:
+                    eof.add(kid.rank)
+                kid.buf += chunk
+                for event in _lines(kid):
+                    _event(kid, event, timeout, progress)
+                    if kid.state == "ended":
                         break
-                    buf += chunk
-                for line in buf.split(b"\n"):
-                    with contextlib.suppress(ValueError):
-                        event = json.loads(line)
-                        if event.get("event") == "error":
-                            out["error"] = out["errors"][event["run"]] = event
-                        elif event.get("event") == "run_done":
-                            out["results"][event["run"]] = event["stats"]
-            return
-        if time.monotonic() > deadline:
-            out["hang"] = True
-            return
+        for kid in live:
+            if kid.state == "ended":
+                continue
+            assert kid.proc is not None  # every child watched was started
+            if kid.rank in eof or kid.proc.poll() is not None:
+                if kid.rank not in eof:
+                    # drain what the child wrote before it died
+                    while select.select([kid.rfd], [], [], 0)[0]:
+                        chunk = os.read(kid.rfd, 65536)
+                        if not chunk:
+                            break
+                        kid.buf += chunk
+                kid.buf += b"\n"
+                for event in _lines(kid):
+                    if event.get("event") == "error":
+                        kid.out["error"] = kid.out["errors"][event["run"]] = event
+                    elif event.get("event") == "run_done":
+                        kid.out["results"][event["run"]] = event["stats"]
+                kid.state = "ended"
+            elif kid.state == "running" and time.monotonic() > kid.deadline:
+                kid.out["hang"] = True
+                kid.state = "ended"
+        waiting = [kid for kid in kids if kid.state == "waiting"]
+        if waiting and not any(kid.state == "running" for kid in kids):
+            if on_barrier is not None:
+                on_barrier()
+            now = time.monotonic()
+            for kid in waiting:
+                kid.state = "running"
+                kid.deadline = now + timeout + kid.after_release
+                with contextlib.suppress(OSError):  # a child that died since: the next round sees it
+                    os.write(kid.go, b"g")
 
 
 SPAWN_GRACE_S = 20.0
@@ -294,41 +402,135 @@ def evaluate(child: dict, run_index: int = 0) -> tuple[dict | None, dict]:
     return None, {"failure": failure, "detail": detail, "error": (err.get("message") or "")[-2000:]}
 
 
+class ShmPeak:
+    """The most of /dev/shm in use while it runs: sampled every ``interval`` s in a thread, and on demand.
+
+    ``with ShmPeak() as peak: ...`` then ``peak.peak`` (bytes used, the other users of /dev/shm
+    included) and ``peak.before`` (used when it started). :meth:`sample` takes one reading now,
+    as the loader check does at the moment every rank holds its full pipeline.
+    """
+
+    def __init__(self, path: str | None = None, interval: float = 0.02):
+        from .shmwatch import SHM_PATH
+        self.path, self.interval = path or SHM_PATH, interval
+        self.before = self.peak = 0
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def sample(self) -> int:
+        from .shmwatch import sample
+        used = int(sample(None, self.path)["shm_used"])
+        with self._lock:
+            self.peak = max(self.peak, used)
+        return used
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def __enter__(self) -> ShmPeak:
+        self.before = self.sample()
+        self._thread = threading.Thread(target=self._run, name="envkit-shm-peak", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.sample()
+
+
+def _combined(stats: list[dict]) -> dict:
+    """The ranks' stats as one loader check's: every rank's batches, the node's samples/s, the slowest start."""
+    return {"batches": min(s["batches"] for s in stats), "samples": sum(s["samples"] for s in stats),
+            "seconds": max(s["seconds"] for s in stats), "first_batch_s": max(s["first_batch_s"] for s in stats),
+            "samples_per_s": round(sum(s["samples_per_s"] for s in stats), 2),
+            "slowest_samples_per_s": min(s["samples_per_s"] for s in stats),
+            "warmup_batches": stats[0]["warmup_batches"], "pin_memory_used": all(s["pin_memory_used"] for s in stats),
+            "accelerator": any(s["accelerator"] for s in stats), "epochs": max(s["epochs"] for s in stats),
+            "per_rank": stats}
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def check_loader(settings: dict, *, timeout: float = 60.0, quick: bool = False, progress=None) -> dict:
-    """Run the real DataLoader once in a watched child and turn the outcome into the ``loader`` check."""
+    """Run the real DataLoader in a watched child, one per rank at once, and turn the outcome into the ``loader`` check.
+
+    The ranks are ``settings["ranks_per_node"]`` (1 when absent): torchrun starts one DataLoader per
+    rank, and they share the node's CPUs and /dev/shm. A failure in any rank fails the check and
+    names the rank. ``measured`` carries ``concurrent_loaders`` and ``peak_shm_bytes`` (the most
+    of /dev/shm seen in use while the loaders ran).
+    """
     from .report import FAIL, PASS, make_check
 
+    ranks = max(1, int(settings.get("ranks_per_node", 1) or 1))
     run = make_run(settings, quick, fill=True)  # the pipeline's peak in /dev/shm on every run, not by chance
     expected = {k: settings[k] for k in ("num_workers", "batch_size", "sample_shape", "dtype", "pin_memory",
                                          "prefetch_factor", "persistent_workers", "start_method", "dataset")}
-    expected.update(batches=run["batches"], timeout_s=timeout)
+    expected.update(batches=run["batches"], timeout_s=timeout, ranks_per_node=ranks)
+    runs = [[run]] if ranks == 1 else [[dict(run, rank=r)] for r in range(ranks)]
     started = time.monotonic()
-    child = run_loader_child([run], timeout=timeout, progress=progress, label="loader")
-    stats, bad = evaluate(child)
-    measured = {"child_pid": child["child_pid"], "leftover_processes": child["leftover"],
-                "wall_s": round(time.monotonic() - started, 3)}
-    if stats is not None:
+    with ShmPeak() as peak:
+        children = run_loader_children(runs, timeout=timeout, progress=progress, label="loader",
+                                       on_barrier=peak.sample)
+    outcomes = [evaluate(child) for child in children]
+    measured: dict[str, Any] = {
+        "child_pid": children[0]["child_pid"],
+        "leftover_processes": sorted({pid for child in children for pid in child["leftover"]}),
+        "wall_s": round(time.monotonic() - started, 3), "concurrent_loaders": ranks,
+        "peak_shm_bytes": peak.peak, "shm_used_before_bytes": peak.before}
+    if ranks > 1:
+        measured["child_pids"] = [child["child_pid"] for child in children]
+    nw = settings["num_workers"]
+    at_once = f"{ranks} loaders at once, {_plural(nw, 'worker')} each: " if ranks > 1 else ""
+    failed = [r for r, (stats, _) in enumerate(outcomes) if stats is None]
+    if not failed:
+        all_stats = [stats for stats, _ in outcomes if stats is not None]
+        stats = all_stats[0] if ranks == 1 else _combined(all_stats)
         measured.update(stats)
         note = ""
         if settings["pin_memory"] and not stats["pin_memory_used"]:
             note = "; pin_memory was requested but there is no accelerator, so batches were not pinned"
-        return make_check("loader", PASS, measured, expected,
-                          f"{stats['batches']} batches of {settings['batch_size']} with {settings['num_workers']} "
-                          f"{settings['start_method']} workers: {stats['samples_per_s']:.0f} samples/s, first batch "
-                          f"after {stats['first_batch_s']:.2f} s{note}")
+        if ranks == 1:
+            body = (f"{stats['batches']} batches of {settings['batch_size']} with {nw} "
+                    f"{settings['start_method']} workers: {stats['samples_per_s']:.0f} samples/s, first batch "
+                    f"after {stats['first_batch_s']:.2f} s")
+        else:
+            body = (f"{stats['batches']} batches of {settings['batch_size']} each, {settings['start_method']} workers: "
+                    f"{stats['samples_per_s']:.0f} samples/s in all (slowest loader "
+                    f"{stats['slowest_samples_per_s']:.0f}), first batch after {stats['first_batch_s']:.2f} s at most")
+        return make_check("loader", PASS, measured, expected, at_once + body + note)
+    # The rank that failed for a reason of its own, before any that only hung.
+    rank = next((r for r in failed if outcomes[r][1]["failure"] != "hang"), failed[0])
+    child, bad = children[rank], dict(outcomes[rank][1])
     measured.update(bad, last_batch=child["last_batch"], returncode=child["returncode"],
                     stderr_tail=child["stderr_tail"][-1500:])
+    if ranks > 1:
+        measured.update(failed_rank=rank, failed_ranks=failed)
+    remedy = None
     if bad["failure"] == "shm_exhausted":
         from .sizing import shm_required_bytes
         from .env import shm_stats
         from .report import human_bytes
         st = shm_stats() or {}
         need = shm_required_bytes(batch_size=settings["batch_size"], sample_shape=settings["sample_shape"],
-                                  dtype=settings["dtype"], num_workers=settings["num_workers"],
+                                  dtype=settings["dtype"], num_workers=nw,
                                   prefetch_factor=settings["prefetch_factor"])
-        bad["detail"] = (f"/dev/shm is {human_bytes(st.get('size_bytes'))}, this loader needs "
-                         f"~{human_bytes(need)}; {bad['detail']}")
+        if ranks == 1:
+            bad["detail"] = (f"/dev/shm is {human_bytes(st.get('size_bytes'))}, this loader needs "
+                             f"~{human_bytes(need)}; {bad['detail']}")
+        else:
+            from .checks_sys import shm_remedy
+            bad["detail"] = (f"/dev/shm is {human_bytes(st.get('size_bytes'))}, {ranks} loaders need "
+                             f"~{human_bytes(ranks * need)} (~{human_bytes(need)} each); {bad['detail']}")
+            remedy = shm_remedy(ranks * need)
     msg = MESSAGES[bad["failure"]].format(detail=bad["detail"], timeout=timeout, last=child["last_batch"],
                                           of=run["batches"], method=settings["start_method"])
+    if ranks > 1:
+        msg = f"{at_once}rank {rank} failed: {msg}"
     return make_check("loader", FAIL, measured, expected, msg,
-                      failure_remedy(bad["failure"], bad["detail"], settings))
+                      remedy or failure_remedy(bad["failure"], bad["detail"], settings))

@@ -19,6 +19,14 @@ as it is in training whenever the step is slower than the workers. Without it a
 fast consumer drains the queue and whether an undersized /dev/shm fails depends on
 timing.
 
+Several ranks (one child each, :func:`.loader.run_loader_children`) start and fill
+together: with ``config["go_fd"]`` the child emits ``wait`` and blocks on that fd
+before its workers start and again once its pipeline is full, until the parent
+releases every rank at once (one byte each). So R loaders hold their peaks in
+/dev/shm at the same moment, as torchrun's ranks do when training is slower than
+loading. A run's ``rank`` picks its GPU, ``rank % device_count``, for the pinned
+transfer.
+
 Throughput (``samples_per_s``) is measured after ``warmup`` batches, so worker
 start-up and the initially full prefetch queue do not inflate it.
 """
@@ -155,8 +163,12 @@ def hold_until_full(it, max_s: float = FILL_MAX_S, poll_s: float = 0.01) -> dict
             "waited_s": round(time.perf_counter() - t0, 3), "method": method}
 
 
-def run_one(index: int, run: dict, emit) -> dict:
-    """Iterate one DataLoader configuration; return the stats dict (raises on loader failure)."""
+def run_one(index: int, run: dict, emit, wait=None) -> dict:
+    """Iterate one DataLoader configuration; return the stats dict (raises on loader failure).
+
+    ``wait(point)``, when given, blocks at the rank barrier: before the workers start
+    (``"start"``) and once the pipeline is full (``"full"``).
+    """
     phase = "setup"
     try:
         import torch
@@ -172,6 +184,12 @@ def run_one(index: int, run: dict, emit) -> dict:
             dataset = resolve_factory(run["dataset"])()
         accel = torch.cuda.is_available()
         pin = bool(run["pin_memory"]) and accel
+        device = None
+        if accel and run.get("to_device"):
+            device = torch.device("cuda")
+            if "rank" in run:  # one GPU per rank, as torchrun's LOCAL_RANK picks it; the pin thread uses it too
+                device = torch.device("cuda", int(run["rank"]) % max(1, torch.cuda.device_count()))
+                torch.cuda.set_device(device)
         nw = run["num_workers"]
         kwargs = dict(batch_size=run["batch_size"], shuffle=False, num_workers=nw, pin_memory=pin)
         if nw > 0:
@@ -181,8 +199,9 @@ def run_one(index: int, run: dict, emit) -> dict:
                           multiprocessing_context=run["start_method"],
                           worker_init_fn=functools.partial(_worker_init, os.getpid()))
         loader: DataLoader = DataLoader(dataset, **kwargs)  # type: ignore[arg-type]  # any map-style dataset
-        device = torch.device("cuda") if (accel and run.get("to_device")) else None
         emit({"event": "ready", "run": index, "grace": run.get("grace", 0.0)})
+        if wait is not None:
+            wait("start")
         batches, samples, timed_samples, t_warm, first, fill = 0, 0, 0, None, None, None
         t0 = time.perf_counter()
         epochs = 0
@@ -199,6 +218,8 @@ def run_one(index: int, run: dict, emit) -> dict:
                     # The parent's watchdog gives the hold its own allowance (it resets on events).
                     emit({"event": "fill", "run": index, "max_s": FILL_MAX_S})
                     fill = hold_until_full(it)
+                    if wait is not None:
+                        wait("full")
                 n = _count(batch, run["batch_size"])
                 if device is not None:
                     batch = _to_device(batch, device, pin)
@@ -227,7 +248,8 @@ def run_one(index: int, run: dict, emit) -> dict:
         return {"batches": batches, "samples": samples, "seconds": round(end - t0, 4),
                 "first_batch_s": round(first or 0.0, 4), "samples_per_s": round(rate, 2),
                 "warmup_batches": run["warmup"], "pin_memory_used": pin, "accelerator": accel,
-                "epochs": epochs, **({"pipeline_fill": fill} if fill else {})}
+                "epochs": epochs, "device": str(device) if device is not None else None,
+                **({"pipeline_fill": fill} if fill else {})}
     except BaseException as exc:
         exc.envkit_phase = phase  # type: ignore[attr-defined]  # read by the parent's classifier
         raise
@@ -263,11 +285,19 @@ def child_main(config: dict) -> None:
         out.write(json.dumps(event) + "\n")
         out.flush()
 
+    wait = None
+    if config.get("go_fd") is not None:
+        go_fd = config["go_fd"]
+
+        def wait(point: str) -> None:
+            emit({"event": "wait", "point": point})
+            os.read(go_fd, 1)  # b"" when the parent is gone: carry on; die_with_parent or the next write ends us
+
     emit({"event": "boot", "pid": os.getpid(), "pgid": os.getpgid(0)})
     rc = 0
     for index, run in enumerate(config["runs"]):
         try:
-            stats = run_one(index, run, emit)
+            stats = run_one(index, run, emit, wait)
         except Exception as exc:  # reported, classified by the parent
             emit({"event": "error", "run": index, "phase": getattr(exc, "envkit_phase", "setup"),
                   "nw": run.get("num_workers", 0),

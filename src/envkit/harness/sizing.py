@@ -47,6 +47,9 @@ DOCKER_DEFAULT_SHM = 64 * MIB  # Docker's /dev/shm when --shm-size is absent
 # The most DataLoader workers a profile or `envkit harness --num-workers` may ask for: each is a full
 # Python process with torch imported (PROCESS_RSS), so more would exhaust any host's memory or PIDs.
 MAX_WORKERS = 256
+# Training processes (ranks) per node: each is a process with torch imported and its own workers; GPUs
+# per node stop at 64 (cluster.gpus_per_node), and a node with more ranks than that is no real node.
+MAX_RANKS = 64
 AUTO_WORKERS_CAP = 8  # beyond 8 workers a synthetic/typical loader stops scaling; more only costs memory
 # Resident memory of one Python process with torch imported that has produced batches: the
 # training process and each DataLoader worker count once. Measured 2026-12-01 with

@@ -18,6 +18,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
+from envkit.harness.sizing import MAX_RANKS
 from envkit.profile.types import WholeText
 
 # An image reference as nodes pull it: [registry[:port]/]path[:tag][@sha256:...] (Docker's grammar, simplified
@@ -93,7 +94,7 @@ class Cluster(_Section):
     gpus_per_node: Annotated[int, Field(ge=0, le=64), WholeText] | None = Field(None,
         description="GPUs each node asks for; default: run.gpus as a count; required when run.gpus is all.")
     # Training processes (torchrun ranks) per node; None: one per GPU, else one.
-    procs_per_node: Annotated[int, Field(ge=1, le=256), WholeText] | None = Field(None,
+    procs_per_node: Annotated[int, Field(ge=1, le=MAX_RANKS), WholeText] | None = Field(None,
         description="Training processes (torchrun ranks) per node, each with its own DataLoader; default: "
                     "gpus_per_node, else 1. Set it for a CPU job or a node running fewer ranks than GPUs.")
     # What nodes pull; None: the profile's image tag (a local-only tag gets a warning).
