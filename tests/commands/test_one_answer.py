@@ -20,11 +20,13 @@ PROFILE = ("envkit: 1\nname: one\nimage: {base: 'debian:bookworm'}\nrun: {cpus: 
 SAME = ("ranks_per_node", "workers_per_rank", "shm_need_bytes", "shm_bytes", "cpus")
 
 
-def _loader(args, cwd) -> dict:
+def _loader(args, cwd, docs: dict | None = None) -> dict:
     res = run_envkit(*args, cwd=cwd)
     assert res.returncode in (0, 1), res.stderr  # doctor fails without a Docker engine; its loader stands
     doc = json.loads(res.stdout)
     jsonschema.Draft202012Validator(LOADER).validate(doc["loader"])
+    if docs is not None:
+        docs[args[0]] = doc
     return doc["loader"]
 
 
@@ -36,7 +38,7 @@ def test_generate_flags_doctor_and_the_harness_state_one_loader(tmp_path, cluste
         "generate": _loader(("generate", "--json", "-o", "out", "--target", "run"), tmp_path),
         "flags": _loader(("flags", "--json"), tmp_path),
         "doctor": _loader(("doctor", "envkit.yaml", "--json"), tmp_path),
-        "harness": _loader(("harness", "--profile", "envkit.yaml", "--json", "--quick"), tmp_path),
+        "harness": _loader(("harness", "--profile", "envkit.yaml", "--json", "--quick"), tmp_path, docs := {}),
     }
     first = {k: objects["generate"][k] for k in SAME}
     for name, obj in objects.items():
@@ -45,3 +47,5 @@ def test_generate_flags_doctor_and_the_harness_state_one_loader(tmp_path, cluste
     ranks = 2 if cluster else 1
     assert first["ranks_per_node"] == ranks and first["workers_per_rank"] == max(0, 2 // ranks - 1)
     assert objects["harness"]["facts"]["shm_bytes"] == objects["generate"]["facts"]["shm_bytes"]
+    loader_check = next(c for c in docs["harness"]["checks"] if c["name"] == "loader")
+    assert loader_check["measured"]["concurrent_loaders"] == ranks  # the node's loaders, all at once
