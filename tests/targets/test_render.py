@@ -72,3 +72,17 @@ def test_kubernetes_templates_only_add_the_header():
         text = (templates_dir() / name).read_text()
         assert "{% macro" not in text and "{% import" not in text and len(text.splitlines()) <= 30, name
         assert "to_kube_yaml" in text, name
+
+
+def test_the_sbatch_template_does_not_branch_on_the_runtime():
+    """Each runtime's pieces are a template of their own that targets/slurm.py picks; the shellcheck
+    directive over job_env is decided in Python."""
+    import re
+
+    from envkit.targets.slurm import TEMPLATES
+
+    base = (templates_dir() / "slurm.sbatch.j2").read_text()
+    assert len(re.findall(r"runtime\s*[!=]=", base)) <= 1 and "SC2016" not in base
+    for runtime, name in TEMPLATES.items():
+        piece = (templates_dir() / name).read_text()
+        assert '{% extends "slurm.sbatch.j2" %}' in piece and not re.search(r"runtime\s*[!=]=", piece), runtime
