@@ -1,5 +1,5 @@
 """The one Jinja2 environment factory: StrictUndefined, no autoescape, no bytecode cache, with the
-shell, PowerShell, Dockerfile, YAML and JSON quoting filters.
+shell, PowerShell, Dockerfile, YAML and JSON quoting filters, and the Kubernetes YAML dumper.
 
 Templates hold syntax only; they loop and branch over contexts that target
 modules build from the typed profile. A missing context key is an error, never
@@ -139,6 +139,127 @@ def _yaml_scalar(value: object) -> str:
     return "".join(ch if _yaml_safe(ch) else f"\\u{ord(ch):04x}" for ch in text)
 
 
+class Word(str):
+    """A word of envkit's own (a field value such as ``Never`` or ``rendezvous``): written plain in Kubernetes YAML."""
+
+
+class DataMap(dict):
+    """A mapping whose keys are data (labels, resource names, a node selector): its keys quoted like values."""
+
+
+class Flow(tuple):
+    """A list written on one line, ``[a, b]`` (a command's argv)."""
+
+
+class Note(str):
+    """A mapping key written with a comment line above it.
+
+    >>> Note("port", "the rendezvous port").comment
+    'the rendezvous port'
+    """
+
+    comment: str
+
+    def __new__(cls, key: str, comment: str) -> Note:
+        self = super().__new__(cls, key)
+        self.comment = comment
+        return self
+
+
+def _kube_dumper() -> type:
+    """A PyYAML dumper for Kubernetes manifests, in the layout a reader expects of one.
+
+    Text goes out double-quoted in ``_yaml_scalar``'s spelling (JSON, which YAML reads back exactly), so no
+    profile value -- quotes, ``$``, ``: ``, ``#``, a leading ``-``, ``yes`` -- can change the structure;
+    ``Word`` values and plain ``str`` keys go out plain (PyYAML quotes any that would not read back as
+    text), ``DataMap`` keys quoted. Block lists are indented under their key, ``Flow`` lists go on one
+    line, a ``Note`` key gets its comment line, and no node is written as an alias.
+    """
+    import yaml
+    from yaml.events import MappingEndEvent, ScalarEvent
+    from yaml.nodes import ScalarNode
+
+    str_tag = "tag:yaml.org,2002:str"
+
+    class KubeDumper(yaml.SafeDumper):
+        def ignore_aliases(self, data) -> bool:
+            return True
+
+        def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+            super().increase_indent(flow, False)
+
+        def write_double_quoted(self, text: str, split: bool = True) -> None:
+            self.write_indicator(_yaml_scalar(text), True)
+
+        def serialize_node(self, node, parent, index) -> None:
+            comment = getattr(node, "comment", None)
+            if comment is None:
+                return super().serialize_node(node, parent, index)
+            implicit = (node.tag == self.resolve(ScalarNode, node.value, (True, False)),
+                        node.tag == self.resolve(ScalarNode, node.value, (False, True)))
+            event = ScalarEvent(None, node.tag, implicit, node.value, style=node.style)
+            event.comment = comment  # type: ignore[attr-defined]
+            self.emit(event)
+
+        def expect_block_mapping_key(self, first: bool = False) -> None:
+            comment = getattr(self.event, "comment", None)
+            if comment is not None and not isinstance(self.event, MappingEndEvent):
+                self.write_indent()
+                self.write_indicator("# " + comment, True)
+            super().expect_block_mapping_key(first)
+
+    def text(dumper, data: str):
+        return dumper.represent_scalar(str_tag, data, style='"')
+
+    def word(dumper, data: str):
+        return dumper.represent_scalar(str_tag, str(data))
+
+    def note(dumper, data: Note):
+        node = dumper.represent_scalar(str_tag, str(data))
+        node.comment = data.comment
+        return node
+
+    def mapping(dumper, data: dict):
+        return yaml.MappingNode("tag:yaml.org,2002:map", [
+            (dumper.represent_data(k) if isinstance(k, Note) else word(dumper, k), dumper.represent_data(v))
+            for k, v in data.items()])
+
+    def data_map(dumper, data: DataMap):
+        return yaml.MappingNode("tag:yaml.org,2002:map", [
+            (text(dumper, k), dumper.represent_data(v)) for k, v in data.items()])
+
+    KubeDumper.add_representer(str, text)
+    KubeDumper.add_representer(Word, word)
+    KubeDumper.add_representer(Note, note)
+    KubeDumper.add_representer(dict, mapping)
+    KubeDumper.add_representer(DataMap, data_map)
+    KubeDumper.add_representer(Flow, lambda d, data: d.represent_sequence("tag:yaml.org,2002:seq", data,
+                                                                          flow_style=True))
+    KubeDumper.add_representer(tuple, lambda d, data: d.represent_list(data))
+    return KubeDumper
+
+
+def to_kube_yaml(docs: list) -> str:
+    """``docs`` as Kubernetes YAML documents, ``---`` between them (see ``_kube_dumper``).
+
+    >>> print(to_kube_yaml([{"kind": Word("Job"), "metadata": {"labels": DataMap({"app": "a: b"})},
+    ...     "command": Flow(["sh", "-c"]), "ports": [{"name": Word("r"), Note("port", "rendezvous"): 29500}]}]), end="")
+    kind: Job
+    metadata:
+      labels:
+        "app": "a: b"
+    command: ["sh", "-c"]
+    ports:
+      - name: r
+        # rendezvous
+        port: 29500
+    """
+    import yaml
+
+    return yaml.dump_all(docs, Dumper=_kube_dumper(), sort_keys=False, default_flow_style=False,
+                         width=2**30, allow_unicode=True)
+
+
 def make_env(directory: Path | None = None) -> jinja2.Environment:
     """A fresh environment over ``directory`` (default: envkit's templates).
 
@@ -157,6 +278,6 @@ def make_env(directory: Path | None = None) -> jinja2.Environment:
     env.filters["to_yaml"] = _to_yaml
     env.filters["to_json"] = _to_json
     env.filters["dockerfile_str"] = _dockerfile_str
-    env.filters["yamlstr"] = _yaml_scalar
+    env.filters["to_kube_yaml"] = to_kube_yaml
     env.globals["envkit_version"] = __version__
     return env

@@ -11,7 +11,7 @@ from envkit.cli import main
 from envkit.targets.kube import kube_warnings as _kube_warnings
 from tests.conftest import plan_of
 from envkit.profile import load_profile, load_profile_bytes
-from envkit.render import make_env
+from envkit.render import DataMap, Flow, Note, Word, to_kube_yaml
 from tests.conftest import call_envkit, copy_example
 
 BASE = "envkit: 1\nname: demo\nimage:\n  base: debian:bookworm\n  tag: reg.example.com/demo:1\n"
@@ -113,15 +113,15 @@ def test_warnings_reach_the_user_and_strict_refuses(tmp_path):
     assert res.returncode == 2 and not (tmp_path / "o3").exists()
 
 
-_SCALARS = make_env().from_string("key: {{ v|yamlstr }}\nlist: [{{ v|yamlstr }}]\n")
-
-
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.characters(blacklist_categories=("Cs",))))
-def test_yaml_scalar_filter_round_trips_any_text(text):
-    """The |yamlstr filter the Kubernetes templates use: any string reads back exactly, in a mapping and a list."""
-    out = _SCALARS.render(v=text)
-    assert yaml.safe_load(out) == {"key": text, "list": [text]}
+def test_kube_yaml_round_trips_any_text(text):
+    """The dumper the Kubernetes targets use: any string reads back exactly, as a value, a data key and in a
+    one-line list, next to a Word and under a Note key."""
+    doc = {"key": text, "labels": DataMap({text: text}), "list": Flow([text, text]), "kind": Word("Job"),
+           Note("n", "a note"): [{"name": text}]}
+    assert yaml.safe_load(to_kube_yaml([doc])) == {"key": text, "labels": {text: text}, "list": [text, text],
+                                                   "kind": "Job", "n": [{"name": text}]}
 
 
 def test_default_profile_has_no_cluster_section():

@@ -15,7 +15,7 @@ def test_environment_settings():
     assert isinstance(env.loader, jinja2.FileSystemLoader) and env.loader.searchpath == [str(templates_dir())]
     assert env.undefined is jinja2.StrictUndefined and env.bytecode_cache is None
     assert (env.autoescape, env.keep_trailing_newline, env.trim_blocks, env.lstrip_blocks) == (False, True, True, True)
-    assert {"shquote", "psquote", "to_yaml", "to_json", "dockerfile_str", "yamlstr"} <= set(env.filters)
+    assert {"shquote", "psquote", "to_yaml", "to_json", "dockerfile_str", "to_kube_yaml"} <= set(env.filters)
     assert env.globals["envkit_version"]
 
 
@@ -63,3 +63,26 @@ def test_compose_keeps_characters_beyond_the_bmp_raw():
     from envkit.render import _to_yaml
 
     assert _to_yaml({"GREETING": "hi \U0001F600"}) == "GREETING: 'hi \U0001F600'\n"
+
+
+def test_kubernetes_templates_only_add_the_header():
+    """The manifests are data dumped by to_kube_yaml: no macro library, no macro, at most 30 lines each."""
+    assert not (templates_dir() / "_kube.j2").exists()
+    for name in ("k8s.yaml.j2", "trainjob.yaml.j2"):
+        text = (templates_dir() / name).read_text()
+        assert "{% macro" not in text and "{% import" not in text and len(text.splitlines()) <= 30, name
+        assert "to_kube_yaml" in text, name
+
+
+def test_the_sbatch_template_does_not_branch_on_the_runtime():
+    """Each runtime's pieces are a template of their own that targets/slurm.py picks; the shellcheck
+    directive over job_env is decided in Python."""
+    import re
+
+    from envkit.targets.slurm import TEMPLATES
+
+    base = (templates_dir() / "slurm.sbatch.j2").read_text()
+    assert len(re.findall(r"runtime\s*[!=]=", base)) <= 1 and "SC2016" not in base
+    for runtime, name in TEMPLATES.items():
+        piece = (templates_dir() / name).read_text()
+        assert '{% extends "slurm.sbatch.j2" %}' in piece and not re.search(r"runtime\s*[!=]=", piece), runtime

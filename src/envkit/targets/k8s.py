@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from envkit.plan.envplan import EnvPlan
 from envkit.targets import GenContext, OutputFile
-from envkit.targets.kube import kube_warnings, MASTER_PORT, Pod, kube_escape, pod, tidy
+from envkit.render import Flow, Note, Word
+from envkit.targets import kube
+from envkit.targets.kube import kube_warnings, MASTER_PORT, Pod, kube_escape, pod
 
 # Rendered only for a profile with a cluster: section (its registry line says so); asked for by name
 # without one, generate exits 2.
@@ -33,9 +35,53 @@ def warnings(plan: EnvPlan) -> list[str]:
     return kube_warnings(plan)
 
 
+def service(p: Pod) -> dict:
+    """The headless Service that gives pod index 0 its rendezvous name."""
+    return {
+        "apiVersion": Word("v1"), "kind": Word("Service"), "metadata": kube.metadata(p),
+        "spec": {
+            "clusterIP": Word("None"),
+            Note("publishNotReadyAddresses", "Rendezvous starts before any pod is Ready: publish the addresses "
+                 "of pods that are not Ready yet."): True,
+            "selector": {"batch.kubernetes.io/job-name": p.name},
+            "ports": [{"name": Word("rendezvous"), "port": MASTER_PORT}],
+        },
+    }
+
+
+def container(p: Pod, name: str, argv: tuple[str, ...], ports: list) -> dict:
+    """One container of the pod; the preflight and the trainer share the image, env, resources and mounts."""
+    return {"name": Word(name), "image": p.image, "command": Flow(argv), "workingDir": p.workdir,
+            **({"ports": ports} if ports else {}), **kube.env(p), **kube.container_resources(p),
+            **kube.capabilities(p), **kube.mounts(p)}
+
+
+def job(p: Pod) -> dict:
+    """The Indexed Job: one pod per node, each running the preflight, then torchrun."""
+    nodes = p.plan.nodes
+    return {
+        "apiVersion": Word("batch/v1"), "kind": Word("Job"), "metadata": kube.metadata(p),
+        "spec": {
+            "completionMode": Word("Indexed"), "completions": nodes, "parallelism": nodes,
+            Note("backoffLimitPerIndex", "Fail fast: no retry of a failed index, and the first failed index "
+                 "fails the Job (its other pods stop)."): 0,
+            "maxFailedIndexes": 0,
+            "template": {
+                "metadata": kube.labels(p),
+                "spec": {
+                    "restartPolicy": Word("Never"), "subdomain": p.name, **kube.scheduling(p), **kube.pod_security(p),
+                    "initContainers": [container(p, "preflight", p.check_command, [])],
+                    "containers": [container(p, "train", command(p),
+                                             [{"name": Word("rendezvous"), "containerPort": MASTER_PORT}])],
+                    **kube.pod_volumes(p),
+                },
+            },
+        },
+    }
+
+
 def render(ctx: GenContext) -> list[OutputFile]:
     if ctx.profile.cluster is None:
         return []
     p = pod(ctx)
-    text = ctx.render("k8s.yaml.j2", header=ctx.header("#"), pod=p, command=command(p), master_port=MASTER_PORT)
-    return [OutputFile("k8s.yaml", tidy(text))]
+    return [OutputFile("k8s.yaml", ctx.render("k8s.yaml.j2", header=ctx.header("#"), docs=[service(p), job(p)]))]

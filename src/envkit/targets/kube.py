@@ -1,8 +1,7 @@
 """The pod both Kubernetes targets run, decided once from ``RunSettings`` and the ``ClusterPlan``.
 
 ``pod(ctx)`` returns a frozen ``Pod``: every value already decided and already
-escaped for Kubernetes, so the templates (k8s.yaml.j2, trainjob.yaml.j2) only
-lay it out. The translation, against run.sh's ``docker run`` flags:
+escaped for Kubernetes, which the pieces below turn into manifest data. The translation, against run.sh's ``docker run`` flags:
 
 - ``--shm-size`` -> an ``emptyDir {medium: Memory, sizeLimit}`` at /dev/shm (the
   size the container would see; unsized under ``ipc: host``);
@@ -19,14 +18,14 @@ lay it out. The translation, against run.sh's ``docker run`` flags:
 Kubernetes expands ``$(VAR)`` in ``command``, ``args`` and env ``value``; ``$$``
 is a literal ``$``, so every ``$`` from the profile is doubled (``kube_escape``).
 
-Why templates that lay the manifests out (templates/_kube.j2, k8s.yaml.j2,
-trainjob.yaml.j2) rather than a dict dumped by a YAML emitter: the Kubernetes
-shape is syntax, and a reader (or reviewer) sees the whole manifest, comments
-included, in one file, as with every other target; the decisions stay here.
-Every scalar goes through ``|yamlstr`` (JSON spelling, which YAML reads back
-exactly, with what YAML refuses raw escaped), so no profile value -- quotes,
-``$``, ``: ``, ``#``, a leading ``-``, ``yes`` -- can change the structure; a
-property test and the parse-back agreement test hold that.
+The manifests are data: ``labels`` .. ``pod_volumes`` build the pieces both
+targets share as dicts and lists, k8s.py and trainjob.py assemble their objects,
+and ``envkit.render.to_kube_yaml`` dumps them (the templates add only the header
+comment). Every text value goes out double-quoted in JSON spelling (which YAML
+reads back exactly, with what YAML refuses raw escaped), so no profile value --
+quotes, ``$``, ``: ``, ``#``, a leading ``-``, ``yes`` -- can change the
+structure; envkit's own words are ``Word`` (plain). A property test and the
+parse-back agreement test hold that.
 
 Example:
     >>> kube_escape("p$w $(HOME)"), quantity(16 * 2**30), quantity(1500)
@@ -45,6 +44,7 @@ from envkit.plan.cluster import ClusterPlan, registry_host
 from envkit.plan.image import is_local_only
 from envkit.plan.envplan import EnvPlan
 from envkit.plan.paths import CHECK_FILE, SHM_MOUNT
+from envkit.render import DataMap, Flow, Word
 from envkit.targets import GenContext
 
 MASTER_PORT = 29500
@@ -222,9 +222,58 @@ def pod(ctx: GenContext) -> Pod:
     )
 
 
-def tidy(text: bytes) -> bytes:
-    """Drop the blank lines that empty template blocks leave (every scalar is one quoted line, never blank)."""
-    return b"".join(line for line in text.splitlines(keepends=True) if line.strip())
+def labels(p: Pod) -> dict:
+    return {"labels": DataMap(p.labels)}
+
+
+def metadata(p: Pod) -> dict:
+    return {"name": p.name, "namespace": p.namespace, **labels(p)}
+
+
+def env(p: Pod) -> dict:
+    return {"env": [{"name": name, "value": value} for name, value in p.env]} if p.env else {}
+
+
+def container_resources(p: Pod, key: str = "resources") -> dict:
+    """requests == limits (two equal mappings, never one YAML alias)."""
+    return {key: {"requests": DataMap(p.resources), "limits": DataMap(p.resources)}} if p.resources else {}
+
+
+def capabilities(p: Pod) -> dict:
+    return {"securityContext": {"capabilities": {"add": Flow(p.capabilities)}}} if p.capabilities else {}
+
+
+def mounts(p: Pod) -> dict:
+    return {"volumeMounts": [{"name": v.name, "mountPath": v.mount, **({"readOnly": True} if v.read_only else {})}
+                             for v in p.volumes]}
+
+
+def scheduling(p: Pod) -> dict:
+    """serviceAccountName, nodeSelector and tolerations, each where the profile sets it."""
+    out: dict = {}
+    if p.service_account:
+        out["serviceAccountName"] = p.service_account
+    if p.node_selector:
+        out["nodeSelector"] = DataMap(p.node_selector)
+    if p.tolerations:
+        out["tolerations"] = [dict(t) for t in p.tolerations]
+    return out
+
+
+def pod_security(p: Pod) -> dict:
+    return {"securityContext": {"runAsUser": p.run_as_user, "runAsGroup": p.run_as_group, "fsGroup": p.run_as_group}}
+
+
+def _volume_source(v: Volume) -> dict:
+    if v.kind == "emptyDir":
+        return {"emptyDir": {"medium": Word("Memory"), **({"sizeLimit": v.size_limit} if v.size_limit else {})}}
+    if v.kind == "persistentVolumeClaim":
+        return {"persistentVolumeClaim": {"claimName": v.claim, **({"readOnly": True} if v.read_only else {})}}
+    return {"hostPath": {"path": v.path, "type": Word("Directory")}}
+
+
+def pod_volumes(p: Pod) -> dict:
+    return {"volumes": [{"name": v.name, **_volume_source(v)} for v in p.volumes]}
 
 
 KUBE = "Kubernetes (k8s, trainjob)"

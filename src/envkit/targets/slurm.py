@@ -20,7 +20,10 @@ pyxis ``--container-image`` (a registry reference in enroot's ``REGISTRY#IMAGE``
 :func:`enroot_image`), Slurm's own OCI ``--container=BUNDLE`` (a bundle from ``envkit bundle``),
 or ``apptainer exec``. ``run.env`` and the proxy reach the container over the image's own values:
 named with ``--container-env`` (pyxis), exported as ``APPTAINERENV_NAME`` (Apptainer), in config.json (OCI).
-A profile without ``cluster`` renders nothing.
+Each runtime's pieces of the script (its image line, its step command, its notes) are a template
+of their own, ``TEMPLATES[runtime]``, extending slurm.sbatch.j2, which lays out what they share and
+never branches on the runtime; what differs in the shared part (the mount list, the job's env words,
+the shellcheck directive over them) is decided here. A profile without ``cluster`` renders nothing.
 
 Example:
     >>> ulimit_args("memlock", 64 * 1024 * 1024)
@@ -217,33 +220,58 @@ def shm_mount(ctx: GenContext) -> str | None:
     return f"tmpfs:/dev/shm:nosuid+nodev+noexec+mode=1777+size={shm}"
 
 
+# Each runtime's pieces of the script (its image line, how a step enters the image, its notes): a
+# template extending slurm.sbatch.j2, which lays out what every runtime shares.
+TEMPLATES = {runtime: f"slurm-{runtime}.sbatch.j2" for runtime in ("pyxis", "oci", "apptainer")}
+# The shellcheck directive over job_env when a value holds $ or `: single quotes keep them literal, as the
+# profile wrote them, and shellcheck asks why.
+LITERAL_ENV_DISABLE = "SC2016  # the profile's values are literal: single quotes keep $ and ` unexpanded on purpose"
+
+
+def job_env(runtime: str, env: list[tuple[str, str]]) -> list[str]:
+    """The ``NAME=VALUE`` words the script hands srun for the containers: Apptainer's as
+    ``APPTAINERENV_NAME`` (it sets NAME from them, over the image's value); none for OCI, whose
+    bundle's config.json holds the env.
+
+    >>> job_env("apptainer", [("A", "1")]), job_env("pyxis", [("A", "1")]), job_env("oci", [("A", "1")])
+    (['APPTAINERENV_A=1'], ['A=1'], [])
+    """
+    if runtime == "oci":
+        return []
+    prefix = "APPTAINERENV_" if runtime == "apptainer" else ""
+    return [f"{prefix}{key}={value}" for key, value in env]
+
+
 def context(ctx: GenContext) -> dict:
     p, c = ctx.profile, ctx.profile.cluster
     plan = ctx.plan.require_cluster()
-    items = mounts(ctx) if c.slurm.runtime != "oci" else []
-    shm = shm_mount(ctx) if c.slurm.runtime == "pyxis" else None
+    runtime = c.slurm.runtime
+    items = mounts(ctx) if runtime != "oci" else []
+    shm = shm_mount(ctx) if runtime == "pyxis" else None
     if shm is not None:
         items.insert(0, {"here": False, "text": shm})
     anchored = any(m["here"] for m in items)
     return {
         "header": ctx.header("#"),
         # $here (the submit folder) is only defined when something refers to it: shellcheck flags unused names.
-        "needs_here": anchored or (c.slurm.runtime == "oci" and c.slurm.bundle is None),
+        "needs_here": anchored or (runtime == "oci" and c.slurm.bundle is None),
         # The submit folder is known only at run time: the script checks it before the first srun.
         "check_here": anchored,
         "sbatch": sbatch_options(ctx, plan),
-        "runtime": c.slurm.runtime,
-        "image": enroot_image(plan.image) if c.slurm.runtime == "pyxis" else plan.image,
+        "runtime": runtime,
+        "image": enroot_image(plan.image) if runtime == "pyxis" else plan.image,
         # A bundle path left unset means "beside the submit directory" (a run-time value).
         "bundle": c.slurm.bundle,
         "workdir": p.image.workdir,
-        "env": list(ctx.settings.env),
-        # Single-quoted values keep $ and ` literal, as the profile wrote them: shellcheck asks why.
-        "env_literal": any(ch in value for _, value in ctx.settings.env for ch in "$`"),
+        "job_env": job_env(runtime, list(ctx.settings.env)),
+        "job_env_disables": [LITERAL_ENV_DISABLE] if any(ch in value for _, value in ctx.settings.env
+                                                         for ch in "$`") else [],
         # pyxis: the image's own value of a variable wins over the job's unless it is named here.
         "env_names": ",".join(key for key, _ in ctx.settings.env),
         "ulimits": [{"name": u.name, **dict(zip(("letter", "value", "unit"), ulimit_args(u.name, u.soft), strict=True))}
                     for u in ctx.settings.ulimits],
+        # pyxis and apptainer take a mount list; an OCI bundle holds its mounts.
+        "mount_list": runtime != "oci",
         "mounts": items,
         "gpus": plan.gpus_per_node,
         "nproc": plan.nproc_per_node,
@@ -255,4 +283,5 @@ def context(ctx: GenContext) -> dict:
 def render(ctx: GenContext) -> list[OutputFile]:
     if ctx.profile.cluster is None:
         return []
-    return [OutputFile(FILE, ctx.render("slurm.sbatch.j2", **context(ctx)), mode=0o755)]
+    template = TEMPLATES[ctx.profile.cluster.slurm.runtime]
+    return [OutputFile(FILE, ctx.render(template, **context(ctx)), mode=0o755)]

@@ -40,7 +40,9 @@ from __future__ import annotations
 
 from envkit.plan.envplan import EnvPlan
 from envkit.targets import GenContext, OutputFile
-from envkit.targets.kube import kube_warnings, Pod, kube_escape, pod, tidy
+from envkit.render import Flow, Word
+from envkit.targets import kube
+from envkit.targets.kube import kube_warnings, Pod, kube_escape, pod
 
 RUNTIME = "torch-distributed"
 REPLICATED_JOB = CONTAINER = "node"  # the stock runtime's replicated job and trainer container
@@ -60,10 +62,25 @@ def warnings(plan: EnvPlan) -> list[str]:
     return kube_warnings(plan)
 
 
+def trainjob(p: Pod) -> dict:
+    """The TrainJob: the trainer's own fields, then the rest of the pod as a runtime patch."""
+    pod_patch = {**kube.scheduling(p), **kube.pod_security(p),
+                 "containers": [{"name": CONTAINER, **kube.capabilities(p), **kube.mounts(p)}], **kube.pod_volumes(p)}
+    replicated = {"name": REPLICATED_JOB, "template": {"spec": {"template": {"spec": pod_patch}}}}
+    return {
+        "apiVersion": Word("trainer.kubeflow.org/v1alpha1"), "kind": Word("TrainJob"), "metadata": kube.metadata(p),
+        "spec": {
+            "runtimeRef": {"name": RUNTIME},
+            "trainer": {"image": p.image, "numNodes": p.plan.nodes, "numProcPerNode": p.plan.nproc_per_node,
+                        "command": Flow(command(p)), **kube.env(p), **kube.container_resources(p, "resourcesPerNode")},
+            "runtimePatches": [{"manager": PATCH_MANAGER,
+                                "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [replicated]}}}}],
+        },
+    }
+
+
 def render(ctx: GenContext) -> list[OutputFile]:
     if ctx.profile.cluster is None:
         return []
-    p = pod(ctx)
-    text = ctx.render("trainjob.yaml.j2", header=ctx.header("#"), pod=p, command=command(p), runtime=RUNTIME,
-                      replicated_job=REPLICATED_JOB, container=CONTAINER, manager=PATCH_MANAGER)
-    return [OutputFile("trainjob.yaml", tidy(text))]
+    text = ctx.render("trainjob.yaml.j2", header=ctx.header("#"), docs=[trainjob(pod(ctx))])
+    return [OutputFile("trainjob.yaml", text)]
