@@ -47,7 +47,11 @@ def test_preflight_on_both_nodes_then_allreduce(site):
     assert rc == 0, out[-3000:]
     # The harness ran on each node (srun --label: task i is node i) and passed.
     for task in (0, 1):
-        assert f"{task}: envkit harness: verdict PASS" in out
+        # Two training processes x (1 + 2 workers) on this machine's 2 CPUs: the cpus check warns, naming
+        # them; the rest passes, the two ranks' loaders included, started at once.
+        assert re.search(rf"^{task}: envkit harness: verdict (PASS|WARN)", out, re.M), out[-4000:]
+        assert f"{task}: loader: pass" in out and f"{task}: shm: pass" in out, out[-4000:]
+    assert out.count("2 loaders at once, 2 workers each") >= 2, out[-4000:]  # each node's two ranks at once
     assert "envkit: preflight passed on 2 node(s) (n1 n2)" in out
     # Two nodes x --nproc-per-node=2 (procs_per_node): world 4, and sum(rank + 1) = 10 on every rank.
     results = sorted(re.findall(r"allreduce rank=(\d) world=(\d) sum=(\d+)", out))
