@@ -92,7 +92,10 @@ def test_build_failure_names_the_step(engine, e2e_dir):
 
 
 def test_no_engine_is_explained(tmp_path):
-    res = run_envkit("validate", "--image", "x", env={"DOCKER_HOST": f"unix://{tmp_path}/none.sock"}, timeout=60)
+    # A profile this host can run (the host checks come first): what stops validate is the missing engine.
+    (tmp_path / "envkit.yaml").write_text("envkit: 1\nname: n\nimage: {base: 'debian:bookworm'}\n")
+    res = run_envkit("validate", "--image", "x", env={"DOCKER_HOST": f"unix://{tmp_path}/none.sock"}, timeout=60,
+                     cwd=tmp_path)
     assert res.returncode == 3 and "cannot reach a Docker engine" in res.stderr and "Traceback" not in res.stderr
 
 

@@ -122,5 +122,9 @@ def test_the_script_mounts_a_plain_submit_folder(tmp_path):
     proc, calls = _run_sbatch(tmp_path, tmp_path / "runs-v2")
     assert proc.returncode == 0, proc.stderr
     here = tmp_path / "runs-v2"  # sources are anchored at it as the output folder is at the profile's
-    assert (f"--container-mounts=tmpfs:/dev/shm:nosuid+nodev+noexec+mode=1777+size={64 << 20},"
+    from envkit.plan.loader import loader_plan
+    from envkit.profile import load_profile
+
+    sized = loader_plan(load_profile(next(tmp_path.glob("*.yaml"))).profile).shm_bytes  # no shm_size: sized
+    assert (f"--container-mounts=tmpfs:/dev/shm:nosuid+nodev+noexec+mode=1777+size={sized},"
             f"{here}/..:/workspace,{here}/../data:/data") in calls[0]

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from envkit.profile import default_profile_text
 from tests.conftest import in_ci, run_envkit
 
 # Slow tier (--run-slow; the README's command runs it): real envkit runs over a user's files, links and backups.
@@ -113,9 +112,10 @@ def test_init_force_edits_a_symlinked_profile(tmp_path):
     real.write_text("mine\n")
     link = tmp_path / "envkit.yaml"
     link.symlink_to(real)
-    res = run_envkit("init", str(link), "--force")
+    res = run_envkit("init", str(link), "--force", "--preset", "workstation")
     assert res.returncode == 0, res.stderr
-    assert link.is_symlink() and real.read_text() == default_profile_text()
+    assert run_envkit("init", str(tmp_path / "fresh.yaml"), "--preset", "workstation").returncode == 0
+    assert link.is_symlink() and real.read_text() == (tmp_path / "fresh.yaml").read_text()
     (backup,) = tmp_path.glob("real.yaml.envkit-bak-*")
     assert backup.read_text() == "mine\n"
 
