@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 
-from envkit.harness.report import human_bytes
+from envkit.harness.report import human_bytes, plural
 from envkit.advice.image import image_warnings
 from envkit.advice.wsl import wsl_warnings
 from envkit.harness.sizing import GIB, PROCESS_RSS, batch_bytes, recommended_shm_bytes
@@ -56,24 +56,13 @@ def _need_text(profile: Profile, p: LoaderPlan) -> str:
     """How the node's /dev/shm need was worked out, in the numbers it came from."""
     ld = profile.loader
     per_rank = (f"{human_bytes(batch_bytes(ld.batch_size, ld.sample_shape, ld.dtype))} per batch x "
-                f"({p.workers} {plural(p.workers, 'worker')} x prefetch_factor {ld.prefetch_factor} + 1) x 1.25")
+                f"({plural(p.workers, 'worker')} x prefetch_factor {ld.prefetch_factor} + 1) x 1.25")
     if p.ranks == 1:
         verb = "needs" if p.workers == 1 else "need"
-        return f"the {human_bytes(p.shm_need)} that {p.workers} DataLoader {plural(p.workers, 'worker')} {verb} ({per_rank})"
+        return f"the {human_bytes(p.shm_need)} that {plural(p.workers, 'DataLoader worker')} {verb} ({per_rank})"
     nccl = f" + NCCL's {human_bytes(p.nccl_bytes // p.ranks)} per process" if p.nccl_bytes else ""
-    return (f"the {human_bytes(p.shm_need)} that {p.ranks} training processes with {p.workers} DataLoader "
-            f"{plural(p.workers, 'worker')} each need ({p.ranks} x {human_bytes(p.rank_need)}: {per_rank}{nccl})")
-
-
-def plural(n: int, word: str) -> str:
-    """``word`` for one, its plural otherwise (``-es`` after an ``s``).
-
-    >>> plural(1, "worker"), plural(3, "worker"), plural(0, "worker"), plural(2, "process")
-    ('worker', 'workers', 'workers', 'processes')
-    """
-    if n == 1:
-        return word
-    return word + ("es" if word.endswith("s") else "s")
+    return (f"the {human_bytes(p.shm_need)} that {p.ranks} training processes with "
+            f"{plural(p.workers, 'DataLoader worker')} each need ({p.ranks} x {human_bytes(p.rank_need)}: {per_rank}{nccl})")
 
 
 def sizing_notes(profile: Profile, rs: RunSettings, p: LoaderPlan) -> list[str]:
@@ -108,7 +97,7 @@ def profile_warnings(profile: Profile, rs: RunSettings, p: LoaderPlan) -> list[s
     if p.cpus is not None and ld.num_workers != "auto" and p.processes > p.cpus:
         who = ("the training process" if p.ranks == 1 else f"each of the {p.ranks} training processes "
                f"({dict(p.facts)['ranks_per_node']})")
-        out.append(f"loader.num_workers: {ld.num_workers} {plural(ld.num_workers, 'worker')} for {who} make "
+        out.append(f"loader.num_workers: {plural(ld.num_workers, 'worker')} for {who} make "
                    f"{p.processes} processes on the {p.cpus} CPUs of {dict(p.facts)['cpus']}; they will contend "
                    f"for CPUs; use num_workers: auto ({max(0, p.cpus // p.ranks - 1)} per training process) "
                    "or give the node more CPUs")
@@ -126,8 +115,8 @@ def profile_warnings(profile: Profile, rs: RunSettings, p: LoaderPlan) -> list[s
         procs = p.processes
         shm_pages = p.memory_need - procs * PROCESS_RSS
         out.append(f"run.memory: {format_size(rs.memory)} is below the {human_bytes(p.memory_need)} that shm "
-                   f"({human_bytes(shm_pages)}) plus {procs} {plural(procs, 'process')} x {human_bytes(PROCESS_RSS)} "
-                   f"need ({p.ranks} {plural(p.ranks, 'training process')} with {workers} "
+                   f"({human_bytes(shm_pages)}) plus {plural(procs, 'process')} x {human_bytes(PROCESS_RSS)} "
+                   f"need ({plural(p.ranks, 'training process')} with "
                    f"{plural(workers, 'worker')} each; shm pages count against the container's memory limit); "
                    f"use memory: {format_size(math.ceil(p.memory_need / GIB) * GIB)} or more")
     torch = profile.image.torch

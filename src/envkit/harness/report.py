@@ -72,12 +72,12 @@ def describe_workload(settings: dict, expect_file: str | None) -> dict:
 
 
 def plural(n, word: str) -> str:
-    """``n`` and ``word``, with an s unless ``n`` is 1: the one spelling of counts in messages.
+    """``n`` and ``word``, with an s (es after an s) unless ``n`` is 1: the one spelling of counts in messages.
 
-    >>> plural(1, "worker"), plural(3, "worker"), plural(0, "worker")
-    ('1 worker', '3 workers', '0 workers')
+    >>> plural(1, "worker"), plural(3, "worker"), plural(0, "worker"), plural(2, "process")
+    ('1 worker', '3 workers', '0 workers', '2 processes')
     """
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+    return f"{n} {word}" if n == 1 else f"{n} {word}{'es' if word.endswith('s') else 's'}"
 
 
 def workload_line(w: dict) -> str:
