@@ -11,10 +11,12 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from pydantic import ValidationError
 
 from envkit.commands import build, clean, lock
 from envkit.engine import RunResult
-from envkit.jsonout import LOADER, SCHEMAS
+from envkit.harness.sizing import SIZED, size_node
+from envkit.jsonout import SCHEMAS, FlagsDoc, LoaderDoc, WarningRecord, emit, loader_schema
 from tests.conftest import call_envkit
 from tests.fakes import FakeEngine
 
@@ -114,4 +116,50 @@ def test_docs_show_each_schema_as_it_is(name):
 def test_docs_show_the_loader_schema_as_it_is():
     text = (Path(__file__).parents[2] / "docs" / "cli.md").read_text()
     shown = text.split("<!-- envkit:json-schema loader -->\n```json\n", 1)[1].split("```", 1)[0]
-    assert json.loads(shown) == LOADER
+    assert json.loads(shown) == loader_schema()
+
+
+def test_the_loader_model_holds_every_field_nodeloader_prints_and_no_other():
+    node = size_node(num_workers="auto", batch_size=8, sample_shape=(3, 32, 32), dtype="float32", prefetch_factor=2,
+                     ranks=(2, "cluster.procs_per_node"), cpus=(4, "run.cpus"), shm=(SIZED, "sized"), nccl=False)
+    assert list(LoaderDoc.model_fields) == list(node.as_json())
+    assert LoaderDoc.model_validate(node.as_json()).model_dump() == node.as_json()
+    assert list(loader_schema()["properties"]) == list(node.as_json()) == loader_schema()["required"]
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_each_schema_is_draft_2020_12_with_its_version_key_first(name):
+    schema = SCHEMAS[name]
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema" and schema["title"] == f"envkit {name} --json"
+    assert schema["additionalProperties"] is False and schema["required"] == list(schema["properties"])
+    assert next(iter(schema["properties"].items())) == (f"envkit_{name}", {"const": 1, "default": 1, "type": "integer"})
+
+
+LOADER_DICT = {"ranks_per_node": 1, "workers_per_rank": 1, "shm_need_bytes": 5, "shm_bytes": None, "cpus": 2,
+               "facts": {"cpus": "run.cpus 2"}}
+
+
+def test_emit_prints_what_json_dumps_indent_2_of_the_same_dict_printed():
+    doc = {"envkit_flags": 1, "profile": "p\u00e9.yaml", "argv": ["--init"],
+           "warnings": [{"path": "run.shm_size", "line": 5, "column": 3, "text": "small \u2014 raise it"}],
+           "notes": [{"path": None, "line": None, "column": None, "text": "n"}], "loader": LOADER_DICT}
+    out = io.StringIO()
+    emit(FlagsDoc.model_validate_json(json.dumps(doc)), out)  # a reader's way back: the printed text
+    assert out.getvalue() == json.dumps(doc, indent=2) + "\n"
+
+
+@pytest.mark.parametrize("bad", [{"argv": "--init"}, {"argv": [1]}, {"extra": 1}, {"envkit_flags": 2},
+                                 {"loader": {**LOADER_DICT, "cpus": "2"}}, {"loader": {**LOADER_DICT, "cpus": 0}},
+                                 {"warnings": [{"path": "x", "line": 1, "column": 1}]}])
+def test_a_wrong_key_or_type_fails_where_the_document_is_built(bad):
+    good = {"profile": "p", "argv": ("--init",), "warnings": (), "notes": (), "loader": LOADER_DICT}
+    with pytest.raises(ValidationError):
+        FlagsDoc(**{**good, **bad})
+
+
+def test_a_warning_record_is_built_from_a_mapping_or_an_object_with_its_four_values():
+    from types import SimpleNamespace
+
+    values = {"path": "run.shm_size", "line": 5, "column": 3, "text": "small"}
+    assert WarningRecord.model_validate(SimpleNamespace(**values)) == WarningRecord.model_validate(values)

@@ -12,7 +12,7 @@ import os
 import jsonschema
 import pytest
 
-from envkit.jsonout import LOADER
+from envkit.jsonout import loader_schema
 from tests.conftest import run_envkit
 
 PROFILE = ("envkit: 1\nname: one\nimage: {base: 'debian:bookworm'}\nrun: {cpus: 2, memory: 2g}\n"
@@ -24,7 +24,7 @@ def _loader(args, cwd, docs: dict | None = None) -> dict:
     res = run_envkit(*args, cwd=cwd)
     assert res.returncode in (0, 1), res.stderr  # doctor fails without a Docker engine; its loader stands
     doc = json.loads(res.stdout)
-    jsonschema.Draft202012Validator(LOADER).validate(doc["loader"])
+    jsonschema.Draft202012Validator(loader_schema()).validate(doc["loader"])
     if docs is not None:
         docs[args[0]] = doc
     return doc["loader"]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from envkit.commands import profile_argument, resolve_profile
 from envkit.errors import CheckFailed
-from envkit.jsonout import emit
+from envkit.jsonout import BuildDoc, emit
 from envkit.profile import LoadedProfile, load_profile
 from envkit.pythons import python_problem, real_version
 from envkit.runsettings import RunSettings
@@ -53,8 +53,7 @@ def run(profile_path: Path | None, *, tag: str | None, no_cache: bool, out: Text
     built = build_image(loaded, engine, tag=tag, no_cache=no_cache, err=err)
     python = check_python(loaded, engine, built.tag, err)
     if as_json:
-        emit({"envkit_build": 1, "profile": loaded.source, "tag": built.tag, "image_id": built.image_id or None,
-              "python": python}, out)
+        emit(BuildDoc(profile=loaded.source, tag=built.tag, image_id=built.image_id or None, python=python), out)
     else:
         print(built.tag, file=out)
     return 0

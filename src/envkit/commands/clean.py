@@ -20,7 +20,7 @@ import sys
 from typing import TYPE_CHECKING, TextIO
 
 from envkit.errors import EngineError
-from envkit.jsonout import emit
+from envkit.jsonout import CleanDoc, emit
 from envkit.termtext import neutralise
 
 if TYPE_CHECKING:
@@ -58,8 +58,7 @@ def run(*, out: TextIO, err: TextIO, engine: Engine | None = None, as_json: bool
     if not containers and not folders and not images:
         print("nothing to clean: no leftovers of killed envkit runs, no superseded envkit images", file=out)
     if as_json:
-        emit({"envkit_clean": 1, "build_folders": [str(f) for f in folders], "containers": list(containers),
-              "images": list(images)}, doc)
+        emit(CleanDoc(build_folders=tuple(str(f) for f in folders), containers=tuple(containers), images=tuple(images)), doc)
     return 0
 
 

@@ -18,7 +18,7 @@ from typing import TextIO
 
 from envkit.commands import profile_argument, resolve_profile
 from envkit.generation import report_warnings, warning_record
-from envkit.jsonout import emit
+from envkit.jsonout import FlagsDoc, LoaderDoc, WarningRecord, emit
 from envkit.plan.envplan import build_plan
 from envkit.profile import load_profile
 from envkit.targets.run import docker_flags
@@ -36,9 +36,10 @@ def run(profile_path: Path | None, *, out: TextIO, err: TextIO, as_json: bool = 
 
     argv = docker_flags(rs, volume_source=source)
     if as_json:
-        emit({"envkit_flags": 1, "profile": loaded.source, "argv": list(argv),
-              "warnings": [warning_record(loaded, w) for w in warnings],
-              "notes": [warning_record(loaded, n) for n in plan.notes], "loader": plan.loader.as_json()}, out)
+        emit(FlagsDoc(profile=loaded.source, argv=tuple(argv),
+                      warnings=tuple(WarningRecord.model_validate(warning_record(loaded, w)) for w in warnings),
+                      notes=tuple(WarningRecord.model_validate(warning_record(loaded, n)) for n in plan.notes),
+                      loader=LoaderDoc.model_validate(plan.loader.as_json())), out)
     else:
         print(shlex.join(argv), file=out)
     return 0

@@ -18,7 +18,7 @@ from typing import TextIO
 from envkit.commands import profile_argument, resolve_profile
 from envkit.errors import UsageError
 from envkit.generation import render_owned, report_notes, report_warnings, warning_record
-from envkit.jsonout import emit
+from envkit.jsonout import FileRecord, GenerateDoc, LoaderDoc, WarningRecord, emit
 from envkit.output import check_output_folder, foreign_files, write_outputs
 from envkit.plan.envplan import build_plan
 from envkit.profile import load_profile
@@ -51,12 +51,13 @@ def run(profile_path: Path | None, out_dir: Path, targets: tuple[str, ...], *, f
         # A copy pruned from the build context is removed like a target's file the profile no longer has.
         statuses = {"written": report.written, "unchanged": report.unchanged,
                     "removed": report.removed + report.pruned, "kept": report.kept + report.foreign}
-        emit({"envkit_generate": 1, "profile": loaded.source, "output": str(out_dir),
-              "files": [{"path": str(out_dir / path), "status": status}
-                        for status, paths in statuses.items() for path in paths],
-              "backups": [str(bak) for bak in report.backups],
-              "warnings": [warning_record(loaded, w) for w in warnings],
-              "notes": [warning_record(loaded, n) for n in notes], "loader": plan.loader.as_json()}, out)
+        emit(GenerateDoc(profile=loaded.source, output=str(out_dir),
+                         files=tuple(FileRecord(path=str(out_dir / path), status=status)
+                                     for status, paths in statuses.items() for path in paths),
+                         backups=tuple(str(bak) for bak in report.backups),
+                         warnings=tuple(WarningRecord.model_validate(warning_record(loaded, w)) for w in warnings),
+                         notes=tuple(WarningRecord.model_validate(warning_record(loaded, n)) for n in notes),
+                         loader=LoaderDoc.model_validate(plan.loader.as_json())), out)
         out = err
     for path in report.written:
         print(f"wrote {neutralise(str(out_dir / path))}", file=out)

@@ -25,7 +25,7 @@ from typing import TextIO
 from envkit import install
 from envkit.commands import profile_argument, resolve_profile
 from envkit.errors import EnvkitError, ProfileError, UsageError
-from envkit.jsonout import emit
+from envkit.jsonout import LockDoc, emit
 from envkit.output import write_backup
 from envkit.safeio import replace_file
 from envkit.lockfile import LOCK_FILE, PLATFORM, header, inputs_digest, lock_path, recorded_hash, requirements_in
@@ -263,8 +263,8 @@ def run(profile_path: Path | None, *, force: bool, out: TextIO, err: TextIO, as_
         replace_file(dest, (header(loaded.profile.name, inputs_digest(loaded, plan), python) + body).encode())
     pins = sum(1 for line in body.splitlines() if line and not line[0].isspace() and not line.startswith("#"))
     if as_json:
-        emit({"envkit_lock": 1, "profile": loaded.source, "path": str(dest), "packages": pins, "python": python,
-              "platform": PLATFORM, "backup": None if backup is None else str(backup)}, out)
+        emit(LockDoc(profile=loaded.source, path=str(dest), packages=pins, python=python, platform=PLATFORM,
+                     backup=None if backup is None else str(backup)), out)
         out = err
     print(f"wrote {dest} ({pins} packages, with hashes)", file=out)
     return 0
