@@ -37,8 +37,8 @@ def run(profile_path: Path | None, *, out: TextIO, err: TextIO, as_json: bool = 
     argv = docker_flags(rs, volume_source=source)
     if as_json:
         emit({"envkit_flags": 1, "profile": loaded.source, "argv": list(argv),
-              "warnings": [warning_record(loaded, w) for w in warnings],
-              "notes": [warning_record(loaded, n) for n in plan.notes], "loader": plan.loader.as_json()}, out)
+              "warnings": [warning_record(w) for w in warnings],
+              "notes": [warning_record(n) for n in plan.notes], "loader": plan.loader.as_json()}, out)
     else:
         print(shlex.join(argv), file=out)
     return 0

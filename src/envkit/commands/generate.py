@@ -55,8 +55,8 @@ def run(profile_path: Path | None, out_dir: Path, targets: tuple[str, ...], *, f
               "files": [{"path": str(out_dir / path), "status": status}
                         for status, paths in statuses.items() for path in paths],
               "backups": [str(bak) for bak in report.backups],
-              "warnings": [warning_record(loaded, w) for w in warnings],
-              "notes": [warning_record(loaded, n) for n in notes], "loader": plan.loader.as_json()}, out)
+              "warnings": [warning_record(w) for w in warnings],
+              "notes": [warning_record(n) for n in notes], "loader": plan.loader.as_json()}, out)
         out = err
     for path in report.written:
         print(f"wrote {neutralise(str(out_dir / path))}", file=out)
