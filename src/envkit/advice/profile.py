@@ -79,7 +79,7 @@ def sizing_notes(profile: Profile, rs: RunSettings, p: LoaderPlan) -> list[Findi
 
 
 def profile_warnings(profile: Profile, rs: RunSettings, p: LoaderPlan) -> list[Finding]:
-    """Human-readable warnings, each starting with the key path it concerns; ``rs`` and ``p``: the run's
+    """The workload's warnings, each a :class:`~envkit.findings.Finding` naming the key it concerns; ``rs`` and ``p``: the run's
     settings and loader plan."""
     run, ld = profile.run, profile.loader
     out: list[Finding] = []

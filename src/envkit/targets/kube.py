@@ -289,7 +289,7 @@ def kube_warnings(plan: EnvPlan) -> list[Finding]:
     >>> lp = load_profile_bytes(b"envkit: 1\\nname: t\\nimage: {base: debian, tag: reg.io/t:1}\\n"
     ...     b"run: {cpuset: '0-3', memory: 8g}\\ncluster: {entrypoint: [t.py], kubernetes: "
     ...     b"{volumes: [{claim: code, mount: /workspace}]}}\\n", "t.yaml", Path("."))
-    >>> [w.split(":")[0] for w in kube_warnings(build_plan(lp))]
+    >>> [w.path for w in kube_warnings(build_plan(lp))]
     ['run.cpuset']
     """
     p = plan.profile

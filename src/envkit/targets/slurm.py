@@ -115,7 +115,7 @@ def warnings(plan: EnvPlan) -> list[Finding]:
     >>> from envkit.profile import load_profile_bytes
     >>> lp = load_profile_bytes(b"envkit: 1\\nname: demo\\nimage: {base: 'debian:bookworm'}\\nrun: {cpuset: '0-3'}\\n"
     ...     b"cluster: {entrypoint: [train.py], image: 'reg.example.com/demo:1'}\\n", "d.yaml", Path("."))
-    >>> [w.split(":")[0] for w in warnings(build_plan(lp))]
+    >>> [w.path for w in warnings(build_plan(lp))]
     ['run.cpuset']
     """
     profile = plan.profile
