@@ -9,13 +9,13 @@ and the profile's source name, which the printed line starts with.
 A finding is also a ``str``: its value is the line as the user reads it (``"path: text"``, or the
 text alone without a path), so a check such as ``w.startswith("run.shm_size:")`` reads what is shown.
 
->>> f = Finding("run.shm_size", "small")
+>>> f = Finding("loader.num_workers", "too many")
 >>> f, f.path, f.text, f.line
-('run.shm_size: small', 'run.shm_size', 'small', None)
->>> where = Locator("p.yaml", {("run",): (4, 1), ("run", "shm_size"): (5, 3)})
->>> placed = where(Finding("run.ulimits.nofile", "not on Kubernetes"))
+('loader.num_workers: too many', 'loader.num_workers', 'too many', None)
+>>> where = Locator("p.yaml", {("loader",): (4, 1), ("loader", "num_workers"): (5, 3)})
+>>> placed = where(Finding("loader.prefetch_factor", "high"))  # not written: its parent's place
 >>> placed.source, placed.line, placed.column, placed.record()
-('p.yaml', 4, 1, {'path': 'run.ulimits.nofile', 'line': 4, 'column': 1, 'text': 'not on Kubernetes'})
+('p.yaml', 4, 1, {'path': 'loader.prefetch_factor', 'line': 4, 'column': 1, 'text': 'high'})
 >>> where(Finding(None, "word: no key here")).record()
 {'path': None, 'line': None, 'column': None, 'text': 'word: no key here'}
 """
