@@ -18,11 +18,11 @@ Example:
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import TextIO
 
 from envkit.errors import ProfileError
+from envkit.findings import Finding
 from envkit.plan.envplan import EnvPlan, build_plan
 from envkit.profile import LoadedProfile
 from envkit.render import make_env
@@ -76,60 +76,47 @@ def render_build_context(plan: EnvPlan) -> list[OutputFile]:
     return sorted(dockerfile.render(context(plan)), key=lambda f: f.path)
 
 
-def plan_warnings(plan: EnvPlan, targets: tuple[str, ...] = ()) -> list[str]:
-    """The plan's warnings, then those of ``targets`` (each what its target cannot express), each once.
+def plan_warnings(plan: EnvPlan, targets: tuple[str, ...] = ()) -> list[Finding]:
+    """The plan's warnings, then those of ``targets`` (each what its target cannot express, placed in the
+    profile by ``plan.locate``), each once.
 
     Targets sharing a translation, such as the two Kubernetes ones, share their warnings.
     """
     warnings = list(plan.warnings)
-    warnings += [w for w in dict.fromkeys(w for t in targets for w in target_warnings(t, plan))
+    warnings += [w for w in dict.fromkeys(plan.locate(w) for t in targets for w in target_warnings(t, plan))
                  if w not in warnings]
     return warnings
 
 
-_KEY_PATH = re.compile(r"([A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*|\[\d+\])*): ")
-
-
-def warning_record(loaded: LoadedProfile, text: str) -> dict[str, object]:
-    r"""A warning as ``--json`` gives it: key path, line, column and text.
+def warning_record(finding: Finding) -> dict[str, object]:
+    r"""A warning or note as ``--json`` gives it: key path, line, column and text.
 
     The line and column are the key's in the profile, or its nearest parent's when the profile does not
     write the key (the embedded default's own lines for the default); ``None`` when the warning names no key.
 
     >>> from envkit.profile import load_profile_bytes
-    >>> loaded = load_profile_bytes(b"envkit: 1\nname: x\nimage: {base: debian}\nrun:\n  shm_size: 1g\n", "p.yaml", Path("."))
-    >>> warning_record(loaded, "run.shm_size: small")
-    {'path': 'run.shm_size', 'line': 5, 'column': 3, 'text': 'small'}
-    >>> warning_record(loaded, "run.ulimits.nofile: not on Kubernetes")["line"]  # run: is on line 4
-    4
-    >>> warning_record(loaded, "no key here")
-    {'path': None, 'line': None, 'column': None, 'text': 'no key here'}
+    >>> plan = build_plan(load_profile_bytes(b"envkit: 1\nname: x\nimage: {base: debian}\nrun:\n  shm_size: 1g\n"
+    ...                                      b"  ipc: host\n", "p.yaml", Path(".")))
+    >>> warning_record(plan.warnings[0])["path"], warning_record(plan.warnings[0])["line"]
+    ('run.shm_size', 5)
     """
-    m = _KEY_PATH.match(text)
-    if m is None:
-        return {"path": None, "line": None, "column": None, "text": text}
-    key: tuple[str | int, ...] = tuple(int(part[1:-1]) if part.startswith("[") else part
-                                       for part in re.findall(r"\[\d+\]|[^.\[]+", m.group(1)))
-    where = next((loaded.positions[key[:n]] for n in range(len(key), 0, -1) if key[:n] in loaded.positions), None)
-    line, column = where if where else (None, None)
-    return {"path": m.group(1), "line": line, "column": column, "text": text[m.end():]}
+    return finding.record()
 
 
-def report_warnings(plan: EnvPlan, strict: bool, err: TextIO, targets: tuple[str, ...] = ()) -> list[str]:
+def report_warnings(plan: EnvPlan, strict: bool, err: TextIO, targets: tuple[str, ...] = ()) -> list[Finding]:
     """Print the plan's warnings (:func:`plan_warnings`) to ``err`` and return them; under ``strict`` they are
     errors (exit 2, nothing written)."""
-    loaded = plan.loaded
     warnings = plan_warnings(plan, targets)
     if strict and warnings:
-        raise ProfileError("\n".join(f"{loaded.source}: {w}" for w in warnings),
+        raise ProfileError("\n".join(f"{w.source}: {w}" for w in warnings),
                            hint="fix the profile, or drop --strict to treat these as warnings")
     for w in warnings:
-        print(f"envkit: warning: {neutralise_lines(f'{loaded.source}: {w}')}", file=err)
+        print(f"envkit: warning: {neutralise_lines(f'{w.source}: {w}')}", file=err)
     return warnings
 
 
-def report_notes(plan: EnvPlan, err: TextIO) -> list[str]:
+def report_notes(plan: EnvPlan, err: TextIO) -> list[Finding]:
     """Print what envkit decided where the profile left it open (``plan.notes``) to ``err``; never an error."""
     for n in plan.notes:
-        print(f"envkit: note: {neutralise_lines(f'{plan.loaded.source}: {n}')}", file=err)
+        print(f"envkit: note: {neutralise_lines(f'{n.source}: {n}')}", file=err)
     return list(plan.notes)

@@ -16,6 +16,7 @@ import hashlib
 import re
 from pathlib import Path
 
+from envkit.findings import Finding
 from envkit.plan.image import ImagePlan
 from envkit.plan.paths import LOCK_FILE_NAME
 from envkit.pythons import image_python
@@ -71,7 +72,7 @@ def lock_path(base_dir: Path) -> Path:
     return base_dir / LOCK_FILE
 
 
-def stale_warning(loaded, plan: ImagePlan) -> str | None:
+def stale_warning(loaded, plan: ImagePlan) -> Finding | None:
     """A warning when the lock beside the profile was made from other packages than the profile's now."""
     if plan.lock is None:
         return None
@@ -80,7 +81,7 @@ def stale_warning(loaded, plan: ImagePlan) -> str | None:
     if made_from == now:
         return None
     if made_from is None:
-        return f"{LOCK_FILE}: not written by `envkit lock` (no inputs hash in its first line); run `envkit lock`"
-    return (f"{LOCK_FILE}: the profile's packages (torch, pip_packages, requirements, Python) changed since the "
+        return Finding(LOCK_FILE, "not written by `envkit lock` (no inputs hash in its first line); run `envkit lock`")
+    return Finding(LOCK_FILE, f"the profile's packages (torch, pip_packages, requirements, Python) changed since the "
             f"lock was made (inputs sha256 {made_from[:12]}, now {now[:12]}); the image installs the lock as it "
             "is: run `envkit lock` to bring it up to date")

@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+from envkit.findings import Finding
 from envkit.harness.sizing import GIB
 from envkit.profile.model import Profile
 
@@ -40,18 +41,18 @@ def cuda_twice_bytes(base: str) -> float:
     return CUDA_RUNTIME_LIBS + (CUDNN_LIBS if "cudnn" in tag else 0)
 
 
-def image_warnings(profile: Profile) -> list[str]:
+def image_warnings(profile: Profile) -> list[Finding]:
     """CUDA stored twice (a nvidia/cuda base under a CUDA torch wheel) and cuda_devel's base."""
     image, out = profile.image, []
     torch = image.torch
     twice = cuda_twice_bytes(image.base)
     is_devel = "devel" in image.base.partition(":")[2] and twice > 0
     if image.cuda_devel and not is_devel:
-        out.append(f"image.cuda_devel: true, but image.base {image.base!r} is not a nvidia/cuda:*-devel image: "
-                   "compiling CUDA extensions needs its nvcc and headers (e.g. nvidia/cuda:12.4.1-devel-ubuntu22.04)")
+        out.append(Finding("image.cuda_devel", f"true, but image.base {image.base!r} is not a nvidia/cuda:*-devel image: "
+                   "compiling CUDA extensions needs its nvcc and headers (e.g. nvidia/cuda:12.4.1-devel-ubuntu22.04)"))
     if twice and torch is not None and torch.is_cuda and not (is_devel and image.cuda_devel):
-        out.append(f"image.base: {image.base} stores CUDA twice: torch's {torch.variant} wheels install their own "
+        out.append(Finding("image.base", f"{image.base} stores CUDA twice: torch's {torch.variant} wheels install their own "
                    f"CUDA libraries (nvidia-*-cu12) and load those, so about {twice / GIB:.1f} GB of the base's "
                    "copy is dead weight in every pull; use a plain base such as ubuntu:22.04 (the driver comes "
-                   "from the host), or a -devel base with image.cuda_devel: true only to compile CUDA extensions")
+                   "from the host), or a -devel base with image.cuda_devel: true only to compile CUDA extensions"))
     return out

@@ -27,6 +27,7 @@ import math
 from envkit.harness.report import human_bytes, plural
 from envkit.advice.image import image_warnings
 from envkit.advice.wsl import wsl_warnings
+from envkit.findings import Finding
 from envkit.harness.sizing import GIB, PROCESS_RSS, batch_bytes, recommended_shm_bytes
 from envkit.plan.image import ImagePlan
 from envkit.plan.loader import LoaderPlan
@@ -35,19 +36,19 @@ from envkit.runsettings import RunSettings
 from envkit.units import format_size
 
 
-def file_warnings(profile: Profile, image: ImagePlan) -> list[str]:
+def file_warnings(profile: Profile, image: ImagePlan) -> list[Finding]:
     """Warnings about the files a profile points at (the image plan lists them)."""
-    out: list[str] = []
+    out: list[Finding] = []
     torch = profile.image.torch
     if torch and torch.find_links:
         wanted = (f"torch-{torch.version}+{torch.variant}-", f"torch-{torch.version}-")
         wheels = [w.source.name for w in image.wheels if w.source.name.startswith("torch-")]
         if not any(name.startswith(wanted) for name in wheels):
-            out.append(f"image.torch.find_links: no torch {torch.version}+{torch.variant} wheel in "
+            out.append(Finding("image.torch.find_links", f"no torch {torch.version}+{torch.variant} wheel in "
                        f"{', '.join(torch.find_links)} (found: {', '.join(sorted(wheels)) or 'none'}); the build "
-                       f"will look for it on the index instead (pip download torch=={torch.version} --no-deps -d <dir>)")
+                       f"will look for it on the index instead (pip download torch=={torch.version} --no-deps -d <dir>)"))
     for key, path, kind in image.skipped:
-        out.append(f"{key}: skipped {path!r}: it is {kind}, and only regular files are copied into the build context")
+        out.append(Finding(key, f"skipped {path!r}: it is {kind}, and only regular files are copied into the build context"))
     out += image.notes
     return out
 
@@ -65,7 +66,7 @@ def _need_text(profile: Profile, p: LoaderPlan) -> str:
             f"{plural(p.workers, 'DataLoader worker')} each need ({p.ranks} x {human_bytes(p.rank_need)}: {per_rank}{nccl})")
 
 
-def sizing_notes(profile: Profile, rs: RunSettings, p: LoaderPlan) -> list[str]:
+def sizing_notes(profile: Profile, rs: RunSettings, p: LoaderPlan) -> list[Finding]:
     """What envkit sized for a profile that left it open, and from which numbers: said once, as a note."""
     if profile.run.shm_size is not None or rs.ipc == "host" or rs.shm_size is None:
         return []
@@ -73,65 +74,65 @@ def sizing_notes(profile: Profile, rs: RunSettings, p: LoaderPlan) -> list[str]:
     memory = ("" if profile.run.memory is not None else
               f"; run.memory is not set, so the container has no memory limit (its loaders need about "
               f"{human_bytes(p.memory_need)})")
-    return [f"run.shm_size: not set, so envkit sized it: {format_size(rs.shm_size)} for {_need_text(profile, p)}; "
-            f"CPUs: {cpus}; ranks: {dict(p.facts)['ranks_per_node']}{memory}"]
+    return [Finding("run.shm_size", f"not set, so envkit sized it: {format_size(rs.shm_size)} for {_need_text(profile, p)}; "
+            f"CPUs: {cpus}; ranks: {dict(p.facts)['ranks_per_node']}{memory}")]
 
 
-def profile_warnings(profile: Profile, rs: RunSettings, p: LoaderPlan) -> list[str]:
-    """Human-readable warnings, each starting with the key path it concerns; ``rs`` and ``p``: the run's
+def profile_warnings(profile: Profile, rs: RunSettings, p: LoaderPlan) -> list[Finding]:
+    """The workload's warnings, each a :class:`~envkit.findings.Finding` naming the key it concerns; ``rs`` and ``p``: the run's
     settings and loader plan."""
     run, ld = profile.run, profile.loader
-    out: list[str] = []
+    out: list[Finding] = []
     workers, need = p.workers, p.shm_need
     if rs.ipc == "host":
         if run.shm_size is not None:
-            out.append("run.shm_size: ignored because run.ipc is 'host' (the container shares the host's /dev/shm); "
-                       "prefer ipc: private with a sized shm_size, which keeps the IPC namespace isolated")
+            out.append(Finding("run.shm_size", "ignored because run.ipc is 'host' (the container shares the host's /dev/shm); "
+                       "prefer ipc: private with a sized shm_size, which keeps the IPC namespace isolated"))
     elif rs.shm_size is not None and need > rs.shm_size:
         rec = format_size(recommended_shm_bytes(need))
         out.append(
-            f"run.shm_size: {format_size(rs.shm_size)} is below {_need_text(profile, p)}; multi-worker loading "
+            Finding("run.shm_size", f"{format_size(rs.shm_size)} is below {_need_text(profile, p)}; multi-worker loading "
             f"will fail with 'unable to allocate shared memory(shm)' or 'Bus error'; use shm_size: {rec} "
-            "(or drop run.shm_size and envkit sizes it)"
+            "(or drop run.shm_size and envkit sizes it)")
         )
     if p.cpus is not None and ld.num_workers != "auto" and p.processes > p.cpus:
         who = ("the training process" if p.ranks == 1 else f"each of the {p.ranks} training processes "
                f"({dict(p.facts)['ranks_per_node']})")
-        out.append(f"loader.num_workers: {plural(ld.num_workers, 'worker')} for {who} make "
+        out.append(Finding("loader.num_workers", f"{plural(ld.num_workers, 'worker')} for {who} make "
                    f"{p.processes} processes on the {p.cpus} CPUs of {dict(p.facts)['cpus']}; they will contend "
                    f"for CPUs; use num_workers: auto ({max(0, p.cpus // p.ranks - 1)} per training process) "
-                   "or give the node more CPUs")
+                   "or give the node more CPUs"))
     if run.cpus is not None and run.cpuset and run.cpus > len(run.cpuset_cpus):
-        out.append(f"run.cpus: {run.cpus:g} is more than the {len(run.cpuset_cpus)} CPUs in run.cpuset "
-                   f"{run.cpuset!r}; the quota can never be used")
+        out.append(Finding("run.cpus", f"{run.cpus:g} is more than the {len(run.cpuset_cpus)} CPUs in run.cpuset "
+                   f"{run.cpuset!r}; the quota can never be used"))
     if isinstance(run.numa, int):
-        out.append(f"run.numa: compose.yaml cannot express --cpuset-mems={run.numa} (the Compose Specification "
+        out.append(Finding("run.numa", f"compose.yaml cannot express --cpuset-mems={run.numa} (the Compose Specification "
                    "has no key for it); run.sh, devcontainer.json and envkit validate apply it"
-                   + ("" if run.cpuset else "; set run.cpuset to the node's CPUs (envkit doctor lists them)"))
+                   + ("" if run.cpuset else "; set run.cpuset to the node's CPUs (envkit doctor lists them)")))
     elif run.numa == "auto":
-        out.append("run.numa: auto is resolved where the host is visible: envkit doctor prints the GPU's node "
-                   "and its CPUs; the generated files carry no NUMA flags until run.numa names that node")
+        out.append(Finding("run.numa", "auto is resolved where the host is visible: envkit doctor prints the GPU's node "
+                   "and its CPUs; the generated files carry no NUMA flags until run.numa names that node"))
     if rs.memory is not None and rs.memory < p.memory_need:
         procs = p.processes
         shm_pages = p.memory_need - procs * PROCESS_RSS
-        out.append(f"run.memory: {format_size(rs.memory)} is below the {human_bytes(p.memory_need)} that shm "
+        out.append(Finding("run.memory", f"{format_size(rs.memory)} is below the {human_bytes(p.memory_need)} that shm "
                    f"({human_bytes(shm_pages)}) plus {plural(procs, 'process')} x {human_bytes(PROCESS_RSS)} "
                    f"need ({plural(p.ranks, 'training process')} with "
                    f"{plural(workers, 'worker')} each; shm pages count against the container's memory limit); "
-                   f"use memory: {format_size(math.ceil(p.memory_need / GIB) * GIB)} or more")
+                   f"use memory: {format_size(math.ceil(p.memory_need / GIB) * GIB)} or more"))
     torch = profile.image.torch
     if run.wants_gpus and torch is not None and not torch.is_cuda:
-        out.append(f"run.gpus: GPUs are requested but image.torch.variant is {torch.variant!r}, a build without "
-                   "CUDA: the GPUs will sit idle; use a cuXYZ variant (e.g. cu124)")
+        out.append(Finding("run.gpus", f"GPUs are requested but image.torch.variant is {torch.variant!r}, a build without "
+                   "CUDA: the GPUs will sit idle; use a cuXYZ variant (e.g. cu124)"))
     if not run.wants_gpus and torch is not None and torch.is_cuda:
-        out.append(f"run.gpus: 'none', but image.torch.variant is {torch.variant!r}; "
-                   "the container will not see a GPU (set gpus: all, or use variant: cpu for a smaller image)")
+        out.append(Finding("run.gpus", f"'none', but image.torch.variant is {torch.variant!r}; "
+                   "the container will not see a GPU (set gpus: all, or use variant: cpu for a smaller image)"))
     if profile.image.user.is_root:
-        out.append("image.user: the container runs as root; files it writes to bind mounts will be owned by "
-                   "root on the host (use a non-root user with your uid/gid)")
+        out.append(Finding("image.user", "the container runs as root; files it writes to bind mounts will be owned by "
+                   "root on the host (use a non-root user with your uid/gid)"))
     if ld.start_method != "fork" and not ld.persistent_workers and workers > 0:
-        out.append(f"loader.persistent_workers: with start_method {ld.start_method!r} every epoch re-imports your "
-                   "script in each worker; set persistent_workers: true")
+        out.append(Finding("loader.persistent_workers", f"with start_method {ld.start_method!r} every epoch re-imports your "
+                   "script in each worker; set persistent_workers: true"))
     out.extend(image_warnings(profile))
     out.extend(wsl_warnings(profile, p))
     return out

@@ -16,16 +16,17 @@ Example:
 
 from __future__ import annotations
 
+from envkit.findings import Finding
 from envkit.lockfile import stale_warning
 from envkit.plan.image import ImagePlan
 from envkit.profile import LoadedProfile
 
 
-def team_warnings(loaded: LoadedProfile, image: ImagePlan) -> list[str]:
+def team_warnings(loaded: LoadedProfile, image: ImagePlan) -> list[Finding]:
     """The Python note (a pairing envkit cannot confirm) and the stale-lock warning, when they apply."""
-    out: list[str] = []
+    out: list[Finding] = []
     if loaded.python_note:
-        out.append(f"image.torch.version: {loaded.python_note}")
+        out.append(Finding("image.torch.version", loaded.python_note))
     stale = stale_warning(loaded, image)
     if stale:
         out.append(stale)

@@ -37,8 +37,8 @@ def run(profile_path: Path | None, *, out: TextIO, err: TextIO, as_json: bool = 
     argv = docker_flags(rs, volume_source=source)
     if as_json:
         emit(FlagsDoc(profile=loaded.source, argv=tuple(argv),
-                      warnings=tuple(WarningRecord.model_validate(warning_record(loaded, w)) for w in warnings),
-                      notes=tuple(WarningRecord.model_validate(warning_record(loaded, n)) for n in plan.notes),
+                      warnings=tuple(WarningRecord.model_validate(warning_record(w)) for w in warnings),
+                      notes=tuple(WarningRecord.model_validate(warning_record(n)) for n in plan.notes),
                       loader=LoaderDoc.model_validate(plan.loader.as_json())), out)
     else:
         print(shlex.join(argv), file=out)

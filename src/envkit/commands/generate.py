@@ -55,8 +55,8 @@ def run(profile_path: Path | None, out_dir: Path, targets: tuple[str, ...], *, f
                          files=tuple(FileRecord(path=str(out_dir / path), status=status)
                                      for status, paths in statuses.items() for path in paths),
                          backups=tuple(str(bak) for bak in report.backups),
-                         warnings=tuple(WarningRecord.model_validate(warning_record(loaded, w)) for w in warnings),
-                         notes=tuple(WarningRecord.model_validate(warning_record(loaded, n)) for n in notes),
+                         warnings=tuple(WarningRecord.model_validate(warning_record(w)) for w in warnings),
+                         notes=tuple(WarningRecord.model_validate(warning_record(n)) for n in notes),
                          loader=LoaderDoc.model_validate(plan.loader.as_json())), out)
         out = err
     for path in report.written:

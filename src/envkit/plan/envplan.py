@@ -18,6 +18,7 @@ from functools import cached_property
 from pathlib import Path
 
 from envkit.errors import ProfileError
+from envkit.findings import Finding, Locator
 from envkit.plan.cluster import ClusterPlan, cluster_plan
 from envkit.plan.image import ImagePlan, image_plan
 from envkit.plan.loader import LoaderPlan, loader_plan
@@ -35,11 +36,12 @@ class EnvPlan:
     loader: LoaderPlan
     image: ImagePlan
     expectation: bytes  # envkit_expect.json, as baked into the image
-    warnings: tuple[str, ...]
+    warnings: tuple[Finding, ...]  # each placed in the profile by ``locate``
     cluster: ClusterPlan | None  # None without a cluster: section, or when it cannot be planned
     wsl: WslPlan | None = None  # None without a wsl: section
     cluster_error: ProfileError | None = None  # why a cluster: section cannot be planned (require_cluster raises it)
-    notes: tuple[str, ...] = ()  # what envkit decided where the profile left it open (said once, never an error)
+    notes: tuple[Finding, ...] = ()  # what envkit decided where the profile left it open (said once, never an error)
+    locate: Locator = Locator("")  # places a finding (a target's too) in the profile: its source, key line and column
 
     @property
     def profile(self) -> Profile:
@@ -80,7 +82,9 @@ def build_plan(loaded: LoadedProfile, out_dir: Path = Path(".")) -> EnvPlan:
             cluster = cluster_plan(p, loaded.source)
         except ProfileError as e:
             error = e
+    locate = Locator(loaded.source, loaded.positions)
     warnings = profile_warnings(p, settings, loader) + file_warnings(p, image) + team_warnings(loaded, image)
     return EnvPlan(loaded=loaded, out_dir=out_dir, settings=settings, loader=loader, image=image,
-                   expectation=expectation_json(p, settings, loader), warnings=tuple(warnings), cluster=cluster,
-                   wsl=wsl_plan(p.wsl), cluster_error=error, notes=tuple(sizing_notes(p, settings, loader)))
+                   expectation=expectation_json(p, settings, loader), warnings=tuple(map(locate, warnings)), cluster=cluster,
+                   wsl=wsl_plan(p.wsl), cluster_error=error, notes=tuple(map(locate, sizing_notes(p, settings, loader))),
+                   locate=locate)

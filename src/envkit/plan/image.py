@@ -33,6 +33,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from envkit.findings import Finding
 from envkit.pem import certificate_blocks
 from envkit.plan.paths import CONTEXT_DIR, LOCK_FILE_NAME, MANIFEST
 from envkit.profile import LoadedProfile
@@ -97,8 +98,8 @@ class ImagePlan:
     credentials: bool
     # What is left out for not being a regular file (a FIFO, socket or device): (key, path, what it is).
     skipped: tuple[tuple[str, str, str], ...] = ()
-    # Warnings about the project copy (image.copy_project), each after its key path.
-    notes: tuple[str, ...] = ()
+    # Warnings about the project copy (image.copy_project).
+    notes: tuple[Finding, ...] = ()
 
     @property
     def direct(self) -> bool:
@@ -187,7 +188,7 @@ def _wheels(loaded: LoadedProfile, wheel_dirs: tuple[tuple[str, str], ...]
 
 
 def _project(loaded: LoadedProfile, out_dir: Path
-             ) -> tuple[tuple[LinkedFile, ...], tuple[tuple[str, str, str], ...], tuple[str, ...]]:
+             ) -> tuple[tuple[LinkedFile, ...], tuple[tuple[str, str, str], ...], tuple[Finding, ...]]:
     """The profile folder's files copied into the image (image.copy_project), the special files left out,
     and the warnings about the copy."""
     p = loaded.profile
@@ -203,15 +204,15 @@ def _project(loaded: LoadedProfile, out_dir: Path
     chosen = select_project(loaded.base_dir, exclude_dirs=wheelhouses + (out_dir,), ship=p.image.ship_secrets,
                             outputs=output_names(), manifest=MANIFEST)
     held = _credentialed_inputs(loaded, chosen.files)
-    out, notes = [], [f"image.copy_project: {note}" for note in chosen.notes]
+    out, notes = [], [Finding("image.copy_project", note) for note in chosen.notes]
     for rel in chosen.files:
         src = loaded.base_dir / rel
         why = held.get(src.resolve())
         if why is not None:
-            notes.append(f"image.copy_project: left {neutralise(rel)} out of the image: {why} holds a URL with a "
+            notes.append(Finding("image.copy_project", f"left {neutralise(rel)} out of the image: {why} holds a URL with a "
                          "user or password in it (USER:TOKEN@HOST), and a copied file ships in its layer for "
                          "good; keep the credential in a file the build does not copy (a secret, the "
-                         "environment), or mount the file at run time")
+                         "environment), or mount the file at run time"))
             continue
         out.append(LinkedFile(f"{CONTEXT_DIR}/project/{rel}", src, src.lstat().st_mode & 0o777))
     return tuple(out), tuple(("image.copy_project", rel, kind) for rel, kind in chosen.skipped), tuple(notes)

@@ -39,6 +39,7 @@ from envkit.plan.registry import REGISTRY
 if TYPE_CHECKING:  # annotations only: the CLI reads TARGETS without loading the templates or the profile
     from jinja2 import Environment
 
+    from envkit.findings import Finding
     from envkit.plan.envplan import EnvPlan
     from envkit.runsettings import Volume
 
@@ -149,7 +150,7 @@ def _applies(name: str, profile) -> bool:
     return section is None or getattr(profile, section) is not None
 
 
-def target_warnings(name: str, plan: EnvPlan) -> list[str]:
+def target_warnings(name: str, plan: EnvPlan) -> list[Finding]:
     """What target ``name`` cannot express for the run's ``plan`` (its module's optional ``warnings``)."""
     if not _applies(name, plan.profile):
         return []

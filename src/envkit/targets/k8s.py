@@ -12,6 +12,7 @@ Called as::
 
 from __future__ import annotations
 
+from envkit.findings import Finding
 from envkit.plan.envplan import EnvPlan
 from envkit.targets import GenContext, OutputFile
 from envkit.render import Flow, Note, Word
@@ -30,7 +31,7 @@ def command(p: Pod) -> tuple[str, ...]:
             f"--master-port={MASTER_PORT}") + tuple(kube_escape(w) for w in plan.entrypoint)
 
 
-def warnings(plan: EnvPlan) -> list[str]:
+def warnings(plan: EnvPlan) -> list[Finding]:
     """What the Kubernetes targets cannot express (one line each, naming the profile key)."""
     return kube_warnings(plan)
 

@@ -46,6 +46,7 @@ from envkit.plan.envplan import EnvPlan
 from envkit.plan.paths import CHECK_FILE, SHM_MOUNT
 from envkit.render import DataMap, Flow, Word
 from envkit.targets import GenContext
+from envkit.findings import Finding
 
 MASTER_PORT = 29500
 QOS_DOC = "https://kubernetes.io/docs/concepts/workloads/pods/pod-qos/"
@@ -279,7 +280,7 @@ def pod_volumes(p: Pod) -> dict:
 KUBE = "Kubernetes (k8s, trainjob)"
 
 
-def kube_warnings(plan: EnvPlan) -> list[str]:
+def kube_warnings(plan: EnvPlan) -> list[Finding]:
     """What the Kubernetes targets (k8s, trainjob) cannot express, one line each naming the profile key.
 
     >>> from pathlib import Path
@@ -288,7 +289,7 @@ def kube_warnings(plan: EnvPlan) -> list[str]:
     >>> lp = load_profile_bytes(b"envkit: 1\\nname: t\\nimage: {base: debian, tag: reg.io/t:1}\\n"
     ...     b"run: {cpuset: '0-3', memory: 8g}\\ncluster: {entrypoint: [t.py], kubernetes: "
     ...     b"{volumes: [{claim: code, mount: /workspace}]}}\\n", "t.yaml", Path("."))
-    >>> [w.split(":")[0] for w in kube_warnings(build_plan(lp))]
+    >>> [w.path for w in kube_warnings(build_plan(lp))]
     ['run.cpuset']
     """
     p = plan.profile
@@ -296,19 +297,19 @@ def kube_warnings(plan: EnvPlan) -> list[str]:
     if c is None:
         return []
     run, k = p.run, c.kubernetes
-    out: list[str] = []
+    out: list[Finding] = []
     if run.cpuset:
-        out.append(f"run.cpuset: {KUBE} cannot pin specific cores ({run.cpuset}); each pod asks for "
+        out.append(Finding("run.cpuset", f"{KUBE} cannot pin specific cores ({run.cpuset}); each pod asks for "
                    "whole CPUs with requests == limits, which gets exclusive cores only where the node's "
-                   "kubelet runs the static CPU manager policy")
+                   "kubelet runs the static CPU manager policy"))
     if isinstance(run.numa, int):
         # kubernetes.io/docs/tasks/administer-cluster/topology-manager/: the Topology Manager aligns what its
         # hint providers report; memory is one only under the Memory Manager's Static policy
         # (.../memory-manager/, "Static policy"); the CPU Manager's static policy provides the CPUs.
-        out.append(f"run.numa: {KUBE} cannot name a pod's memory node (--cpuset-mems={run.numa}); on a node whose "
+        out.append(Finding("run.numa", f"{KUBE} cannot name a pod's memory node (--cpuset-mems={run.numa}); on a node whose "
                    "kubelet runs the Topology Manager (policy single-numa-node) a Guaranteed pod's CPUs and GPUs "
                    "share one NUMA node where the CPU Manager's static policy runs, and its memory too only where "
-                   "the Memory Manager's Static policy runs")
+                   "the Memory Manager's Static policy runs"))
     cluster = plan.cluster
     asked = dict(resources(plan.settings.memory, cluster)) if cluster is not None else {}
     qos = qos_class([(asked, asked)])  # every container of the pod asks the same
@@ -317,47 +318,47 @@ def kube_warnings(plan: EnvPlan) -> list[str]:
                    if not given]
         lacks = [what for key, what in (("run.cpus", "no exclusive cores"),
                                         ("run.memory", "/dev/shm bounded by no memory limit")) if key in missing]
-        out.append(f"{missing[0]}: {' and '.join(missing)} not set, so pods get {qos} QoS ({', '.join(lacks)}; "
-                   f"the rule: {QOS_DOC}); set run.cpus and run.memory for Guaranteed QoS")
+        out.append(Finding(missing[0], f"{' and '.join(missing)} not set, so pods get {qos} QoS ({', '.join(lacks)}; "
+                   f"the rule: {QOS_DOC}); set run.cpus and run.memory for Guaranteed QoS"))
     if "memlock" in run.ulimits and p.image.user.uid != 0:
-        out.append(f"run.ulimits.memlock: {KUBE} cannot raise memlock for a non-root pod (image.user uid "
+        out.append(Finding("run.ulimits.memlock", f"{KUBE} cannot raise memlock for a non-root pod (image.user uid "
                    f"{p.image.user.uid}): the runtime drops added capabilities such as IPC_LOCK for a non-zero "
                    "runAsUser (kubernetes/kubernetes#56374), so pods get the node runtime's limit (containerd's "
-                   "systemd unit: LimitMEMLOCK=infinity), which the preflight checks")
+                   "systemd unit: LimitMEMLOCK=infinity), which the preflight checks"))
     for name in (u for u in sorted(run.ulimits) if u != "memlock"):
-        out.append(f"run.ulimits.{name}: {KUBE} cannot set ulimits per pod (kubernetes#3595); pods get the "
-                   "node's container-runtime default, which the preflight checks")
+        out.append(Finding(f"run.ulimits.{name}", f"{KUBE} cannot set ulimits per pod (kubernetes#3595); pods get the "
+                   "node's container-runtime default, which the preflight checks"))
     if run.ipc == "host":
-        out.append(f"run.ipc: 'host' is not used on {KUBE}: hostIPC would share the node's IPC namespace; "
+        out.append(Finding("run.ipc", f"'host' is not used on {KUBE}: hostIPC would share the node's IPC namespace; "
                    "pods get an unsized Memory emptyDir at /dev/shm, bounded by the pod's memory limit; prefer "
-                   "ipc: private with a sized shm_size")
+                   "ipc: private with a sized shm_size"))
     if isinstance(run.gpus, tuple) and c.gpus_per_node is None:
-        out.append(f"run.gpus: {KUBE} schedules GPU counts, not device ids; asking for {len(run.gpus)} per "
-                   "node (set cluster.gpus_per_node to say so)")
+        out.append(Finding("run.gpus", f"{KUBE} schedules GPU counts, not device ids; asking for {len(run.gpus)} per "
+                   "node (set cluster.gpus_per_node to say so)"))
     full, short = full_object_name(p.name), object_name(p.name)
     if full != short:
-        out.append(f"name: the Kubernetes objects are named {short!r}, not {full!r}: a name is at most {NAME_MAX} "
+        out.append(Finding("name", f"the Kubernetes objects are named {short!r}, not {full!r}: a name is at most {NAME_MAX} "
                    "characters (pod hostnames add '-<index>' and TrainJob's '-node-0-<index>-<hash>' under 63), "
                    f"so it keeps a prefix and ends in {HASH_HEX} hex digits of the profile name's sha256, which "
-                   "keeps two long names apart")
+                   "keeps two long names apart"))
     image = c.image or p.image_tag
     key = "cluster.image" if c.image else "image.tag"
     if is_local_only(image):
-        out.append(f"{key}: {image!r} is a local-only name (the image envkit builds here), which nodes cannot pull; "
+        out.append(Finding(key, f"{image!r} is a local-only name (the image envkit builds here), which nodes cannot pull; "
                    "push it where they pull from (envkit build --tag REG/IMG:TAG && docker push REG/IMG:TAG) "
-                   "and name it in cluster.image")
+                   "and name it in cluster.image"))
     elif registry_host(image) is None:
-        out.append(f"{key}: {image!r} names no registry host, so nodes will look for it on Docker Hub; "
+        out.append(Finding(key, f"{image!r} names no registry host, so nodes will look for it on Docker Hub; "
                    "push it where they pull from (envkit build --tag REG/IMG:TAG && docker push REG/IMG:TAG) "
-                   "and name it in cluster.image")
+                   "and name it in cluster.image"))
     if run.volumes and not k.host_path_volumes:
-        out.append(f"run.volumes: {len(run.volumes)} host path(s) are not mounted on {KUBE}; use "
-                   "cluster.kubernetes.volumes (PVCs), or host_path_volumes: true for paths every node has")
+        out.append(Finding("run.volumes", f"{len(run.volumes)} host path(s) are not mounted on {KUBE}; use "
+                   "cluster.kubernetes.volumes (PVCs), or host_path_volumes: true for paths every node has"))
     elif k.host_path_volumes:
         for spec in run.volumes:
             if not spec.startswith("/"):
-                out.append(f"run.volumes: {spec.split(':')[0]!r} is relative to the profile's folder, which "
-                           "nodes do not have; it is not mounted on the cluster")
+                out.append(Finding("run.volumes", f"{spec.split(':')[0]!r} is relative to the profile's folder, which "
+                           "nodes do not have; it is not mounted on the cluster"))
     # The image carries the code (image.copy_project; on by default with a cluster section) or a claim mounts it.
     carries_code = p.copies_project
     workdir = p.image.workdir.rstrip("/") or "/"
@@ -365,7 +366,7 @@ def kube_warnings(plan: EnvPlan) -> list[str]:
                   for v in k.volumes)
     if not carries_code and not mounted:
         what = " ".join(c.entrypoint[:2] if c.entrypoint[0].startswith("-") else c.entrypoint[:1])
-        out.append(f"cluster.entrypoint: nodes run {what!r} from {workdir}, but the image carries "
+        out.append(Finding("cluster.entrypoint", f"nodes run {what!r} from {workdir}, but the image carries "
                    f"no project code and no cluster.kubernetes.volumes entry mounts {workdir}; set "
-                   "image.copy_project: true (the code goes into the image you push) or mount a claim holding it there")
+                   "image.copy_project: true (the code goes into the image you push) or mount a claim holding it there"))
     return out

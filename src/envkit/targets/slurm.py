@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 
+from envkit.findings import Finding
 from envkit.plan.cluster import ClusterPlan, registry_host
 from envkit.plan.image import is_local_only
 from envkit.plan.envplan import EnvPlan
@@ -101,7 +102,7 @@ def ulimit_args(name: str, value: int) -> tuple[str, str, str]:
     return letter, str(math.ceil(value / unit)), " KiB" if unit == 1024 else ""
 
 
-def warnings(plan: EnvPlan) -> list[str]:
+def warnings(plan: EnvPlan) -> list[Finding]:
     """What the slurm target cannot express, one warning per profile key, each naming the key ([] without a
     ``cluster`` section).
 
@@ -114,7 +115,7 @@ def warnings(plan: EnvPlan) -> list[str]:
     >>> from envkit.profile import load_profile_bytes
     >>> lp = load_profile_bytes(b"envkit: 1\\nname: demo\\nimage: {base: 'debian:bookworm'}\\nrun: {cpuset: '0-3'}\\n"
     ...     b"cluster: {entrypoint: [train.py], image: 'reg.example.com/demo:1'}\\n", "d.yaml", Path("."))
-    >>> [w.split(":")[0] for w in warnings(build_plan(lp))]
+    >>> [w.path for w in warnings(build_plan(lp))]
     ['run.cpuset']
     """
     profile = plan.profile
@@ -122,42 +123,42 @@ def warnings(plan: EnvPlan) -> list[str]:
     if c is None:
         return []
     run, runtime = profile.run, c.slurm.runtime
-    out: list[str] = []
+    out: list[Finding] = []
     if run.cpuset:
-        out.append(f"run.cpuset: Slurm cannot request specific cores ({run.cpuset!r}); the job asks for "
-                   f"--cpus-per-task={len(run.cpuset_cpus)} and the node chooses which")
+        out.append(Finding("run.cpuset", f"Slurm cannot request specific cores ({run.cpuset!r}); the job asks for "
+                   f"--cpus-per-task={len(run.cpuset_cpus)} and the node chooses which"))
     if runtime == "apptainer":
-        out.append("run.shm_size: under apptainer the job uses the node's own /dev/shm, which the script does not "
-                   "size; the preflight checks it on every node before training (use runtime: oci or pyxis to size it)")
+        out.append(Finding("run.shm_size", "under apptainer the job uses the node's own /dev/shm, which the script does not "
+                   "size; the preflight checks it on every node before training (use runtime: oci or pyxis to size it)"))
     if isinstance(run.gpus, tuple) and c.gpus_per_node is None:
-        out.append(f"run.gpus: Slurm schedules a count, not device ids; asking for {len(run.gpus)} per node "
-                   "(set cluster.gpus_per_node to say so)")
+        out.append(Finding("run.gpus", f"Slurm schedules a count, not device ids; asking for {len(run.gpus)} per node "
+                   "(set cluster.gpus_per_node to say so)"))
     if runtime != "oci":
         if c.image is None:
-            out.append(f"cluster.image: not set, so nodes are told to run {profile.image_tag}, a tag that exists "
+            out.append(Finding("cluster.image", f"not set, so nodes are told to run {profile.image_tag}, a tag that exists "
                        "only where it was built; push it to a registry the nodes reach and name it here "
-                       "(pyxis: or `enroot import dockerd://IMAGE` to a .sqsh and submit with ENVKIT_IMAGE=FILE.sqsh)")
+                       "(pyxis: or `enroot import dockerd://IMAGE` to a .sqsh and submit with ENVKIT_IMAGE=FILE.sqsh)"))
         elif is_local_only(c.image):
-            out.append(f"cluster.image: {c.image} is a local-only name, which nodes cannot pull; "
-                       "use the reference of the registry you pushed it to")
+            out.append(Finding("cluster.image", f"{c.image} is a local-only name, which nodes cannot pull; "
+                       "use the reference of the registry you pushed it to"))
         elif registry_host(c.image) is None:
-            out.append(f"cluster.image: {c.image} names no registry host, so nodes look for it on Docker Hub; "
-                       "use the reference of the registry you pushed it to")
+            out.append(Finding("cluster.image", f"{c.image} names no registry host, so nodes look for it on Docker Hub; "
+                       "use the reference of the registry you pushed it to"))
     if runtime == "pyxis" and c.image is not None and "@" in c.image:
-        out.append(f"cluster.image: {c.image} is pinned by digest, which enroot before 4.0 cannot pull (its image "
-                   "syntax has no @); on such nodes use a tag, or an enroot .sqsh file with ENVKIT_IMAGE=FILE.sqsh")
+        out.append(Finding("cluster.image", f"{c.image} is pinned by digest, which enroot before 4.0 cannot pull (its image "
+                   "syntax has no @); on such nodes use a tag, or an enroot .sqsh file with ENVKIT_IMAGE=FILE.sqsh"))
     if runtime == "apptainer" and "HOME" in run.env:
         # apptainer internal/pkg/util/env/create.go, alwaysOmitKeys: HOME cannot be overridden.
-        out.append("run.env.HOME: Apptainer does not let a job set HOME in the container (it ignores "
-                   "APPTAINERENV_HOME with a warning); Apptainer's --home sets it")
+        out.append(Finding("run.env.HOME", "Apptainer does not let a job set HOME in the container (it ignores "
+                   "APPTAINERENV_HOME with a warning); Apptainer's --home sets it"))
     for name in sorted(run.ulimits):
         # slurmstepd ulimits.c, _set_limit: a propagated soft limit above a node's hard limit is
         # lowered to it without a message (only srun --propagate reports it), so only the batch
         # node's own ulimit -S and the preflight's ulimits check can stop the job.
         root = "; a root bundle's rlimits also set it in each container" if runtime == "oci" else ""
-        out.append(f"run.ulimits.{name}: Slurm cannot set ulimits; raised with ulimit -S in the batch script, "
+        out.append(Finding(f"run.ulimits.{name}", f"Slurm cannot set ulimits; raised with ulimit -S in the batch script, "
                    "which stops the job (naming the limit) above the batch node's hard limit; another node "
-                   f"lowers it to its own hard limit, which the preflight fails{root}")
+                   f"lowers it to its own hard limit, which the preflight fails{root}"))
     return out
 
 

@@ -38,6 +38,7 @@ Called as::
 
 from __future__ import annotations
 
+from envkit.findings import Finding
 from envkit.plan.envplan import EnvPlan
 from envkit.targets import GenContext, OutputFile
 from envkit.render import Flow, Word
@@ -57,7 +58,7 @@ def command(p: Pod) -> tuple[str, ...]:
     return ("/bin/sh", "-c", kube_escape(script), "envkit-preflight") + tuple(kube_escape(w) for w in p.plan.entrypoint)
 
 
-def warnings(plan: EnvPlan) -> list[str]:
+def warnings(plan: EnvPlan) -> list[Finding]:
     """What the Kubernetes targets cannot express (one line each, naming the profile key)."""
     return kube_warnings(plan)
 
