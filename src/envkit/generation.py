@@ -118,7 +118,7 @@ def warning_record(loaded: LoadedProfile, text: str) -> dict[str, object]:
 def report_warnings(plan: EnvPlan, strict: bool, err: TextIO, targets: tuple[str, ...] = ()) -> list[str]:
     """Print the plan's warnings (:func:`plan_warnings`) to ``err`` and return them; under ``strict`` they are
     errors (exit 2, nothing written)."""
-    loaded = plan.loaded
+    loaded = plan.source
     warnings = plan_warnings(plan, targets)
     if strict and warnings:
         raise ProfileError("\n".join(f"{loaded.source}: {w}" for w in warnings),
@@ -131,5 +131,5 @@ def report_warnings(plan: EnvPlan, strict: bool, err: TextIO, targets: tuple[str
 def report_notes(plan: EnvPlan, err: TextIO) -> list[str]:
     """Print what envkit decided where the profile left it open (``plan.notes``) to ``err``; never an error."""
     for n in plan.notes:
-        print(f"envkit: note: {neutralise_lines(f'{plan.loaded.source}: {n}')}", file=err)
+        print(f"envkit: note: {neutralise_lines(f'{plan.source.source}: {n}')}", file=err)
     return list(plan.notes)

@@ -28,8 +28,25 @@ from envkit.runsettings import RunSettings
 
 
 @dataclass(frozen=True)
+class PlanSource:
+    """Where the plan comes from: the profile's name, its file as given (``<...>`` for the embedded one),
+    its sha256 and the folder relative volume sources and the project copy are relative to."""
+
+    name: str
+    source: str
+    sha256: str
+    base_dir: Path
+
+    def resolve(self, rel: str) -> Path:
+        """A path the profile names, resolved against its folder."""
+        return (self.base_dir / rel).resolve()
+
+
+@dataclass(frozen=True)
 class EnvPlan:
     loaded: LoadedProfile
+    source: PlanSource
+    sections: tuple[str, ...]  # the optional profile sections present ("cluster", "wsl")
     out_dir: Path
     settings: RunSettings
     loader: LoaderPlan
@@ -81,6 +98,8 @@ def build_plan(loaded: LoadedProfile, out_dir: Path = Path(".")) -> EnvPlan:
         except ProfileError as e:
             error = e
     warnings = profile_warnings(p, settings, loader) + file_warnings(p, image) + team_warnings(loaded, image)
-    return EnvPlan(loaded=loaded, out_dir=out_dir, settings=settings, loader=loader, image=image,
+    source = PlanSource(p.name, loaded.source, loaded.sha256, loaded.base_dir)
+    sections = tuple(name for name in ("cluster", "wsl") if getattr(p, name) is not None)
+    return EnvPlan(loaded=loaded, source=source, sections=sections, out_dir=out_dir, settings=settings, loader=loader, image=image,
                    expectation=expectation_json(p, settings, loader), warnings=tuple(warnings), cluster=cluster,
-                   wsl=wsl_plan(p.wsl), cluster_error=error, notes=tuple(sizing_notes(p, settings, loader)))
+                   wsl=wsl_plan(p.wsl, p.run.wants_gpus), cluster_error=error, notes=tuple(sizing_notes(p, settings, loader)))

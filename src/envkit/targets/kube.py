@@ -184,7 +184,7 @@ without a request gets the limit as its request. Quantities compare as envkit wr
 
 
 def volumes(ctx: GenContext) -> tuple[Volume, ...]:
-    rs, k = ctx.settings, ctx.profile.cluster.kubernetes
+    rs, k = ctx.settings, ctx.plan.require_cluster().kubernetes
     shm = rs.effective_shm
     out = [Volume(SHM_VOLUME, "emptyDir", SHM_MOUNT, size_limit=quantity(shm) if shm is not None else None)]
     out += [Volume(f"claim-{i}", "persistentVolumeClaim", v.mount, v.read_only, claim=v.claim)
@@ -198,25 +198,24 @@ def volumes(ctx: GenContext) -> tuple[Volume, ...]:
 
 
 def pod(ctx: GenContext) -> Pod:
-    p = ctx.profile
+    spec = ctx.plan.image.spec
     plan = ctx.plan.require_cluster()
-    k = p.cluster.kubernetes
-    name = object_name(p.name)
+    k = plan.kubernetes
+    name = object_name(spec.name)
     return Pod(
         name=name,
         namespace=k.namespace,
         labels=(("app.kubernetes.io/name", name), ("app.kubernetes.io/managed-by", "envkit")),
         image=plan.image,
-        workdir=p.image.workdir,
+        workdir=spec.workdir,
         env=tuple((key, kube_escape(value)) for key, value in ctx.settings.env),
         resources=resources(ctx.settings.memory, plan),
-        run_as_user=p.image.user.uid,
-        run_as_group=p.image.user.gid,
-        capabilities=("IPC_LOCK",) if any(u.name == "memlock" for u in ctx.settings.ulimits) and p.image.user.uid == 0 else (),
+        run_as_user=spec.user.uid,
+        run_as_group=spec.user.gid,
+        capabilities=("IPC_LOCK",) if any(u.name == "memlock" for u in ctx.settings.ulimits) and spec.user.uid == 0 else (),
         volumes=volumes(ctx),
-        node_selector=tuple(sorted(k.node_selector.items())),
-        tolerations=tuple(tuple((key, val) for key, val in t.model_dump(exclude_none=True).items())
-                          for t in k.tolerations),
+        node_selector=k.node_selector,
+        tolerations=k.tolerations,
         service_account=k.service_account,
         plan=plan,
     )

@@ -171,9 +171,8 @@ def memory_mib(memory: int | None) -> int | None:
 
 
 def sbatch_options(ctx: GenContext, plan: ClusterPlan) -> list[str]:
-    p, c = ctx.profile, ctx.profile.cluster
     # One task per node: torchrun in it starts plan.nproc_per_node workers, so the task gets all CPUs.
-    opts = [f"--job-name={p.name}", f"--nodes={plan.nodes}", "--ntasks-per-node=1"]
+    opts = [f"--job-name={ctx.plan.source.name}", f"--nodes={plan.nodes}", "--ntasks-per-node=1"]
     if plan.gpus_per_node:
         opts.append(f"--gpus-per-node={plan.gpus_per_node}")
     if plan.cpus:
@@ -182,7 +181,7 @@ def sbatch_options(ctx: GenContext, plan: ClusterPlan) -> list[str]:
     if mem:
         opts.append(f"--mem={mem}")
     for key in ("partition", "account", "time"):
-        value = getattr(c.slurm, key)
+        value = getattr(plan.slurm, key)
         if value is not None:
             opts.append(f"--{key}={value}")
     return opts
@@ -243,9 +242,8 @@ def job_env(runtime: str, env: list[tuple[str, str]]) -> list[str]:
 
 
 def context(ctx: GenContext) -> dict:
-    p, c = ctx.profile, ctx.profile.cluster
     plan = ctx.plan.require_cluster()
-    runtime = c.slurm.runtime
+    runtime = plan.slurm.runtime
     items = mounts(ctx) if runtime != "oci" else []
     shm = shm_mount(ctx) if runtime == "pyxis" else None
     if shm is not None:
@@ -254,15 +252,15 @@ def context(ctx: GenContext) -> dict:
     return {
         "header": ctx.header("#"),
         # $here (the submit folder) is only defined when something refers to it: shellcheck flags unused names.
-        "needs_here": anchored or (runtime == "oci" and c.slurm.bundle is None),
+        "needs_here": anchored or (runtime == "oci" and plan.slurm.bundle is None),
         # The submit folder is known only at run time: the script checks it before the first srun.
         "check_here": anchored,
         "sbatch": sbatch_options(ctx, plan),
         "runtime": runtime,
         "image": enroot_image(plan.image) if runtime == "pyxis" else plan.image,
         # A bundle path left unset means "beside the submit directory" (a run-time value).
-        "bundle": c.slurm.bundle,
-        "workdir": p.image.workdir,
+        "bundle": plan.slurm.bundle,
+        "workdir": ctx.plan.image.spec.workdir,
         "job_env": job_env(runtime, list(ctx.settings.env)),
         "job_env_disables": [LITERAL_ENV_DISABLE] if any(ch in value for _, value in ctx.settings.env
                                                          for ch in "$`") else [],
@@ -281,7 +279,7 @@ def context(ctx: GenContext) -> dict:
 
 
 def render(ctx: GenContext) -> list[OutputFile]:
-    if ctx.profile.cluster is None:
+    if "cluster" not in ctx.plan.sections:
         return []
-    template = TEMPLATES[ctx.profile.cluster.slurm.runtime]
+    template = TEMPLATES[ctx.plan.require_cluster().slurm.runtime]
     return [OutputFile(FILE, ctx.render(template, **context(ctx)), mode=0o755)]
