@@ -49,7 +49,7 @@ class ClaimVolume:
 class KubernetesPlan:
     """cluster.kubernetes, as the Kubernetes targets write it: tolerations as (key, value) pairs, unset keys left out."""
 
-    namespace: str | None
+    namespace: str
     node_selector: tuple[tuple[str, str], ...]
     tolerations: tuple[tuple[tuple[str, object], ...], ...]
     service_account: str | None
@@ -84,6 +84,44 @@ class ClusterPlan:
     slurm: SlurmPlan
     image_set: str | None
     gpus_per_node_set: bool
+
+
+@dataclass(frozen=True)
+class ClusterAsk:
+    """What a profile with a ``cluster:`` section asks of the run, as it writes it: what the cluster targets'
+    warnings name (set whether or not the cluster can be planned). ``gpu_ids``: how many device ids
+    ``run.gpus`` lists (None: a count, ``all`` or none); ``volume_specs``: run.volumes as written."""
+
+    cpuset: str | None
+    cpuset_count: int
+    numa: int | str | None
+    ulimit_names: tuple[str, ...]
+    ipc: str | None
+    gpu_ids: int | None
+    env_names: tuple[str, ...]
+    volume_specs: tuple[str, ...]
+    gpus_per_node_set: bool
+    image_set: str | None
+    image: str  # cluster.image, else the image tag
+    runtime: str
+    host_path_volumes: bool
+    claim_mounts: tuple[str, ...]
+    entrypoint: tuple[str, ...]
+
+
+def cluster_ask(p: Profile) -> ClusterAsk | None:
+    """The :class:`ClusterAsk` of a profile (None without a ``cluster:`` section)."""
+    c = p.cluster
+    if c is None:
+        return None
+    run = p.run
+    return ClusterAsk(
+        cpuset=run.cpuset or None, cpuset_count=len(run.cpuset_cpus), numa=run.numa,
+        ulimit_names=tuple(sorted(run.ulimits)), ipc=run.ipc,
+        gpu_ids=len(run.gpus) if isinstance(run.gpus, tuple) else None, env_names=tuple(run.env),
+        volume_specs=tuple(run.volumes), gpus_per_node_set=c.gpus_per_node is not None, image_set=c.image,
+        image=c.image or p.image_tag, runtime=c.slurm.runtime, host_path_volumes=c.kubernetes.host_path_volumes,
+        claim_mounts=tuple(v.mount for v in c.kubernetes.volumes), entrypoint=tuple(c.entrypoint))
 
 
 def cluster_plan(p: Profile, source: str = "profile") -> ClusterPlan:

@@ -37,10 +37,10 @@ from envkit import __version__
 from envkit.pem import certificate_blocks
 from envkit.plan.paths import CA_BUNDLE, CONTEXT_DIR, DELTA_SCRIPT, LOCK_FILE_NAME, MANIFEST
 from envkit.profile import LoadedProfile
-from envkit.requirements import decode, has_credentials, has_hashes, names_numpy, requirements_of
 from envkit.profile.dockerref import is_local_only  # noqa: F401  (the targets read it through the plan)
+from envkit.profile.proxy import proxy_build_args
 from envkit.render import templates_dir
-from envkit.runsettings import proxy_build_args, remaps_user
+from envkit.requirements import decode, has_credentials, has_hashes, names_numpy, requirements_of
 from envkit.safeio import kind_of
 from envkit.termtext import neutralise
 
@@ -92,12 +92,19 @@ class ImageUser:
     gid: int
     is_root: bool
 
+    @property
+    def remapped(self) -> bool:
+        """True when the image carries envkit-entrypoint: a container started as root remaps this non-root
+        user to the project folder owner's uid/gid and drops to it (the rule of
+        :func:`envkit.runsettings.remaps_user`)."""
+        return not self.is_root
+
 
 @dataclass(frozen=True)
 class ImageSpec:
     """What the image is, decided from ``image:``: the base and what goes on it, its user, labels and tag.
 
-    ``remaps_user``: the image carries envkit-entrypoint (a non-root user remapped to the project owner);
+    ``remaps_user``: the image carries envkit-entrypoint (:attr:`ImageUser.remapped`);
     ``proxy_build_args``: Docker's predefined proxy ARGs, passed as --build-arg; ``delta_script``: the
     packages stage's script (templates/envkit-delta.sh), read here, None without that stage."""
 
@@ -110,7 +117,6 @@ class ImageSpec:
     ca_env: tuple[tuple[str, str], ...]
     user: ImageUser
     workdir: str
-    remaps_user: bool
     proxy_build_args: tuple[tuple[str, str], ...]
     env: tuple[tuple[str, str], ...]
     labels: tuple[tuple[str, str], ...]
@@ -120,6 +126,10 @@ class ImageSpec:
     tag: str
     tag_is_default: bool
     delta_script: bytes | None
+
+    @property
+    def remaps_user(self) -> bool:
+        return self.user.remapped
 
 
 def is_python_base(base: str) -> bool:
@@ -159,7 +169,7 @@ def image_spec(loaded: LoadedProfile, certs: bool, packages_stage: bool) -> Imag
         name=p.name, base=image.base, digest=image.digest,
         base_ref=f"{image.base}@{image.digest}" if image.digest else image.base,
         installer=image.installer, apt_packages=tuple(apt_packages(image)), ca_env=ca_env,
-        user=ImageUser(u.name, u.uid, u.gid, u.is_root), workdir=image.workdir, remaps_user=remaps_user(p),
+        user=ImageUser(u.name, u.uid, u.gid, u.is_root), workdir=image.workdir,
         proxy_build_args=tuple(proxy_build_args(p)), env=tuple(sorted(image.env.items())),
         labels=tuple(sorted(labels.items())), pip_packages=tuple(image.pip_packages),
         install_project=image.install_project, copies_project=p.copies_project, tag=p.image_tag,

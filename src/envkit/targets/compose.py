@@ -81,7 +81,7 @@ def document(ctx: GenContext) -> dict:
     args = build_args(ctx)
     if args:
         build["args"] = {k: compose_escape(v) for k, v in args}
-    service = {"build": build, "image": spec.tag}
+    service: dict = {"build": build, "image": spec.tag}
     service.update(compose_service(ctx.settings, volume_source=ctx.relative_source))
     service["stdin_open"] = True
     service["tty"] = True

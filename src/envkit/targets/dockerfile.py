@@ -35,12 +35,12 @@ from __future__ import annotations
 import os
 
 from envkit.plan.paths import (
-    CA_BUNDLE, CHECK_FILE, CONTEXT_DIR, DELTA_SCRIPT, ENTRYPOINT_FILE, EXPECT_FILE, HARNESS_DIR, HARNESS_FILE,
+    CHECK_FILE, CONTEXT_DIR, DELTA_SCRIPT, ENTRYPOINT_FILE, EXPECT_FILE, HARNESS_DIR, HARNESS_FILE,
     LOCK_FILE_NAME, VENV, WHEELS_IN_IMAGE,
 )
 from envkit.plan.image import BASE_APT, apt_packages, is_python_base  # noqa: F401  (decided in the plan)
 from envkit.targets import GenContext, OutputFile
-from envkit.targets.dockerfile_steps import ImageUser, Inputs, TorchInstall, stages
+from envkit.targets.dockerfile_steps import Inputs, TorchInstall, stages
 
 # This target writes the output folder's Dockerfile (compose and the dev container build from it).
 WRITES_DOCKERFILE = True

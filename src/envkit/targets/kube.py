@@ -290,21 +290,20 @@ def kube_warnings(plan: EnvPlan) -> list[str]:
     >>> [w.split(":")[0] for w in kube_warnings(build_plan(lp))]
     ['run.cpuset']
     """
-    p = plan.profile
-    c = p.cluster
-    if c is None:
+    a = plan.cluster_ask
+    if a is None:
         return []
-    run, k = p.run, c.kubernetes
+    spec = plan.image.spec
     out: list[str] = []
-    if run.cpuset:
-        out.append(f"run.cpuset: {KUBE} cannot pin specific cores ({run.cpuset}); each pod asks for "
+    if a.cpuset:
+        out.append(f"run.cpuset: {KUBE} cannot pin specific cores ({a.cpuset}); each pod asks for "
                    "whole CPUs with requests == limits, which gets exclusive cores only where the node's "
                    "kubelet runs the static CPU manager policy")
-    if isinstance(run.numa, int):
+    if isinstance(a.numa, int):
         # kubernetes.io/docs/tasks/administer-cluster/topology-manager/: the Topology Manager aligns what its
         # hint providers report; memory is one only under the Memory Manager's Static policy
         # (.../memory-manager/, "Static policy"); the CPU Manager's static policy provides the CPUs.
-        out.append(f"run.numa: {KUBE} cannot name a pod's memory node (--cpuset-mems={run.numa}); on a node whose "
+        out.append(f"run.numa: {KUBE} cannot name a pod's memory node (--cpuset-mems={a.numa}); on a node whose "
                    "kubelet runs the Topology Manager (policy single-numa-node) a Guaranteed pod's CPUs and GPUs "
                    "share one NUMA node where the CPU Manager's static policy runs, and its memory too only where "
                    "the Memory Manager's Static policy runs")
@@ -318,29 +317,29 @@ def kube_warnings(plan: EnvPlan) -> list[str]:
                                         ("run.memory", "/dev/shm bounded by no memory limit")) if key in missing]
         out.append(f"{missing[0]}: {' and '.join(missing)} not set, so pods get {qos} QoS ({', '.join(lacks)}; "
                    f"the rule: {QOS_DOC}); set run.cpus and run.memory for Guaranteed QoS")
-    if "memlock" in run.ulimits and p.image.user.uid != 0:
+    if "memlock" in a.ulimit_names and spec.user.uid != 0:
         out.append(f"run.ulimits.memlock: {KUBE} cannot raise memlock for a non-root pod (image.user uid "
-                   f"{p.image.user.uid}): the runtime drops added capabilities such as IPC_LOCK for a non-zero "
+                   f"{spec.user.uid}): the runtime drops added capabilities such as IPC_LOCK for a non-zero "
                    "runAsUser (kubernetes/kubernetes#56374), so pods get the node runtime's limit (containerd's "
                    "systemd unit: LimitMEMLOCK=infinity), which the preflight checks")
-    for name in (u for u in sorted(run.ulimits) if u != "memlock"):
+    for name in (u for u in a.ulimit_names if u != "memlock"):
         out.append(f"run.ulimits.{name}: {KUBE} cannot set ulimits per pod (kubernetes#3595); pods get the "
                    "node's container-runtime default, which the preflight checks")
-    if run.ipc == "host":
+    if a.ipc == "host":
         out.append(f"run.ipc: 'host' is not used on {KUBE}: hostIPC would share the node's IPC namespace; "
                    "pods get an unsized Memory emptyDir at /dev/shm, bounded by the pod's memory limit; prefer "
                    "ipc: private with a sized shm_size")
-    if isinstance(run.gpus, tuple) and c.gpus_per_node is None:
-        out.append(f"run.gpus: {KUBE} schedules GPU counts, not device ids; asking for {len(run.gpus)} per "
+    if a.gpu_ids is not None and not a.gpus_per_node_set:
+        out.append(f"run.gpus: {KUBE} schedules GPU counts, not device ids; asking for {a.gpu_ids} per "
                    "node (set cluster.gpus_per_node to say so)")
-    full, short = full_object_name(p.name), object_name(p.name)
+    full, short = full_object_name(spec.name), object_name(spec.name)
     if full != short:
         out.append(f"name: the Kubernetes objects are named {short!r}, not {full!r}: a name is at most {NAME_MAX} "
                    "characters (pod hostnames add '-<index>' and TrainJob's '-node-0-<index>-<hash>' under 63), "
                    f"so it keeps a prefix and ends in {HASH_HEX} hex digits of the profile name's sha256, which "
                    "keeps two long names apart")
-    image = c.image or p.image_tag
-    key = "cluster.image" if c.image else "image.tag"
+    image = a.image
+    key = "cluster.image" if a.image_set else "image.tag"
     if is_local_only(image):
         out.append(f"{key}: {image!r} is a local-only name (the image envkit builds here), which nodes cannot pull; "
                    "push it where they pull from (envkit build --tag REG/IMG:TAG && docker push REG/IMG:TAG) "
@@ -349,21 +348,21 @@ def kube_warnings(plan: EnvPlan) -> list[str]:
         out.append(f"{key}: {image!r} names no registry host, so nodes will look for it on Docker Hub; "
                    "push it where they pull from (envkit build --tag REG/IMG:TAG && docker push REG/IMG:TAG) "
                    "and name it in cluster.image")
-    if run.volumes and not k.host_path_volumes:
-        out.append(f"run.volumes: {len(run.volumes)} host path(s) are not mounted on {KUBE}; use "
+    if a.volume_specs and not a.host_path_volumes:
+        out.append(f"run.volumes: {len(a.volume_specs)} host path(s) are not mounted on {KUBE}; use "
                    "cluster.kubernetes.volumes (PVCs), or host_path_volumes: true for paths every node has")
-    elif k.host_path_volumes:
-        for spec in run.volumes:
-            if not spec.startswith("/"):
-                out.append(f"run.volumes: {spec.split(':')[0]!r} is relative to the profile's folder, which "
+    elif a.host_path_volumes:
+        for written in a.volume_specs:
+            if not written.startswith("/"):
+                out.append(f"run.volumes: {written.split(':')[0]!r} is relative to the profile's folder, which "
                            "nodes do not have; it is not mounted on the cluster")
     # The image carries the code (image.copy_project; on by default with a cluster section) or a claim mounts it.
-    carries_code = p.copies_project
-    workdir = p.image.workdir.rstrip("/") or "/"
-    mounted = any(workdir == v.mount.rstrip("/") or workdir.startswith(v.mount.rstrip("/") + "/")
-                  for v in k.volumes)
+    carries_code = spec.copies_project
+    workdir = spec.workdir.rstrip("/") or "/"
+    mounted = any(workdir == m.rstrip("/") or workdir.startswith(m.rstrip("/") + "/")
+                  for m in a.claim_mounts)
     if not carries_code and not mounted:
-        what = " ".join(c.entrypoint[:2] if c.entrypoint[0].startswith("-") else c.entrypoint[:1])
+        what = " ".join(a.entrypoint[:2] if a.entrypoint[0].startswith("-") else a.entrypoint[:1])
         out.append(f"cluster.entrypoint: nodes run {what!r} from {workdir}, but the image carries "
                    f"no project code and no cluster.kubernetes.volumes entry mounts {workdir}; set "
                    "image.copy_project: true (the code goes into the image you push) or mount a claim holding it there")

@@ -117,40 +117,39 @@ def warnings(plan: EnvPlan) -> list[str]:
     >>> [w.split(":")[0] for w in warnings(build_plan(lp))]
     ['run.cpuset']
     """
-    profile = plan.profile
-    c = profile.cluster
-    if c is None:
+    a = plan.cluster_ask
+    if a is None:
         return []
-    run, runtime = profile.run, c.slurm.runtime
+    runtime = a.runtime
     out: list[str] = []
-    if run.cpuset:
-        out.append(f"run.cpuset: Slurm cannot request specific cores ({run.cpuset!r}); the job asks for "
-                   f"--cpus-per-task={len(run.cpuset_cpus)} and the node chooses which")
+    if a.cpuset:
+        out.append(f"run.cpuset: Slurm cannot request specific cores ({a.cpuset!r}); the job asks for "
+                   f"--cpus-per-task={a.cpuset_count} and the node chooses which")
     if runtime == "apptainer":
         out.append("run.shm_size: under apptainer the job uses the node's own /dev/shm, which the script does not "
                    "size; the preflight checks it on every node before training (use runtime: oci or pyxis to size it)")
-    if isinstance(run.gpus, tuple) and c.gpus_per_node is None:
-        out.append(f"run.gpus: Slurm schedules a count, not device ids; asking for {len(run.gpus)} per node "
+    if a.gpu_ids is not None and not a.gpus_per_node_set:
+        out.append(f"run.gpus: Slurm schedules a count, not device ids; asking for {a.gpu_ids} per node "
                    "(set cluster.gpus_per_node to say so)")
     if runtime != "oci":
-        if c.image is None:
-            out.append(f"cluster.image: not set, so nodes are told to run {profile.image_tag}, a tag that exists "
+        if a.image_set is None:
+            out.append(f"cluster.image: not set, so nodes are told to run {a.image}, a tag that exists "
                        "only where it was built; push it to a registry the nodes reach and name it here "
                        "(pyxis: or `enroot import dockerd://IMAGE` to a .sqsh and submit with ENVKIT_IMAGE=FILE.sqsh)")
-        elif is_local_only(c.image):
-            out.append(f"cluster.image: {c.image} is a local-only name, which nodes cannot pull; "
+        elif is_local_only(a.image_set):
+            out.append(f"cluster.image: {a.image_set} is a local-only name, which nodes cannot pull; "
                        "use the reference of the registry you pushed it to")
-        elif registry_host(c.image) is None:
-            out.append(f"cluster.image: {c.image} names no registry host, so nodes look for it on Docker Hub; "
+        elif registry_host(a.image_set) is None:
+            out.append(f"cluster.image: {a.image_set} names no registry host, so nodes look for it on Docker Hub; "
                        "use the reference of the registry you pushed it to")
-    if runtime == "pyxis" and c.image is not None and "@" in c.image:
-        out.append(f"cluster.image: {c.image} is pinned by digest, which enroot before 4.0 cannot pull (its image "
+    if runtime == "pyxis" and a.image_set is not None and "@" in a.image_set:
+        out.append(f"cluster.image: {a.image_set} is pinned by digest, which enroot before 4.0 cannot pull (its image "
                    "syntax has no @); on such nodes use a tag, or an enroot .sqsh file with ENVKIT_IMAGE=FILE.sqsh")
-    if runtime == "apptainer" and "HOME" in run.env:
+    if runtime == "apptainer" and "HOME" in a.env_names:
         # apptainer internal/pkg/util/env/create.go, alwaysOmitKeys: HOME cannot be overridden.
         out.append("run.env.HOME: Apptainer does not let a job set HOME in the container (it ignores "
                    "APPTAINERENV_HOME with a warning); Apptainer's --home sets it")
-    for name in sorted(run.ulimits):
+    for name in a.ulimit_names:
         # slurmstepd ulimits.c, _set_limit: a propagated soft limit above a node's hard limit is
         # lowered to it without a message (only srun --propagate reports it), so only the batch
         # node's own ulimit -S and the preflight's ulimits check can stop the job.
