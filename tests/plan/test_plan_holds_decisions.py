@@ -53,3 +53,14 @@ def test_require_cluster_raises_the_recorded_error_without_planning_again():
     with pytest.raises(type(plan.cluster_error)) as e:
         plan.require_cluster()
     assert e.value is plan.cluster_error
+
+
+def test_targets_read_neither_the_profile_nor_a_file():
+    from envkit.targets import GenContext
+
+    assert not hasattr(GenContext, "profile") and not hasattr(GenContext, "loaded")
+    targets = Path(__file__).resolve().parents[2] / "src" / "envkit" / "targets"
+    for module in sorted(targets.glob("*.py")):
+        text = module.read_text()
+        for read in ("ctx.profile", "ctx.loaded", "plan.profile", "plan.loaded", "read_bytes(", "read_text("):
+            assert read not in text, f"{module.name} reads {read}"
