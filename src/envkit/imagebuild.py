@@ -24,7 +24,6 @@ from envkit.leftovers import make_build_dir, sweep
 from envkit.output import write_outputs
 from envkit.plan.envplan import EnvPlan, build_plan
 from envkit.profile import LoadedProfile
-from envkit.runsettings import proxy_build_args
 from envkit.termtext import neutralise
 
 LOG_TAIL = 25
@@ -69,7 +68,7 @@ def build_image(loaded: LoadedProfile, engine: Engine, *, tag: str | None, no_ca
         print(f"envkit: building {tag} from {loaded.source}", file=err, flush=True)
         try:
             image_id = engine.build(context, tag, labels=labels, nocache=no_cache, on_event=progress,
-                         buildargs=dict(proxy_build_args(plan.profile)))
+                         buildargs=dict(plan.image.spec.proxy_build_args))
         except BuildFailed as e:
             tail = "\n".join(f"    {neutralise(line)}" for line in e.log[-LOG_TAIL:])
             raise EngineError(f"{neutralise(str(e))}\nfailing step: {neutralise(e.step or 'unknown')}\n"

@@ -42,7 +42,7 @@ def run(profile_path: Path | None, out_dir: Path, targets: tuple[str, ...], *, f
     warnings = report_warnings(plan, strict, err, requested)
     notes = report_notes(plan, err)
     files, owners = render_owned(plan, requested)
-    exact = tuple(d for t in requested for d in exact_folders(t, loaded.profile))
+    exact = tuple(d for t in requested for d in exact_folders(t, plan.sections))
     foreign = tuple(foreign_files(out_dir, exact, files))
     if foreign:  # the user's files under .envkit/: the .dockerignore keeps them out of the image
         files, owners = render_owned(plan, requested, foreign)

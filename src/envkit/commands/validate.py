@@ -96,8 +96,7 @@ def container_settings(plan: EnvPlan, *, default: bool) -> tuple[RunSettings, li
     Volume sources are made absolute against the profile's folder. The container starts as the
     image's user (no ``start_as_root``): the user the harness measures for.
     """
-    loaded = plan.loaded
-    rs = plan.settings.with_sources(lambda src: str(loaded.resolve(src)))
+    rs = plan.settings.with_sources(lambda src: str(plan.source.resolve(src)))
     notes = []
     # The harness reads nothing from bind mounts; a missing host path would make Docker create it as root.
     vols = []

@@ -37,8 +37,41 @@ from envkit.profile.model import Profile
 
 
 @dataclass(frozen=True)
+class ClaimVolume:
+    """A PersistentVolumeClaim mounted at ``mount`` (cluster.kubernetes.volumes)."""
+
+    claim: str
+    mount: str
+    read_only: bool
+
+
+@dataclass(frozen=True)
+class KubernetesPlan:
+    """cluster.kubernetes, as the Kubernetes targets write it: tolerations as (key, value) pairs, unset keys left out."""
+
+    namespace: str
+    node_selector: tuple[tuple[str, str], ...]
+    tolerations: tuple[tuple[tuple[str, object], ...], ...]
+    service_account: str | None
+    volumes: tuple[ClaimVolume, ...]
+    host_path_volumes: bool
+
+
+@dataclass(frozen=True)
+class SlurmPlan:
+    """cluster.slurm: the container runtime and the sbatch options the profile sets (None: unset)."""
+
+    runtime: str
+    partition: str | None
+    account: str | None
+    time: str | None
+    bundle: str | None
+
+
+@dataclass(frozen=True)
 class ClusterPlan:
-    """The per-node decisions shared by the cluster targets."""
+    """The per-node decisions shared by the cluster targets. ``image_set``: cluster.image as the profile
+    writes it (None: the image tag is used); ``gpus_per_node_set``: cluster.gpus_per_node is written."""
 
     nodes: int
     gpus_per_node: int
@@ -47,6 +80,48 @@ class ClusterPlan:
     image: str
     entrypoint: tuple[str, ...]
     registry: str | None  # the image's registry host; None: Docker Hub or local only
+    kubernetes: KubernetesPlan
+    slurm: SlurmPlan
+    image_set: str | None
+    gpus_per_node_set: bool
+
+
+@dataclass(frozen=True)
+class ClusterAsk:
+    """What a profile with a ``cluster:`` section asks of the run, as it writes it: what the cluster targets'
+    warnings name (set whether or not the cluster can be planned). ``gpu_ids``: how many device ids
+    ``run.gpus`` lists (None: a count, ``all`` or none); ``volume_specs``: run.volumes as written."""
+
+    cpuset: str | None
+    cpuset_count: int
+    numa: int | str | None
+    ulimit_names: tuple[str, ...]
+    ipc: str | None
+    gpu_ids: int | None
+    env_names: tuple[str, ...]
+    volume_specs: tuple[str, ...]
+    gpus_per_node_set: bool
+    image_set: str | None
+    image: str  # cluster.image, else the image tag
+    runtime: str
+    host_path_volumes: bool
+    claim_mounts: tuple[str, ...]
+    entrypoint: tuple[str, ...]
+
+
+def cluster_ask(p: Profile) -> ClusterAsk | None:
+    """The :class:`ClusterAsk` of a profile (None without a ``cluster:`` section)."""
+    c = p.cluster
+    if c is None:
+        return None
+    run = p.run
+    return ClusterAsk(
+        cpuset=run.cpuset or None, cpuset_count=len(run.cpuset_cpus), numa=run.numa,
+        ulimit_names=tuple(sorted(run.ulimits)), ipc=run.ipc,
+        gpu_ids=len(run.gpus) if isinstance(run.gpus, tuple) else None, env_names=tuple(run.env),
+        volume_specs=tuple(run.volumes), gpus_per_node_set=c.gpus_per_node is not None, image_set=c.image,
+        image=c.image or p.image_tag, runtime=c.slurm.runtime, host_path_volumes=c.kubernetes.host_path_volumes,
+        claim_mounts=tuple(v.mount for v in c.kubernetes.volumes), entrypoint=tuple(c.entrypoint))
 
 
 def cluster_plan(p: Profile, source: str = "profile") -> ClusterPlan:
@@ -58,8 +133,17 @@ def cluster_plan(p: Profile, source: str = "profile") -> ClusterPlan:
     gpus = gpus_per_node(p, source)
     cpus = cpu_limit(cpuset=len(p.run.cpuset_cpus) or None, quota=p.run.cpus)
     image = c.image or p.image_tag
+    k, s = c.kubernetes, c.slurm
+    kube = KubernetesPlan(
+        namespace=k.namespace, node_selector=tuple(sorted(k.node_selector.items())),
+        tolerations=tuple(tuple(t.model_dump(exclude_none=True).items()) for t in k.tolerations),
+        service_account=k.service_account,
+        volumes=tuple(ClaimVolume(v.claim, v.mount, v.read_only) for v in k.volumes),
+        host_path_volumes=k.host_path_volumes)
+    slurm = SlurmPlan(runtime=s.runtime, partition=s.partition, account=s.account, time=s.time, bundle=s.bundle)
     return ClusterPlan(nodes=c.nodes, gpus_per_node=gpus, nproc_per_node=ranks_per_node(p)[0], cpus=cpus,
-                       image=image, entrypoint=c.entrypoint, registry=registry_host(image))
+                       image=image, entrypoint=c.entrypoint, registry=registry_host(image), kubernetes=kube,
+                       slurm=slurm, image_set=c.image, gpus_per_node_set=c.gpus_per_node is not None)
 
 
 def ranks_per_node(p: Profile) -> tuple[int, str]:

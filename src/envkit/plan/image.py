@@ -33,16 +33,21 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from envkit import __version__
 from envkit.findings import Finding
 from envkit.pem import certificate_blocks
-from envkit.plan.paths import CONTEXT_DIR, LOCK_FILE_NAME, MANIFEST
+from envkit.plan.paths import CA_BUNDLE, CONTEXT_DIR, DELTA_SCRIPT, LOCK_FILE_NAME, MANIFEST
 from envkit.profile import LoadedProfile
-from envkit.requirements import decode, has_credentials, has_hashes, names_numpy, requirements_of
 from envkit.profile.dockerref import is_local_only  # noqa: F401  (the targets read it through the plan)
+from envkit.profile.proxy import proxy_build_args
+from envkit.render import templates_dir
+from envkit.requirements import decode, has_credentials, has_hashes, names_numpy, requirements_of
 from envkit.safeio import kind_of
 from envkit.termtext import neutralise
 
 TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
+BASE_APT = ("ca-certificates", "python3", "python3-venv")
+CA_ENV_KEYS = ("CURL_CA_BUNDLE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")
 
 
 class Layout(enum.Enum):
@@ -80,6 +85,101 @@ class LinkedFile:
 
 
 @dataclass(frozen=True)
+class ImageUser:
+    """The image's user: created with the host's uid/gid unless root."""
+
+    name: str
+    uid: int
+    gid: int
+    is_root: bool
+
+    @property
+    def remapped(self) -> bool:
+        """True when the image carries envkit-entrypoint: a container started as root remaps this non-root
+        user to the project folder owner's uid/gid and drops to it (the rule of
+        :func:`envkit.runsettings.remaps_user`)."""
+        return not self.is_root
+
+
+@dataclass(frozen=True)
+class ImageSpec:
+    """What the image is, decided from ``image:``: the base and what goes on it, its user, labels and tag.
+
+    ``remaps_user``: the image carries envkit-entrypoint (:attr:`ImageUser.remapped`);
+    ``proxy_build_args``: Docker's predefined proxy ARGs, passed as --build-arg; ``delta_script``: the
+    packages stage's script (templates/envkit-delta.sh), read here, None without that stage."""
+
+    name: str
+    base: str
+    digest: str | None
+    base_ref: str
+    installer: str
+    apt_packages: tuple[str, ...]
+    ca_env: tuple[tuple[str, str], ...]
+    user: ImageUser
+    workdir: str
+    proxy_build_args: tuple[tuple[str, str], ...]
+    env: tuple[tuple[str, str], ...]
+    labels: tuple[tuple[str, str], ...]
+    pip_packages: tuple[str, ...]
+    install_project: bool
+    copies_project: bool
+    tag: str
+    tag_is_default: bool
+    delta_script: bytes | None
+
+    @property
+    def remaps_user(self) -> bool:
+        return self.user.remapped
+
+
+def is_python_base(base: str) -> bool:
+    """True for the official ``python`` images (``python:3.11-slim``, ``docker.io/library/python:3.12``),
+    which bring their own Python: installing Debian's python3 on top would be a second one.
+
+    >>> is_python_base("docker.io/library/python:3.12"), is_python_base("team/python-tools:1")
+    (True, False)
+    """
+    name = base.split(":", 1)[0].rsplit("/", 1)[-1]
+    return name == "python" and base.split(":", 1)[0] in ("python", "library/python", "docker.io/library/python")
+
+
+def apt_packages(image) -> list[str]:
+    """Debian packages the system stage installs: Python and CA tools unless the base has them."""
+    base = () if is_python_base(image.base) else BASE_APT
+    return sorted(set(base) | set(image.system_packages))
+
+
+def image_spec(loaded: LoadedProfile, certs: bool, packages_stage: bool) -> ImageSpec:
+    """The :class:`ImageSpec` of ``loaded`` (``certs``: the image installs CA certificates)."""
+    p = loaded.profile
+    image = p.image
+    labels = {
+        "org.opencontainers.image.title": p.name,
+        "org.opencontainers.image.base.name": image.base,
+        "io.envkit.profile.sha256": loaded.sha256,
+        "io.envkit.version": __version__,
+    }
+    if image.digest:
+        labels["org.opencontainers.image.base.digest"] = image.digest
+    # pip ships its own CA list (certifi) and ignores the system store unless told;
+    # requests and OpenSSL-based tools likewise. Set before the first pip download.
+    ca_env = tuple((k, CA_BUNDLE) for k in CA_ENV_KEYS if certs and k not in image.env)
+    u = image.user
+    return ImageSpec(
+        name=p.name, base=image.base, digest=image.digest,
+        base_ref=f"{image.base}@{image.digest}" if image.digest else image.base,
+        installer=image.installer, apt_packages=tuple(apt_packages(image)), ca_env=ca_env,
+        user=ImageUser(u.name, u.uid, u.gid, u.is_root), workdir=image.workdir,
+        proxy_build_args=tuple(proxy_build_args(p)), env=tuple(sorted(image.env.items())),
+        labels=tuple(sorted(labels.items())), pip_packages=tuple(image.pip_packages),
+        install_project=image.install_project, copies_project=p.copies_project, tag=p.image_tag,
+        tag_is_default=p.image_is_default,
+        delta_script=(templates_dir() / DELTA_SCRIPT).read_bytes() if packages_stage else None,
+    )
+
+
+@dataclass(frozen=True)
 class ImagePlan:
     layout: Layout
     torch_requirement: str | None  # None: the profile installs no torch
@@ -96,6 +196,7 @@ class ImagePlan:
     wheels: tuple[LinkedFile, ...]
     project: tuple[LinkedFile, ...]
     credentials: bool
+    spec: ImageSpec  # the base, user, labels and tag
     # What is left out for not being a regular file (a FIFO, socket or device): (key, path, what it is).
     skipped: tuple[tuple[str, str, str], ...] = ()
     # Warnings about the project copy (image.copy_project).
@@ -166,7 +267,7 @@ def image_plan(loaded: LoadedProfile, out_dir: Path) -> ImagePlan:
                      torch_extras=torch_extras if torch else (), lock_extras=lock_extras if torch else (),
                      requirements=requirements, lock=lock, certs=certs, wheel_dirs=wheel_dirs, wheels=wheels,
                      project=project, credentials=credentials, skipped=skipped + project_skipped,
-                     notes=notes)
+                     notes=notes, spec=image_spec(loaded, bool(certs), layout is Layout.STAGED_PACKAGES))
 
 
 def _wheels(loaded: LoadedProfile, wheel_dirs: tuple[tuple[str, str], ...]

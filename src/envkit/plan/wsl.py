@@ -120,12 +120,17 @@ class WslPlan:
     conf_sections: tuple[Section, ...] | None
     newer_keys: tuple[tuple[str, int], ...]
     store_keys: tuple[str, ...] = ()
+    processors: str = ""    # wsl.processors as setup-wsl.ps1 asserts it; '' when unset
+    memory_bytes: str = ""  # wsl.memory in bytes; '' when unset
+    wants_gpus: bool = False  # the run asks for GPUs (setup-wsl.ps1 checks the GPU driver)
 
 
-def wsl_plan(wsl: Wsl | None) -> WslPlan | None:
-    """The WSL plan of a profile's ``wsl:`` section (None without one)."""
+def wsl_plan(wsl: Wsl | None, wants_gpus: bool = False) -> WslPlan | None:
+    """The WSL plan of a profile's ``wsl:`` section (None without one); ``wants_gpus``: run.wants_gpus."""
     if wsl is None:
         return None
     sections = wslconfig_sections(wsl)
     conf = tuple(wslconf_sections(wsl.wsl_conf)) if wsl.wsl_conf is not None else None
-    return WslPlan(tuple(sections), conf, tuple(newer_windows_keys(sections)), tuple(store_wsl_keys(sections)))
+    return WslPlan(tuple(sections), conf, tuple(newer_windows_keys(sections)), tuple(store_wsl_keys(sections)),
+                   processors="" if wsl.processors is None else str(wsl.processors),
+                   memory_bytes="" if wsl.memory is None else str(wsl.memory), wants_gpus=wants_gpus)

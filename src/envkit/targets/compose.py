@@ -76,16 +76,16 @@ def project_name(name: str) -> str:
 
 
 def document(ctx: GenContext) -> dict:
-    p = ctx.profile
+    spec = ctx.plan.image.spec
     build: dict = {"context": ".", "dockerfile": "Dockerfile"}
     args = build_args(ctx)
     if args:
         build["args"] = {k: compose_escape(v) for k, v in args}
-    service = {"build": build, "image": p.image_tag}
+    service: dict = {"build": build, "image": spec.tag}
     service.update(compose_service(ctx.settings, volume_source=ctx.relative_source))
     service["stdin_open"] = True
     service["tty"] = True
-    name = project_name(p.name)
+    name = project_name(spec.name)
     return {"name": name, "services": {name: service}}
 
 

@@ -56,7 +56,7 @@ def gpu_request(gpus) -> str | None:
 
 
 def document(ctx: GenContext) -> dict:
-    p = ctx.profile
+    spec = ctx.plan.image.spec
 
     def source(v):
         # The workspace folder is the folder holding .devcontainer/, i.e. the output directory.
@@ -65,24 +65,24 @@ def document(ctx: GenContext) -> dict:
     project = ctx.settings.project_volume
     # No project mount asked for: devcontainer.json still needs a workspace; use its default.
     workspace_source = source(project) if project is not None else "${localWorkspaceFolder}"
-    workspace_mount = mount_spec(workspace_source, p.image.workdir)
+    workspace_mount = mount_spec(workspace_source, spec.workdir)
     build: dict = {"dockerfile": "../Dockerfile", "context": ".."}
     args = build_args(ctx)
     if args:
         build["args"] = dict(args)
     doc: dict = {
         "$schema": SCHEMA,
-        "name": p.name,
+        "name": spec.name,
         "build": build,
         # The project mount is workspaceMount below; devcontainer adds its own otherwise.
         "runArgs": docker_flags(ctx.settings, volume_source=source, project=False,
                                 gpus=gpu_request(ctx.settings.gpus) == "runArgs"),
         "workspaceMount": workspace_mount,
-        "workspaceFolder": p.image.workdir,
-        "containerUser": p.image.user.name,
-        "remoteUser": p.image.user.name,
+        "workspaceFolder": spec.workdir,
+        "containerUser": spec.user.name,
+        "remoteUser": spec.user.name,
         # Match the container user's uid/gid to the host user's so bind-mounted files keep their owner.
-        "updateRemoteUserUID": not p.image.user.is_root,
+        "updateRemoteUserUID": not spec.user.is_root,
     }
     if gpu_request(ctx.settings.gpus) == "hostRequirements":
         doc["hostRequirements"] = {"gpu": True}

@@ -34,20 +34,17 @@ from __future__ import annotations
 
 import os
 
-from envkit import __version__
 from envkit.plan.paths import (
-    CA_BUNDLE, CHECK_FILE, CONTEXT_DIR, DELTA_SCRIPT, ENTRYPOINT_FILE, EXPECT_FILE, HARNESS_DIR, HARNESS_FILE,
+    CHECK_FILE, CONTEXT_DIR, DELTA_SCRIPT, ENTRYPOINT_FILE, EXPECT_FILE, HARNESS_DIR, HARNESS_FILE,
     LOCK_FILE_NAME, VENV, WHEELS_IN_IMAGE,
 )
-from envkit.render import templates_dir
-from envkit.runsettings import proxy_build_args, remaps_user
+from envkit.plan.image import BASE_APT, apt_packages, is_python_base  # noqa: F401  (decided in the plan)
 from envkit.targets import GenContext, OutputFile
-from envkit.targets.dockerfile_steps import ImageUser, Inputs, TorchInstall, stages
+from envkit.targets.dockerfile_steps import Inputs, TorchInstall, stages
 
 # This target writes the output folder's Dockerfile (compose and the dev container build from it).
 WRITES_DOCKERFILE = True
 
-BASE_APT = ("ca-certificates", "python3", "python3-venv")
 # The build context's copies (certificates, wheels, requirement files, the lock, the project) hold
 # exactly what the image plan lists: a copy envkit wrote that the plan no longer lists is removed;
 # a file there that envkit did not write is the user's, kept, and excluded (:func:`ignore_line`).
@@ -78,28 +75,11 @@ def ignore_line(rel: str) -> str:
     return "".join(out)
 
 
-def is_python_base(base: str) -> bool:
-    """True for the official ``python`` images (``python:3.11-slim``, ``docker.io/library/python:3.12``),
-    which bring their own Python: installing Debian's python3 on top would be a second one.
-
-    >>> is_python_base("docker.io/library/python:3.12"), is_python_base("team/python-tools:1")
-    (True, False)
-    """
-    name = base.split(":", 1)[0].rsplit("/", 1)[-1]
-    return name == "python" and base.split(":", 1)[0] in ("python", "library/python", "docker.io/library/python")
-
-
-def apt_packages(image) -> list[str]:
-    """Debian packages the system stage installs: Python and CA tools unless the base has them."""
-    base = () if is_python_base(image.base) else BASE_APT
-    return sorted(set(base) | set(image.system_packages))
-
-
 def build_args(ctx: GenContext) -> list[tuple[str, str]]:
     """Proxy build arguments. Docker predefines these ARGs and keeps them out of ``docker history``
     when they come as --build-arg, so the Dockerfile does not declare them (a declared default
     would be recorded in the image)."""
-    return proxy_build_args(ctx.profile)
+    return list(ctx.plan.image.spec.proxy_build_args)
 
 
 def _torch_install(ctx: GenContext) -> TorchInstall | None:
@@ -112,32 +92,19 @@ def _torch_install(ctx: GenContext) -> TorchInstall | None:
 
 def inputs(ctx: GenContext) -> Inputs:
     """What :func:`envkit.targets.dockerfile_steps.stages` decides the Dockerfile's steps from."""
-    p = ctx.profile
-    image = p.image
-    labels = {
-        "org.opencontainers.image.title": p.name,
-        "org.opencontainers.image.base.name": image.base,
-        "io.envkit.profile.sha256": ctx.loaded.sha256,
-        "io.envkit.version": __version__,
-    }
-    if image.digest:
-        labels["org.opencontainers.image.base.digest"] = image.digest
     ip = ctx.plan.image
-    # pip ships its own CA list (certifi) and ignores the system store unless told;
-    # requests and OpenSSL-based tools likewise. Set before the first pip download.
-    ca_env = tuple((k, CA_BUNDLE) for k in ("CURL_CA_BUNDLE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")
-                   if ip.certs and k not in image.env)
+    spec = ip.spec
     return Inputs(
         header=ctx.header("#"),
-        base_ref=f"{image.base}@{image.digest}" if image.digest else image.base,
-        layout_direct=ip.direct, packages_stage=ip.packages_stage, installer=image.installer,
-        proxy=bool(build_args(ctx)), certs=bool(ip.certs), apt_packages=tuple(apt_packages(image)), ca_env=ca_env,
-        user=ImageUser(image.user.name, image.user.uid, image.user.gid, image.user.is_root), workdir=image.workdir,
+        base_ref=spec.base_ref,
+        layout_direct=ip.direct, packages_stage=ip.packages_stage, installer=spec.installer,
+        proxy=bool(spec.proxy_build_args), certs=bool(ip.certs), apt_packages=spec.apt_packages, ca_env=spec.ca_env,
+        user=spec.user, workdir=spec.workdir,
         torch=_torch_install(ctx),
         lock=ip.lock is not None, lock_index_url=ip.torch_index_url,
-        requirements=tuple((f.name, f.hashes) for f in ip.requirements), pip_packages=tuple(image.pip_packages),
-        entrypoint=remaps_user(p), env=tuple(sorted(image.env.items())), labels=tuple(sorted(labels.items())),
-        project=bool(ip.project), install_project=image.install_project,
+        requirements=tuple((f.name, f.hashes) for f in ip.requirements), pip_packages=spec.pip_packages,
+        entrypoint=spec.remaps_user, env=spec.env, labels=spec.labels,
+        project=bool(ip.project), install_project=spec.install_project,
     )
 
 
@@ -155,9 +122,9 @@ def context(ctx: GenContext) -> dict:
         "delta_script": DELTA_SCRIPT if ip.packages_stage else None,
         "venv": VENV,
         "check_file": CHECK_FILE,
-        "entrypoint": {"file": ENTRYPOINT_FILE} if remaps_user(ctx.profile) else None,
-        "user": ctx.profile.image.user,
-        "workdir": ctx.profile.image.workdir,
+        "entrypoint": {"file": ENTRYPOINT_FILE} if ip.spec.remaps_user else None,
+        "user": ip.spec.user,
+        "workdir": ip.spec.workdir,
         "harness_dir": HARNESS_DIR,
         "harness_file": HARNESS_FILE,
         "expect_file": EXPECT_FILE,
@@ -181,8 +148,8 @@ def render(ctx: GenContext) -> list[OutputFile]:
     ]
     if c["entrypoint"]:
         files.append(OutputFile(ENTRYPOINT_FILE, ctx.render("entrypoint.sh.j2", **c), mode=0o755))
-    if ip.packages_stage:
-        files.append(OutputFile(DELTA_SCRIPT, (templates_dir() / DELTA_SCRIPT).read_bytes()))
+    if ip.spec.delta_script is not None:
+        files.append(OutputFile(DELTA_SCRIPT, ip.spec.delta_script))
     files += [OutputFile(f.context_path, f.data) for f in ip.certs + ip.requirements]
     if ip.lock is not None:
         files.append(OutputFile(ip.lock.context_path, ip.lock.data))

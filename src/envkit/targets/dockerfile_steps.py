@@ -32,6 +32,7 @@ from envkit.plan.paths import (
     ENTRYPOINT_FILE, ENTRYPOINT_PATH, EXPECT_FILE, HARNESS_DIR, HARNESS_FILE, LOCK_FILE_NAME, REMOVED_LIST,
     SEED_IN_RUN, UV_IN_RUN, VENV, WHEELS_IN_IMAGE,
 )
+from envkit.plan.image import ImageUser
 from envkit.targets import dockerfile_messages as msg
 
 # uv is installed with pip (same proxy and CA settings) where it is used: in the build stage, or in /tmp
@@ -122,16 +123,6 @@ class Stage:
     steps: tuple[Step, ...]
     comments: tuple[str, ...] = ()
     gap: bool = False
-
-
-@dataclass(frozen=True)
-class ImageUser:
-    """The image's user: created with the host's uid/gid unless root."""
-
-    name: str
-    uid: int
-    gid: int
-    is_root: bool
 
 
 @dataclass(frozen=True)

@@ -82,7 +82,7 @@ def job(p: Pod) -> dict:
 
 
 def render(ctx: GenContext) -> list[OutputFile]:
-    if ctx.profile.cluster is None:
+    if "cluster" not in ctx.plan.sections:
         return []
     p = pod(ctx)
     return [OutputFile("k8s.yaml", ctx.render("k8s.yaml.j2", header=ctx.header("#"), docs=[service(p), job(p)]))]

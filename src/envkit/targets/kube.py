@@ -185,7 +185,7 @@ without a request gets the limit as its request. Quantities compare as envkit wr
 
 
 def volumes(ctx: GenContext) -> tuple[Volume, ...]:
-    rs, k = ctx.settings, ctx.profile.cluster.kubernetes
+    rs, k = ctx.settings, ctx.plan.require_cluster().kubernetes
     shm = rs.effective_shm
     out = [Volume(SHM_VOLUME, "emptyDir", SHM_MOUNT, size_limit=quantity(shm) if shm is not None else None)]
     out += [Volume(f"claim-{i}", "persistentVolumeClaim", v.mount, v.read_only, claim=v.claim)
@@ -199,25 +199,24 @@ def volumes(ctx: GenContext) -> tuple[Volume, ...]:
 
 
 def pod(ctx: GenContext) -> Pod:
-    p = ctx.profile
+    spec = ctx.plan.image.spec
     plan = ctx.plan.require_cluster()
-    k = p.cluster.kubernetes
-    name = object_name(p.name)
+    k = plan.kubernetes
+    name = object_name(spec.name)
     return Pod(
         name=name,
         namespace=k.namespace,
         labels=(("app.kubernetes.io/name", name), ("app.kubernetes.io/managed-by", "envkit")),
         image=plan.image,
-        workdir=p.image.workdir,
+        workdir=spec.workdir,
         env=tuple((key, kube_escape(value)) for key, value in ctx.settings.env),
         resources=resources(ctx.settings.memory, plan),
-        run_as_user=p.image.user.uid,
-        run_as_group=p.image.user.gid,
-        capabilities=("IPC_LOCK",) if any(u.name == "memlock" for u in ctx.settings.ulimits) and p.image.user.uid == 0 else (),
+        run_as_user=spec.user.uid,
+        run_as_group=spec.user.gid,
+        capabilities=("IPC_LOCK",) if any(u.name == "memlock" for u in ctx.settings.ulimits) and spec.user.uid == 0 else (),
         volumes=volumes(ctx),
-        node_selector=tuple(sorted(k.node_selector.items())),
-        tolerations=tuple(tuple((key, val) for key, val in t.model_dump(exclude_none=True).items())
-                          for t in k.tolerations),
+        node_selector=k.node_selector,
+        tolerations=k.tolerations,
         service_account=k.service_account,
         plan=plan,
     )
@@ -292,21 +291,20 @@ def kube_warnings(plan: EnvPlan) -> list[Finding]:
     >>> [w.path for w in kube_warnings(build_plan(lp))]
     ['run.cpuset']
     """
-    p = plan.profile
-    c = p.cluster
-    if c is None:
+    a = plan.cluster_ask
+    if a is None:
         return []
-    run, k = p.run, c.kubernetes
+    spec = plan.image.spec
     out: list[Finding] = []
-    if run.cpuset:
-        out.append(Finding("run.cpuset", f"{KUBE} cannot pin specific cores ({run.cpuset}); each pod asks for "
+    if a.cpuset:
+        out.append(Finding("run.cpuset", f"{KUBE} cannot pin specific cores ({a.cpuset}); each pod asks for "
                    "whole CPUs with requests == limits, which gets exclusive cores only where the node's "
                    "kubelet runs the static CPU manager policy"))
-    if isinstance(run.numa, int):
+    if isinstance(a.numa, int):
         # kubernetes.io/docs/tasks/administer-cluster/topology-manager/: the Topology Manager aligns what its
         # hint providers report; memory is one only under the Memory Manager's Static policy
         # (.../memory-manager/, "Static policy"); the CPU Manager's static policy provides the CPUs.
-        out.append(Finding("run.numa", f"{KUBE} cannot name a pod's memory node (--cpuset-mems={run.numa}); on a node whose "
+        out.append(Finding("run.numa", f"{KUBE} cannot name a pod's memory node (--cpuset-mems={a.numa}); on a node whose "
                    "kubelet runs the Topology Manager (policy single-numa-node) a Guaranteed pod's CPUs and GPUs "
                    "share one NUMA node where the CPU Manager's static policy runs, and its memory too only where "
                    "the Memory Manager's Static policy runs"))
@@ -320,29 +318,29 @@ def kube_warnings(plan: EnvPlan) -> list[Finding]:
                                         ("run.memory", "/dev/shm bounded by no memory limit")) if key in missing]
         out.append(Finding(missing[0], f"{' and '.join(missing)} not set, so pods get {qos} QoS ({', '.join(lacks)}; "
                    f"the rule: {QOS_DOC}); set run.cpus and run.memory for Guaranteed QoS"))
-    if "memlock" in run.ulimits and p.image.user.uid != 0:
+    if "memlock" in a.ulimit_names and spec.user.uid != 0:
         out.append(Finding("run.ulimits.memlock", f"{KUBE} cannot raise memlock for a non-root pod (image.user uid "
-                   f"{p.image.user.uid}): the runtime drops added capabilities such as IPC_LOCK for a non-zero "
+                   f"{spec.user.uid}): the runtime drops added capabilities such as IPC_LOCK for a non-zero "
                    "runAsUser (kubernetes/kubernetes#56374), so pods get the node runtime's limit (containerd's "
                    "systemd unit: LimitMEMLOCK=infinity), which the preflight checks"))
-    for name in (u for u in sorted(run.ulimits) if u != "memlock"):
+    for name in (u for u in a.ulimit_names if u != "memlock"):
         out.append(Finding(f"run.ulimits.{name}", f"{KUBE} cannot set ulimits per pod (kubernetes#3595); pods get the "
                    "node's container-runtime default, which the preflight checks"))
-    if run.ipc == "host":
+    if a.ipc == "host":
         out.append(Finding("run.ipc", f"'host' is not used on {KUBE}: hostIPC would share the node's IPC namespace; "
                    "pods get an unsized Memory emptyDir at /dev/shm, bounded by the pod's memory limit; prefer "
                    "ipc: private with a sized shm_size"))
-    if isinstance(run.gpus, tuple) and c.gpus_per_node is None:
-        out.append(Finding("run.gpus", f"{KUBE} schedules GPU counts, not device ids; asking for {len(run.gpus)} per "
+    if a.gpu_ids is not None and not a.gpus_per_node_set:
+        out.append(Finding("run.gpus", f"{KUBE} schedules GPU counts, not device ids; asking for {a.gpu_ids} per "
                    "node (set cluster.gpus_per_node to say so)"))
-    full, short = full_object_name(p.name), object_name(p.name)
+    full, short = full_object_name(spec.name), object_name(spec.name)
     if full != short:
         out.append(Finding("name", f"the Kubernetes objects are named {short!r}, not {full!r}: a name is at most {NAME_MAX} "
                    "characters (pod hostnames add '-<index>' and TrainJob's '-node-0-<index>-<hash>' under 63), "
                    f"so it keeps a prefix and ends in {HASH_HEX} hex digits of the profile name's sha256, which "
                    "keeps two long names apart"))
-    image = c.image or p.image_tag
-    key = "cluster.image" if c.image else "image.tag"
+    image = a.image
+    key = "cluster.image" if a.image_set else "image.tag"
     if is_local_only(image):
         out.append(Finding(key, f"{image!r} is a local-only name (the image envkit builds here), which nodes cannot pull; "
                    "push it where they pull from (envkit build --tag REG/IMG:TAG && docker push REG/IMG:TAG) "
@@ -351,21 +349,21 @@ def kube_warnings(plan: EnvPlan) -> list[Finding]:
         out.append(Finding(key, f"{image!r} names no registry host, so nodes will look for it on Docker Hub; "
                    "push it where they pull from (envkit build --tag REG/IMG:TAG && docker push REG/IMG:TAG) "
                    "and name it in cluster.image"))
-    if run.volumes and not k.host_path_volumes:
-        out.append(Finding("run.volumes", f"{len(run.volumes)} host path(s) are not mounted on {KUBE}; use "
+    if a.volume_specs and not a.host_path_volumes:
+        out.append(Finding("run.volumes", f"{len(a.volume_specs)} host path(s) are not mounted on {KUBE}; use "
                    "cluster.kubernetes.volumes (PVCs), or host_path_volumes: true for paths every node has"))
-    elif k.host_path_volumes:
-        for spec in run.volumes:
-            if not spec.startswith("/"):
-                out.append(Finding("run.volumes", f"{spec.split(':')[0]!r} is relative to the profile's folder, which "
+    elif a.host_path_volumes:
+        for written in a.volume_specs:
+            if not written.startswith("/"):
+                out.append(Finding("run.volumes", f"{written.split(':')[0]!r} is relative to the profile's folder, which "
                            "nodes do not have; it is not mounted on the cluster"))
     # The image carries the code (image.copy_project; on by default with a cluster section) or a claim mounts it.
-    carries_code = p.copies_project
-    workdir = p.image.workdir.rstrip("/") or "/"
-    mounted = any(workdir == v.mount.rstrip("/") or workdir.startswith(v.mount.rstrip("/") + "/")
-                  for v in k.volumes)
+    carries_code = spec.copies_project
+    workdir = spec.workdir.rstrip("/") or "/"
+    mounted = any(workdir == m.rstrip("/") or workdir.startswith(m.rstrip("/") + "/")
+                  for m in a.claim_mounts)
     if not carries_code and not mounted:
-        what = " ".join(c.entrypoint[:2] if c.entrypoint[0].startswith("-") else c.entrypoint[:1])
+        what = " ".join(a.entrypoint[:2] if a.entrypoint[0].startswith("-") else a.entrypoint[:1])
         out.append(Finding("cluster.entrypoint", f"nodes run {what!r} from {workdir}, but the image carries "
                    f"no project code and no cluster.kubernetes.volumes entry mounts {workdir}; set "
                    "image.copy_project: true (the code goes into the image you push) or mount a claim holding it there"))

@@ -106,8 +106,8 @@ def context(ctx: GenContext) -> dict:
     # forgotten expansion, so say once why it is not one (only where such a value exists).
     literal_dollar = any("$" in str(i.get("text") or f"{i.get('head', '')}{i.get('rest', '')}") for i in items)
     # `here` is defined only where a flag reads it: shellcheck's SC2034 flags an unused variable.
-    return {"header": ctx.header("#"), "image": shlex.quote(ctx.profile.image_tag), "flags": items,
-            "local_image": ctx.profile.image_is_default, "build_hint": BUILD_FIRST,
+    return {"header": ctx.header("#"), "image": shlex.quote(ctx.plan.image.spec.tag), "flags": items,
+            "local_image": ctx.plan.image.spec.tag_is_default, "build_hint": BUILD_FIRST,
             "literal_dollar": literal_dollar, "uses_here": any(i["here"] for i in items)}
 
 

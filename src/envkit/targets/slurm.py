@@ -118,40 +118,39 @@ def warnings(plan: EnvPlan) -> list[Finding]:
     >>> [w.path for w in warnings(build_plan(lp))]
     ['run.cpuset']
     """
-    profile = plan.profile
-    c = profile.cluster
-    if c is None:
+    a = plan.cluster_ask
+    if a is None:
         return []
-    run, runtime = profile.run, c.slurm.runtime
+    runtime = a.runtime
     out: list[Finding] = []
-    if run.cpuset:
-        out.append(Finding("run.cpuset", f"Slurm cannot request specific cores ({run.cpuset!r}); the job asks for "
-                   f"--cpus-per-task={len(run.cpuset_cpus)} and the node chooses which"))
+    if a.cpuset:
+        out.append(Finding("run.cpuset", f"Slurm cannot request specific cores ({a.cpuset!r}); the job asks for "
+                   f"--cpus-per-task={a.cpuset_count} and the node chooses which"))
     if runtime == "apptainer":
         out.append(Finding("run.shm_size", "under apptainer the job uses the node's own /dev/shm, which the script does not "
                    "size; the preflight checks it on every node before training (use runtime: oci or pyxis to size it)"))
-    if isinstance(run.gpus, tuple) and c.gpus_per_node is None:
-        out.append(Finding("run.gpus", f"Slurm schedules a count, not device ids; asking for {len(run.gpus)} per node "
+    if a.gpu_ids is not None and not a.gpus_per_node_set:
+        out.append(Finding("run.gpus", f"Slurm schedules a count, not device ids; asking for {a.gpu_ids} per node "
                    "(set cluster.gpus_per_node to say so)"))
     if runtime != "oci":
-        if c.image is None:
-            out.append(Finding("cluster.image", f"not set, so nodes are told to run {profile.image_tag}, a tag that exists "
+        if a.image_set is None:
+            out.append(Finding("cluster.image", f"not set, so nodes are told to run {a.image}, a tag that exists "
                        "only where it was built; push it to a registry the nodes reach and name it here "
                        "(pyxis: or `enroot import dockerd://IMAGE` to a .sqsh and submit with ENVKIT_IMAGE=FILE.sqsh)"))
-        elif is_local_only(c.image):
-            out.append(Finding("cluster.image", f"{c.image} is a local-only name, which nodes cannot pull; "
+        elif is_local_only(a.image_set):
+            out.append(Finding("cluster.image", f"{a.image_set} is a local-only name, which nodes cannot pull; "
                        "use the reference of the registry you pushed it to"))
-        elif registry_host(c.image) is None:
-            out.append(Finding("cluster.image", f"{c.image} names no registry host, so nodes look for it on Docker Hub; "
+        elif registry_host(a.image_set) is None:
+            out.append(Finding("cluster.image", f"{a.image_set} names no registry host, so nodes look for it on Docker Hub; "
                        "use the reference of the registry you pushed it to"))
-    if runtime == "pyxis" and c.image is not None and "@" in c.image:
-        out.append(Finding("cluster.image", f"{c.image} is pinned by digest, which enroot before 4.0 cannot pull (its image "
+    if runtime == "pyxis" and a.image_set is not None and "@" in a.image_set:
+        out.append(Finding("cluster.image", f"{a.image_set} is pinned by digest, which enroot before 4.0 cannot pull (its image "
                    "syntax has no @); on such nodes use a tag, or an enroot .sqsh file with ENVKIT_IMAGE=FILE.sqsh"))
-    if runtime == "apptainer" and "HOME" in run.env:
+    if runtime == "apptainer" and "HOME" in a.env_names:
         # apptainer internal/pkg/util/env/create.go, alwaysOmitKeys: HOME cannot be overridden.
         out.append(Finding("run.env.HOME", "Apptainer does not let a job set HOME in the container (it ignores "
                    "APPTAINERENV_HOME with a warning); Apptainer's --home sets it"))
-    for name in sorted(run.ulimits):
+    for name in a.ulimit_names:
         # slurmstepd ulimits.c, _set_limit: a propagated soft limit above a node's hard limit is
         # lowered to it without a message (only srun --propagate reports it), so only the batch
         # node's own ulimit -S and the preflight's ulimits check can stop the job.
@@ -172,9 +171,8 @@ def memory_mib(memory: int | None) -> int | None:
 
 
 def sbatch_options(ctx: GenContext, plan: ClusterPlan) -> list[str]:
-    p, c = ctx.profile, ctx.profile.cluster
     # One task per node: torchrun in it starts plan.nproc_per_node workers, so the task gets all CPUs.
-    opts = [f"--job-name={p.name}", f"--nodes={plan.nodes}", "--ntasks-per-node=1"]
+    opts = [f"--job-name={ctx.plan.source.name}", f"--nodes={plan.nodes}", "--ntasks-per-node=1"]
     if plan.gpus_per_node:
         opts.append(f"--gpus-per-node={plan.gpus_per_node}")
     if plan.cpus:
@@ -183,7 +181,7 @@ def sbatch_options(ctx: GenContext, plan: ClusterPlan) -> list[str]:
     if mem:
         opts.append(f"--mem={mem}")
     for key in ("partition", "account", "time"):
-        value = getattr(c.slurm, key)
+        value = getattr(plan.slurm, key)
         if value is not None:
             opts.append(f"--{key}={value}")
     return opts
@@ -244,9 +242,8 @@ def job_env(runtime: str, env: list[tuple[str, str]]) -> list[str]:
 
 
 def context(ctx: GenContext) -> dict:
-    p, c = ctx.profile, ctx.profile.cluster
     plan = ctx.plan.require_cluster()
-    runtime = c.slurm.runtime
+    runtime = plan.slurm.runtime
     items = mounts(ctx) if runtime != "oci" else []
     shm = shm_mount(ctx) if runtime == "pyxis" else None
     if shm is not None:
@@ -255,15 +252,15 @@ def context(ctx: GenContext) -> dict:
     return {
         "header": ctx.header("#"),
         # $here (the submit folder) is only defined when something refers to it: shellcheck flags unused names.
-        "needs_here": anchored or (runtime == "oci" and c.slurm.bundle is None),
+        "needs_here": anchored or (runtime == "oci" and plan.slurm.bundle is None),
         # The submit folder is known only at run time: the script checks it before the first srun.
         "check_here": anchored,
         "sbatch": sbatch_options(ctx, plan),
         "runtime": runtime,
         "image": enroot_image(plan.image) if runtime == "pyxis" else plan.image,
         # A bundle path left unset means "beside the submit directory" (a run-time value).
-        "bundle": c.slurm.bundle,
-        "workdir": p.image.workdir,
+        "bundle": plan.slurm.bundle,
+        "workdir": ctx.plan.image.spec.workdir,
         "job_env": job_env(runtime, list(ctx.settings.env)),
         "job_env_disables": [LITERAL_ENV_DISABLE] if any(ch in value for _, value in ctx.settings.env
                                                          for ch in "$`") else [],
@@ -282,7 +279,7 @@ def context(ctx: GenContext) -> dict:
 
 
 def render(ctx: GenContext) -> list[OutputFile]:
-    if ctx.profile.cluster is None:
+    if "cluster" not in ctx.plan.sections:
         return []
-    template = TEMPLATES[ctx.profile.cluster.slurm.runtime]
+    template = TEMPLATES[ctx.plan.require_cluster().slurm.runtime]
     return [OutputFile(FILE, ctx.render(template, **context(ctx)), mode=0o755)]

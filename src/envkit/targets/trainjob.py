@@ -81,7 +81,7 @@ def trainjob(p: Pod) -> dict:
 
 
 def render(ctx: GenContext) -> list[OutputFile]:
-    if ctx.profile.cluster is None:
+    if "cluster" not in ctx.plan.sections:
         return []
     text = ctx.render("trainjob.yaml.j2", header=ctx.header("#"), docs=[trainjob(pod(ctx))])
     return [OutputFile("trainjob.yaml", text)]

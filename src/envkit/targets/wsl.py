@@ -32,11 +32,11 @@ def _flat(sections: tuple[Section, ...]) -> list[tuple[str, str, str]]:
 def _profile_path(ctx: GenContext) -> str:
     """The profile as setup-wsl.ps1 finds it: relative to the output folder when inside the profile's
     folder (forward slashes, which Windows reads too), else absolute; empty for the embedded profile."""
-    source = ctx.loaded.source
+    source = ctx.plan.source.source
     if source.startswith("<"):
         return ""
-    path = (ctx.loaded.base_dir / os.path.basename(source)).resolve()
-    base, out = ctx.loaded.base_dir.resolve(), ctx.out_dir.resolve()
+    path = (ctx.plan.source.base_dir / os.path.basename(source)).resolve()
+    base, out = ctx.plan.source.base_dir.resolve(), ctx.out_dir.resolve()
     if out != base and base not in out.parents:
         return str(path)
     return os.path.relpath(path, out).replace(os.sep, "/")
@@ -44,8 +44,8 @@ def _profile_path(ctx: GenContext) -> str:
 
 def render(ctx: GenContext) -> list[OutputFile]:
     """``.wslconfig`` and ``setup-wsl.ps1`` when the profile has ``wsl``; ``wsl.conf`` when it has ``wsl.wsl_conf``."""
-    wsl, plan = ctx.profile.wsl, ctx.plan.wsl
-    if wsl is None or plan is None:
+    plan = ctx.plan.wsl
+    if plan is None:
         return []
     sections = plan.sections
     conf_sections = plan.conf_sections or ()
@@ -55,19 +55,19 @@ def render(ctx: GenContext) -> list[OutputFile]:
     script = ctx.render(
         "setup-wsl.ps1.j2",
         header=ctx.header("#"),
-        profile_name=ctx.profile.name,
+        profile_name=ctx.plan.source.name,
         distribution=DISTRIBUTION,
         distro=DEFAULT_DISTRO,
         profile_path=_profile_path(ctx),
         has_wsl_conf=bool(_flat(conf_sections)),
         newer_keys=list(plan.newer_keys),
         store_keys=list(plan.store_keys), store_wsl_min=STORE_WSL_MIN,
-        wants_gpus=ctx.profile.run.wants_gpus,
+        wants_gpus=plan.wants_gpus,
         wsl2_min_build=WSL2_MIN_BUILD, wsl2_min_ubr=WSL2_MIN_UBR, wsl2_backport_builds=WSL2_BACKPORT_BUILDS,
         wsl_install_min_build=WSL_INSTALL_MIN_BUILD,
         # Strings, empty when unset: the script treats '' as "not asserted".
-        processors="" if wsl.processors is None else str(wsl.processors),
-        memory_bytes="" if wsl.memory is None else str(wsl.memory),
+        processors=plan.processors,
+        memory_bytes=plan.memory_bytes,
     )
     files.append(OutputFile("setup-wsl.ps1", PS1_BOM + script))
     return files
