@@ -1,12 +1,12 @@
 """Golden files: every target over every example profile.
 
-Regenerate with ``ENVKIT_UPDATE_GOLDEN=1 pytest tests/targets/test_golden.py`` and
-review ``git diff tests/golden`` as a user would read the output.
+Regenerate with ``ENVKIT_UPDATE_GOLDEN=1 pytest tests/targets/test_golden.py`` (the ``golden`` fixture,
+tests/goldenfiles.py): each rewritten file fails its test; review ``git diff tests/golden`` as a user
+would read the output, then run again.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -29,20 +29,8 @@ def _rendered(name: str, tmp_path: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize("example", [p.name for p in example_profiles()])
-def test_golden(example, tmp_path):
-    rendered = _rendered(example, tmp_path)
-    folder = GOLDEN / Path(example).stem
-    if os.environ.get("ENVKIT_UPDATE_GOLDEN") == "1":
-        for old in folder.rglob("*") if folder.exists() else []:
-            if old.is_file():
-                old.unlink()
-        for path, content in rendered.items():
-            (folder / path).parent.mkdir(parents=True, exist_ok=True)
-            (folder / path).write_bytes(content)
-    expected = {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
-    assert sorted(rendered) == sorted(expected), "set of generated files changed (ENVKIT_UPDATE_GOLDEN=1 to accept)"
-    for path, content in rendered.items():
-        assert content.decode() == expected[path].decode(), f"{example}: {path} differs from its golden file"
+def test_golden(example, tmp_path, golden):
+    golden.check_folder(GOLDEN / Path(example).stem, _rendered(example, tmp_path))
 
 
 def _golden(example: str) -> dict[str, bytes]:
