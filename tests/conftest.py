@@ -146,6 +146,16 @@ def _isolate(monkeypatch, tmp_path_factory):
     monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
 
 
+@pytest.fixture
+def golden(file_regression, tmp_path_factory):
+    """The one golden-file check (tests/goldenfiles.py): pytest-regressions' ``file_regression``, with
+    ENVKIT_UPDATE_GOLDEN=1 meaning its ``--force-regen`` (rewrite each differing golden, fail the test)."""
+    from tests.goldenfiles import SWITCH, Golden
+
+    file_regression.force_regen = os.environ.get(SWITCH) == "1"
+    return Golden(file_regression, tmp_path_factory.mktemp("golden"))
+
+
 @pytest.fixture(scope="session")
 def official_schema():
     """Load one of the format owners' schemas from the vendored copies in schemas/.

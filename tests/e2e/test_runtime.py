@@ -61,14 +61,14 @@ def _run(engine, image, settings, script, timeout=300):
     return json.loads(res.stdout.strip().splitlines()[-1]), res.stderr
 
 
-def test_loader_kwargs_fit_docker_default_shm_and_give_the_profile_settings_under_the_flags(engine, e2e_image, e2e_dir):
+def test_loader_kwargs_fit_docker_default_shm_and_give_the_profile_settings_under_the_flags(engine, e2e_image, e2e_dir, golden):
     default, why = _run(engine, e2e_image, RunSettings.engine_defaults(), LOAD)
     assert default["samples"] == 192  # loaded without a shm error
     assert default["budget"]["shm_free_bytes"] <= 64 * 2**20
     assert default["budget"]["shm_need_bytes"] <= default["budget"]["shm_free_bytes"]
     assert (default["kwargs"]["num_workers"], default["kwargs"]["prefetch_factor"]) == (1, 1), why
     assert "raise --shm-size" in why
-    check_block("explain-default-shm", f"$ docker run --rm {e2e_image} python3 train.py   # no flags\n{why}", masked=True)
+    check_block(golden, "explain-default-shm", f"$ docker run --rm {e2e_image} python3 train.py   # no flags\n{why}", masked=True)
 
     rs = RunSettings.from_profile(load_profile(e2e_dir / "envkit.yaml").profile)
     generated, why = _run(engine, e2e_image, replace(rs, volumes=()), LOAD)
@@ -76,10 +76,10 @@ def test_loader_kwargs_fit_docker_default_shm_and_give_the_profile_settings_unde
     assert generated["kwargs"] == {"batch_size": 32, "num_workers": 2, "prefetch_factor": 2,
                                    "persistent_workers": True, "pin_memory": False}, why
     assert generated["budget"]["expect"] == "/opt/envkit/envkit_expect.json"
-    check_block("kwargs-generated", json.dumps(generated["kwargs"]))
+    check_block(golden, "kwargs-generated", json.dumps(generated["kwargs"]))
 
 
-def test_watch_warns_before_a_small_shm_kills_the_loader(engine, e2e_image):
+def test_watch_warns_before_a_small_shm_kills_the_loader(engine, e2e_image, golden):
     cmd = ('python3 -c "$LEAK" & python3 -m envkit_runtime watch --pid $! --interval 0.1 --json; '
            'wait $!; echo "TRAIN rc=$?" >&2')
     res = engine.run(e2e_image, ["bash", "-c", cmd],
@@ -94,4 +94,4 @@ def test_watch_warns_before_a_small_shm_kills_the_loader(engine, e2e_image):
     assert warned[0]["t"] < died_at and warned[0]["workers"] == 1
     assert "--shm-size" in warned[0]["warning"] and warned[0]["shm_size"] == 32 * 2**20
     shown = {k: warned[0][k] for k in ("t", "shm_size", "shm_used", "workers", "workers_rss", "warning")}
-    check_block("watch-warning", json.dumps(shown) + "\n" + died[0], masked=True)
+    check_block(golden, "watch-warning", json.dumps(shown) + "\n" + died[0], masked=True)

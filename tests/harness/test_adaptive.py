@@ -23,7 +23,7 @@ def _epoch(loader) -> None:
 
 # The items sleep rather than compute, so more workers than CPUs is the point here.
 @pytest.mark.filterwarnings("ignore:This DataLoader will create")
-def test_workers_converge_after_the_cost_rises_and_never_exceed_the_budget():
+def test_workers_converge_after_the_cost_rises_and_never_exceed_the_budget(golden):
     delay = multiprocessing.Value("d", 0.0)
     log = io.StringIO()
     al = AdaptiveLoader(Costly(delay), {"batch_size": BATCH, "num_workers": 1, "persistent_workers": True},
@@ -53,7 +53,7 @@ def test_workers_converge_after_the_cost_rises_and_never_exceed_the_budget():
     rows = [f"epoch {e['epoch']}: num_workers={e['num_workers']} waited {e['wait_fraction']:.0%} "
             f"item {e['item_s'] * 1000:.1f} ms -> {e['recommended']}" for e in h[:3]]
     # How many workers the first step reaches depends on the machine's load: the cap may not be hit.
-    check_block("adaptive", "\n".join([first, *rows]), masked=True, optional=r"; capped by the budget of \d+")
+    check_block(golden, "adaptive", "\n".join([first, *rows]), masked=True, optional=r"; capped by the budget of \d+")
 
 
 def test_default_only_recommends_and_respects_a_small_budget():

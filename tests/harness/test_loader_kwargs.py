@@ -66,11 +66,11 @@ def test_start_method_by_platform(system, python, method):
         assert '__name__ == "__main__"' in kw.reasons["multiprocessing_context"]
 
 
-def test_windows_explain_is_documented():
+def test_windows_explain_is_documented(golden):
     kw = loader_kwargs(batch_size=64, sample_bytes=3 * 224 * 224, num_workers=12, expect=False, system="Windows",
                        python=(3, 12), affinity=16, quota_cpus=None, cuda=True)
     assert kw["num_workers"] == 12 and kw["multiprocessing_context"] == "spawn"
-    check_block("explain-windows", f">>> dict(kw)\n{dict(kw)}\n>>> print(kw.explain())\n{kw.explain()}")
+    check_block(golden, "explain-windows", f">>> dict(kw)\n{dict(kw)}\n>>> print(kw.explain())\n{kw.explain()}")
 
 
 def test_windows_settings_run_under_spawn_here():

@@ -64,7 +64,7 @@ def test_topology_of_fixture_hosts(tmp_path, n):
     assert {g["pci"]: g["node"] for g in topo["gpus"]} == gpus  # the SATA controller is not listed
 
 
-def test_doctor_reports_and_resolves_auto_on_a_4_node_host(tmp_path):
+def test_doctor_reports_and_resolves_auto_on_a_4_node_host(tmp_path, golden):
     host = Host(make_host(tmp_path, *HOSTS[4]), environ={})
     c = doctor_numa(host, profile("  numa: auto\n"))
     # sorted PCI order: 0000:41 (node 1) is the first GPU
@@ -73,7 +73,7 @@ def test_doctor_reports_and_resolves_auto_on_a_4_node_host(tmp_path):
     assert c["remedy"] == 'on this host: run.numa: 1 and run.cpuset: "8-15" (docker run --cpuset-cpus=8-15 --cpuset-mems=1)'
     from envkit.doctor import render_table
     doc = {"host": {}, "verdict": c["status"], "checks": [c]}
-    check_block("numa-doctor", render_table(doc).split("\n", 1)[1])  # the row, without the host summary
+    check_block(golden, "numa-doctor", render_table(doc).split("\n", 1)[1])  # the row, without the host summary
 
 
 def test_doctor_on_2_nodes_flags_a_cpuset_outside_the_node(tmp_path):
@@ -117,12 +117,12 @@ def test_flags_and_targets_that_cannot_say_it():
     assert any(w.startswith("run.numa: auto is resolved where the host is visible") for w in profile_warnings_of(auto))
 
 
-def test_flags_output_is_documented(tmp_path):
+def test_flags_output_is_documented(tmp_path, golden):
     (tmp_path / "envkit.yaml").write_text('envkit: 1\nname: p\nimage: {base: "debian:12"}\nrun:\n  numa: 1\n'
                                           '  cpuset: "16-23"\n  shm_size: 1g\n  mount_project: false\n')
     res = run_envkit("flags", "envkit.yaml", cwd=tmp_path)
     assert res.returncode == 0 and "--cpuset-cpus=16-23 --cpuset-mems=1" in res.stdout, res.stderr
-    check_block("numa-flags", f"$ envkit flags envkit.yaml\n{res.stderr}{res.stdout}")
+    check_block(golden, "numa-flags", f"$ envkit flags envkit.yaml\n{res.stderr}{res.stdout}")
 
 
 def test_bad_numa_value_is_exit_2(tmp_path):
@@ -132,7 +132,7 @@ def test_bad_numa_value_is_exit_2(tmp_path):
 
 
 @pytest.mark.docker
-def test_cpuset_mems_read_back_from_a_real_container(tmp_path):
+def test_cpuset_mems_read_back_from_a_real_container(tmp_path, golden):
     eng = require_docker()
     image = require_base_image(eng)
     from envkit.harness.zipapp import build_zipapp
@@ -156,7 +156,7 @@ def test_cpuset_mems_read_back_from_a_real_container(tmp_path):
     check = json.loads(out.strip().splitlines()[-1])
     assert check["status"] == "pass" and check["measured"]["mems_allowed"] == "0", check
     lines = [x for x in out.splitlines() if x.startswith(("Cpus_allowed_list", "Mems_allowed_list"))]
-    check_block("numa-container", "\n".join([
+    check_block(golden, "numa-container", "\n".join([
         "$ docker inspect -f '{{.HostConfig.CpusetMems}}' <container>", mems,
         "$ grep _allowed_list /proc/self/status   # inside", *lines,
         "harness numa check: " + check["status"] + ": " + check["message"]]))

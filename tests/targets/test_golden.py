@@ -1,12 +1,12 @@
 """Golden files: every target over every example profile.
 
-Regenerate with ``ENVKIT_UPDATE_GOLDEN=1 pytest tests/targets/test_golden.py`` and
-review ``git diff tests/golden`` as a user would read the output.
+Regenerate with ``ENVKIT_UPDATE_GOLDEN=1 pytest tests/targets/test_golden.py`` (the ``golden`` fixture,
+tests/goldenfiles.py): each rewritten file fails its test; review ``git diff tests/golden`` as a user
+would read the output, then run again.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -29,20 +29,8 @@ def _rendered(name: str, tmp_path: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize("example", [p.name for p in example_profiles()])
-def test_golden(example, tmp_path):
-    rendered = _rendered(example, tmp_path)
-    folder = GOLDEN / Path(example).stem
-    if os.environ.get("ENVKIT_UPDATE_GOLDEN") == "1":
-        for old in folder.rglob("*") if folder.exists() else []:
-            if old.is_file():
-                old.unlink()
-        for path, content in rendered.items():
-            (folder / path).parent.mkdir(parents=True, exist_ok=True)
-            (folder / path).write_bytes(content)
-    expected = {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
-    assert sorted(rendered) == sorted(expected), "set of generated files changed (ENVKIT_UPDATE_GOLDEN=1 to accept)"
-    for path, content in rendered.items():
-        assert content.decode() == expected[path].decode(), f"{example}: {path} differs from its golden file"
+def test_golden(example, tmp_path, golden):
+    golden.check_folder(GOLDEN / Path(example).stem, _rendered(example, tmp_path))
 
 
 def _golden(example: str) -> dict[str, bytes]:
@@ -90,3 +78,38 @@ def test_dockerfile_has_no_placebo_lines(example, tmp_path):
         assert re.search(r"^FROM python:", dockerfile, re.M)
         order = order[1:]
     assert order == sorted(order) and -1 not in order
+
+
+def _tour_profile() -> str:
+    """The profile the README's short tour writes with ``$ cat envkit.yaml``."""
+    tour = (ROOT / "README.md").read_text().split("## A short tour", 1)[1]
+    return re.search(r"^\$ cat envkit\.yaml\n(.*?)^\$ ", tour, re.S | re.M).group(1)
+
+
+@pytest.mark.parametrize("example", ["cluster-2node.yaml", "README tour"])
+def test_generate_into_the_project_folder_twice_copies_no_output(example, tmp_path):
+    """``generate -o .`` twice in a copy of the project: the image's project copy (.envkit/project/) holds the
+    project's own files and nothing a target writes, and the second run finds every file unchanged."""
+    import json
+
+    from envkit.plan.registry import output_names
+
+    project = tmp_path / "project"
+    project.mkdir()
+    if example == "README tour":  # without a cluster section it copies the project when asked
+        (project / "envkit.yaml").write_text(_tour_profile().replace("\nimage:\n", "\nimage:\n  copy_project: true\n", 1))
+        profile = project / "envkit.yaml"
+    else:
+        profile = copy_example(example, project)
+    (project / "train.py").write_text("print('train')\n")
+    runs = []
+    for _ in range(2):
+        res = call_envkit("generate", "-o", ".", profile.name, "--json", cwd=project)
+        assert res.returncode == 0, res.stderr
+        runs.append({f["path"]: f["status"] for f in json.loads(res.stdout)["files"]})
+    copied = {str(p.relative_to(project / ".envkit" / "project")) for p in (project / ".envkit" / "project").rglob("*")
+              if p.is_file()}
+    assert {profile.name, "train.py"} <= copied
+    assert not {path for path in copied if path.split("/")[0] in output_names()}, "an envkit output is in the project copy"
+    assert not copied & set(runs[0]), "a file the first run wrote is in the project copy"
+    assert runs[1] == dict.fromkeys(runs[0], "unchanged")

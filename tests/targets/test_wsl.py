@@ -1,12 +1,12 @@
 """The wsl target: .wslconfig / wsl.conf content, and golden setup-wsl.ps1 files.
 
-Regenerate the goldens with ``ENVKIT_UPDATE_GOLDEN=1 pytest tests/targets/test_wsl.py`` and review the diff.
+Regenerate the goldens with ``ENVKIT_UPDATE_GOLDEN=1 pytest tests/targets/test_wsl.py`` (it fails on each file it
+rewrites), review the diff, and run again.
 """
 
 from __future__ import annotations
 
 import configparser
-import os
 from pathlib import Path
 
 import pytest
@@ -111,22 +111,10 @@ GOLDEN_PROFILES = {
 
 
 @pytest.mark.parametrize("name", sorted(GOLDEN_PROFILES))
-def test_golden(name, tmp_path):
-    src = GOLDEN_PROFILES[name]
-    lp = load_profile(src)
+def test_golden(name, tmp_path, golden):
+    lp = load_profile(GOLDEN_PROFILES[name])
     ctx = GenContext(build_plan(lp, tmp_path / "out"), make_env())
-    rendered = {f.path: f.content for f in target.render(ctx)}
-    folder = GOLDEN / name
-    if os.environ.get("ENVKIT_UPDATE_GOLDEN") == "1":
-        folder.mkdir(parents=True, exist_ok=True)
-        for old in folder.iterdir():
-            old.unlink()
-        for path, content in rendered.items():
-            (folder / path).write_bytes(content)
-    expected = {p.name: p.read_bytes() for p in folder.iterdir()} if folder.is_dir() else {}
-    assert sorted(rendered) == sorted(expected), "generated files changed (ENVKIT_UPDATE_GOLDEN=1 to accept)"
-    for path, content in rendered.items():
-        assert content == expected[path], f"{name}/{path} differs from its golden file"
+    golden.check_folder(GOLDEN / name, {f.path: f.content for f in target.render(ctx)})
 
 
 def _ps1(tmp_path) -> str:
