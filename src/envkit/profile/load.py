@@ -48,36 +48,6 @@ ENV_TOTAL_MAX = 1024 * 1024
 # splits its value the same way: a source holding either character becomes other mounts.
 SLURM_MOUNT_SEPARATORS = (",", ":")
 
-# What a user should write, for fields whose pydantic message would be a union soup.
-_EXPECTED = {
-    ("run", "gpus"): "'all', 'none', a GPU count >= 1, or a list of device ids such as [0, 1]",
-    ("loader", "num_workers"): "'auto' or a whole number from 0 to 256",
-    ("run", "numa"): "'none', 'auto' or a NUMA node id from 0 to 1023",
-}
-
-
-# Plain-words descriptions of the patterns, by key name.
-_PATTERNS = {
-    "name": "lowercase letters, digits, '_', '.', '-' (starting with a letter or digit), e.g. vision-train",
-    "volumes": "a bind mount 'HOST_PATH:/CONTAINER_PATH' with an optional ':ro' or ':rw' (HOST_PATH absolute or "
-               "relative to the profile, not starting with '~'; CONTAINER_PATH of letters, digits and . _ / + -)",
-    "system_packages": "a Debian package name, optionally '=version' (e.g. numactl, git=1:2.39.5-0+deb12u1)",
-    "pip_packages": "a pip requirement such as 'pillow', 'numpy<2' or 'pkg[extra]>=1.0'",
-    "base": "an image reference such as 'nvidia/cuda:12.4.1-runtime-ubuntu22.04' (digest goes in image.digest)",
-    "digest": "'sha256:' followed by 64 hex digits",
-    "tag": "an image tag such as 'team/vision-train:dev'",
-    "version": "a release such as '2.5.1'",
-    "python": "a Python version such as '3.12'",
-    "variant": "'cpu', 'cuXYZ' (e.g. cu124) or 'rocmX.Y'",
-    "index_url": "an http(s):// or file:// URL",
-    "workdir": "an absolute path of letters, digits and . _ / + - such as /workspace",
-    "env": "text without control characters (no newlines)",
-    "http": "a proxy URL without spaces", "https": "a proxy URL without spaces",
-    "no_proxy": "a comma-separated host list without spaces",
-    "root": "an absolute path such as /mnt/",
-}
-
-
 @dataclass(frozen=True)
 class LoadedProfile:
     """A validated profile and where it came from (``base_dir`` resolves relative paths)."""
@@ -501,22 +471,17 @@ def _describe(err: dict, path: tuple, extra: list, raw: str | None = None) -> st
         missing = extra[0] if extra else "?"
         return f"required key {missing!r} missing"
     got = _show(err.get("input"), raw)
-    if path[-2:] in _EXPECTED or path in _EXPECTED:
-        key = path if path in _EXPECTED else path[-2:]
-        return f"expected {_EXPECTED[key]}, got {got}"
-    msg = err["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
     ctx = err.get("ctx") or {}
+    if kind == "expected":  # a union's own failure, in the words its field gives (profile.types.expecting)
+        return f"expected {ctx['expected']}, got {got}"
+    msg = err["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
     if kind == "literal_error":
         choices = re.findall(r"'([^']*)'", ctx.get("expected", ""))
         return f"expected one of {', '.join(map(repr, choices))}, got {got}{did_you_mean(err.get('input'), choices)}"
     if kind == "string_pattern_mismatch":
-        key = next((seg for seg in reversed(path) if isinstance(seg, str)), "")
-        what = _PATTERNS.get(key, f"text matching {ctx['pattern']}")
-        hint = ""
-        if key == "volumes" and re.match(r"^[A-Za-z]:[\\/]", str(err.get("input"))):
-            hint = ("; a Windows path: inside WSL2 write /mnt/c/... (slow: 9P), or better, copy the data into "
-                    "the Linux file system (~/data) and mount that")
-        return f"{got} is not valid here; expected {what}{hint}"
+        # The field's own words (profile.types.described), else the pattern itself.
+        what = ctx.get("expected") or f"text matching {ctx['pattern']}"
+        return f"{got} is not valid here; expected {what}"
     if kind == "string_type" and isinstance(err.get("input"), bool):
         return (f"expected text, but YAML read {got} as the boolean {str(err['input']).lower()}; "
                 f"put it in quotes, e.g. \"{raw or err['input']}\"")
