@@ -29,6 +29,7 @@ from envkit.errors import ProfileError
 from envkit.locations import LOCK_FILE_NAME
 from envkit.pem import certificate_blocks, private_key_at
 from envkit.profile.model import Profile
+from envkit.profile.rules import ENV_ENTRY_MAX, ENV_TOTAL_MAX  # noqa: F401 (the limits, where callers read them)
 from envkit.profile.yamlsrc import _dotted, read_yaml
 from envkit.requirements import nested_references
 from envkit.safeio import CERT_MAX, PROFILE_MAX, REQUIREMENTS_MAX, read_bounded
@@ -38,12 +39,6 @@ from envkit.units import did_you_mean
 SUPPORTED_VERSIONS = (1,)
 DEFAULT_NAME = "<default profile>"
 MAX_ERRORS = 12
-# run.env reaches the container as argv words (`--env=KEY=VALUE`: run.sh, devcontainer's runArgs,
-# `envkit flags`) or environment strings (the Slurm script's exports). Linux caps each such string at
-# MAX_ARG_STRLEN (128 KiB) and argv plus environment together at ARG_MAX (a quarter of the stack limit,
-# 2 MiB by default), which the caller's own environment shares. Half of each leaves that room.
-ENV_ENTRY_MAX = 64 * 1024
-ENV_TOTAL_MAX = 1024 * 1024
 # pyxis's --container-mounts is a comma-separated list of SRC:DST[:FLAGS], and apptainer's --bind
 # splits its value the same way: a source holding either character becomes other mounts.
 SLURM_MOUNT_SEPARATORS = (",", ":")
@@ -99,13 +94,11 @@ def load_profile_bytes(raw: bytes, source: str, base_dir: Path) -> LoadedProfile
         profile = Profile.model_validate(data)
     except ValidationError as e:
         lines = raw.decode("utf-8", "replace").splitlines()
-        raise ProfileError(_format_errors(e, data, pos, source, lines)) from None
+        text, hint = _format_errors(e, data, pos, source, lines)
+        raise ProfileError(text, hint=hint) from None
     _check_yaml11_numbers(numbers, source)
     inputs = _check_files(profile, pos, source, base_dir)
     _check_mount_sources(profile, pos, source, base_dir)
-    _check_run_env(profile, pos, source)
-    _check_gpu_ids(profile, pos, source)
-    _check_kubernetes(profile, pos, source)
     note = _check_python(profile, pos, source, base_dir)
     lock = _read_lock(base_dir)
     # Defaults left out: a profile's hash stays the same when a later envkit adds an optional key.
@@ -279,80 +272,6 @@ def _check_mount_sources(profile: Profile, pos: dict, source: str, base_dir: Pat
         raise ProfileError("\n".join(problems))
 
 
-def _check_run_env(profile: Profile, pos: dict, source: str) -> None:
-    """Refuse run.env entries over the kernel's argument limits (ENV_ENTRY_MAX each, ENV_TOTAL_MAX together).
-
-    Decided over an env file: docker's ``--env-file`` reads lines of at most 64 KiB (Go's bufio.Scanner)
-    and compose interpolates ``$`` in its ``env_file``, so a file would carry neither larger nor more
-    literal values than argv does; a large value belongs in a mounted file (run.volumes).
-    """
-    from envkit.profile.proxy import proxy_build_args
-
-    problems = []
-    env = dict(profile.run.env)
-    for key, value in env.items():
-        size = len(f"{key}={value}".encode())
-        if size > ENV_ENTRY_MAX:
-            line, col = pos.get(("run", "env", key), pos.get(("run", "env"), (1, 1)))
-            problems.append(f"{source}:{line}:{col}: {_dotted(('run', 'env', key))}: {key}=VALUE is {size} bytes; "
-                            f"one run.env entry is at most {ENV_ENTRY_MAX // 1024} KiB ({ENV_ENTRY_MAX} bytes), "
-                            "under Linux's 128 KiB limit on one argument (docker run --env=KEY=VALUE)")
-    for key, value in proxy_build_args(profile):
-        env.setdefault(key, value)
-    total = sum(len(f"{k}={v}".encode()) for k, v in env.items())
-    if not problems and total > ENV_TOTAL_MAX:
-        line, col = pos.get(("run", "env"), (1, 1))
-        problems.append(f"{source}:{line}:{col}: run.env: the run's environment is {total} bytes; all entries "
-                        f"together are at most {ENV_TOTAL_MAX // 1024} KiB ({ENV_TOTAL_MAX} bytes), under "
-                        "Linux's limit on a command's arguments and environment (ARG_MAX)")
-    if problems:
-        raise ProfileError("\n".join(problems), hint="put large values in a file the container mounts "
-                           "(run.volumes) and pass its path in run.env")
-
-
-def _check_gpu_ids(profile: Profile, pos: dict, source: str) -> None:
-    """Refuse a GPU id listed twice in run.gpus, at the second one's line.
-
-    Docker hands the container each listed device once (``--gpus device=0,0`` is one GPU), while the
-    cluster targets count the list (two per node): the same profile would ask for different numbers.
-    An index and a UUID naming the same card cannot be told apart without the host; only equal spellings
-    (0 and "0", a UUID in either case) are caught.
-    """
-    gpus = profile.run.gpus
-    if not isinstance(gpus, tuple):
-        return
-    seen: dict[str, int] = {}
-    twice: list[tuple[int, int]] = []
-    for i, gpu in enumerate(gpus):
-        norm = str(gpu).strip().lower()
-        if norm in seen:
-            twice.append((i, seen[norm]))
-        else:
-            seen[norm] = i
-    written = ", ".join(neutralise(str(g)) for g in gpus)
-    problems = []
-    for i, first in twice:
-        line, col = pos.get(("run", "gpus", i), pos.get(("run", "gpus"), (1, 1)))
-        problems.append(f"{source}:{line}:{col}: run.gpus[{i}]: GPU {neutralise(str(gpus[i]))} is listed twice "
-                        f"(first as run.gpus[{first}]); Docker gives the container each device once, so "
-                        f"[{written}] is {len(seen)} GPU(s) on a workstation but {len(gpus)} on a cluster: "
-                        "list each id once")
-    if problems:
-        raise ProfileError("\n".join(problems[:MAX_ERRORS]))
-
-
-def _check_kubernetes(profile: Profile, pos: dict, source: str) -> None:
-    """Refuse what the API server would refuse in the pods envkit writes (envkit.profile.kuberules), at its key."""
-    from envkit.profile.kuberules import kubernetes_problems
-
-    problems = []
-    for key, message in kubernetes_problems(profile):
-        line, col = _position(key, pos)
-        problems.append(((line, col), f"{source}:{line}:{col}: {_dotted(key)}: {message}"))
-    if problems:
-        raise ProfileError("\n".join(text for _, text in sorted(problems)[:MAX_ERRORS]))
-
-
 def _check_pem(p: Path, rel: str, key: tuple, pos: dict, source: str, problems: list[str]) -> bytes | None:
     """A certificate file: regular, at most CERT_MAX bytes (it is copied into the image), holding a PEM
     certificate block and no private key (:mod:`envkit.pem`; the image gets the certificate blocks only)."""
@@ -375,10 +294,18 @@ def _check_pem(p: Path, rel: str, key: tuple, pos: dict, source: str, problems: 
     return data
 
 
-def _format_errors(exc: ValidationError, data: dict, pos: dict, source: str, lines: list[str]) -> str:
+def _format_errors(exc: ValidationError, data: dict, pos: dict, source: str,
+                   lines: list[str]) -> tuple[str, str | None]:
+    """The message and hint of ``exc``: one line per key path, at its line and column, sorted by position."""
     found: dict[tuple, str] = {}
+    hint = None
     for err in exc.errors():
         path, extra = _data_path(err["loc"], data)
+        ctx = err.get("ctx") or {}
+        if "at" in ctx:  # a rule across sections (envkit.profile.rules): its key path and words are its own
+            found.setdefault(path + tuple(ctx["at"]), ctx["message"])
+            hint = hint or ctx.get("hint")
+            continue
         if err["loc"][-1:] == ("[key]",) and not isinstance(err.get("input"), str):
             # A key YAML read as a boolean, null or number (`YES:`, `null:`, `1:`): named as written.
             prefix = _data_path(err["loc"][:-2], data)[0]
@@ -401,7 +328,7 @@ def _format_errors(exc: ValidationError, data: dict, pos: dict, source: str, lin
     out = [text for _, text in placed[:MAX_ERRORS]]
     if len(placed) > MAX_ERRORS:
         out.append(f"... and {len(placed) - MAX_ERRORS} more")
-    return "\n".join(out)
+    return "\n".join(out), hint
 
 
 def _written_key(prefix: tuple, key: object, pos: dict) -> str:

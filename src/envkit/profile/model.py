@@ -347,6 +347,18 @@ class Profile(Model):
             raise ValueError("image.install_project installs the copied project: set image.copy_project: true")
         return self
 
+    @model_validator(mode="after")
+    def _rules_across_sections(self):
+        """Last, once every field is valid: the rules that read several sections (envkit.profile.rules,
+        envkit.profile.kuberules), each problem at its own key path."""
+        from envkit.profile.kuberules import kubernetes_problems
+        from envkit.profile.rules import RUN_ENV_HINT, gpu_id_problems, raise_problems, run_env_problems
+
+        raise_problems("run_env_too_large", run_env_problems(self), self, RUN_ENV_HINT)
+        raise_problems("gpu_listed_twice", gpu_id_problems(self), self)
+        raise_problems("kubernetes_refuses", kubernetes_problems(self), self)
+        return self
+
     @property
     def image_tag(self) -> str:
         """``image.tag``, else :func:`default_image_tag`: a local-only name that no registry serves."""
