@@ -39,9 +39,6 @@ from envkit.units import did_you_mean
 SUPPORTED_VERSIONS = (1,)
 DEFAULT_NAME = "<default profile>"
 MAX_ERRORS = 12
-# pyxis's --container-mounts is a comma-separated list of SRC:DST[:FLAGS], and apptainer's --bind
-# splits its value the same way: a source holding either character becomes other mounts.
-SLURM_MOUNT_SEPARATORS = (",", ":")
 
 @dataclass(frozen=True)
 class LoadedProfile:
@@ -91,14 +88,14 @@ def load_profile_bytes(raw: bytes, source: str, base_dir: Path) -> LoadedProfile
     data, pos = read_yaml(raw, source, numbers)
     _check_version(data, pos, source)
     try:
-        profile = Profile.model_validate(data)
+        # The context: what the rules that read the host need (envkit.profile.rules).
+        profile = Profile.model_validate(data, context={"base_dir": base_dir, "source": source})
     except ValidationError as e:
         lines = raw.decode("utf-8", "replace").splitlines()
         text, hint = _format_errors(e, data, pos, source, lines)
         raise ProfileError(text, hint=hint) from None
     _check_yaml11_numbers(numbers, source)
     inputs = _check_files(profile, pos, source, base_dir)
-    _check_mount_sources(profile, pos, source, base_dir)
     note = _check_python(profile, pos, source, base_dir)
     lock = _read_lock(base_dir)
     # Defaults left out: a profile's hash stays the same when a later envkit adds an optional key.
@@ -231,47 +228,6 @@ def _check_python(profile: Profile, pos: dict, source: str, base_dir: Path) -> s
     return note
 
 
-def _check_mount_sources(profile: Profile, pos: dict, source: str, base_dir: Path) -> None:
-    """Refuse host paths holding ':' where they become ``--volume SRC:DST`` (Docker splits at ':').
-
-    Decided over writing ``--mount``: run.sh, compose's short syntax, devcontainer and the SDK all
-    share the SRC:DST form, and a project path with ':' is rare; a clear refusal beats four spellings.
-    """
-    from envkit.hostpaths import is_drive_path, split_volume
-
-    def colon(path: Path) -> bool:  # a Windows drive's "C:" is one Docker Desktop reads
-        text = str(path)
-        return ":" in (text[2:] if is_drive_path(text) else text)
-
-    problems = []
-    if profile.run.mount_project and colon(base_dir):
-        key = ("run", "mount_project")  # the key's position, else its section's
-        line, col = pos.get(key, pos.get(key[:1], (1, 1)))
-        problems.append(f"{source}:{line}:{col}: run.mount_project: the profile's folder {str(base_dir)!r} contains "
-                        "':', which Docker's --volume SRC:DST cannot carry (it splits at ':'); move the project to "
-                        "a path without ':', or set run.mount_project: false")
-    for i, spec in enumerate(profile.run.volumes):
-        src = split_volume(spec)[0]
-        if not src.startswith("/") and not is_drive_path(src) and colon(base_dir / src):
-            line, col = pos.get(("run", "volumes", i), (1, 1))
-            problems.append(f"{source}:{line}:{col}: run.volumes[{i}]: {src!r} is relative to {str(base_dir)!r}, "
-                            "which contains ':' (Docker's --volume splits at ':'); use an absolute path without ':'")
-    cluster = profile.cluster
-    if cluster is not None and cluster.slurm.runtime in ("pyxis", "apptainer"):
-        for i, spec in enumerate(profile.run.volumes):
-            src = spec.split(":", 1)[0]
-            bad = sorted({ch for ch in SLURM_MOUNT_SEPARATORS if ch in src})
-            if bad:
-                line, col = pos.get(("run", "volumes", i), (1, 1))
-                problems.append(
-                    f"{source}:{line}:{col}: run.volumes[{i}]: the source {src!r} holds "
-                    f"{' and '.join(repr(ch) for ch in bad)}, which the Slurm script cannot mount: "
-                    f"{cluster.slurm.runtime}'s mount list is comma-separated SRC:DST[:FLAGS]; "
-                    "use a path without ',' or ':' (a symlink to it will do)")
-    if problems:
-        raise ProfileError("\n".join(problems))
-
-
 def _check_pem(p: Path, rel: str, key: tuple, pos: dict, source: str, problems: list[str]) -> bytes | None:
     """A certificate file: regular, at most CERT_MAX bytes (it is copied into the image), holding a PEM
     certificate block and no private key (:mod:`envkit.pem`; the image gets the certificate blocks only)."""
@@ -298,12 +254,13 @@ def _format_errors(exc: ValidationError, data: dict, pos: dict, source: str,
                    lines: list[str]) -> tuple[str, str | None]:
     """The message and hint of ``exc``: one line per key path, at its line and column, sorted by position."""
     found: dict[tuple, str] = {}
+    ruled: list[tuple[tuple, str]] = []
     hint = None
     for err in exc.errors():
         path, extra = _data_path(err["loc"], data)
         ctx = err.get("ctx") or {}
         if "at" in ctx:  # a rule across sections (envkit.profile.rules): its key path and words are its own
-            found.setdefault(path + tuple(ctx["at"]), ctx["message"])
+            ruled.append((path + tuple(ctx["at"]), ctx["message"]))  # several may share a key
             hint = hint or ctx.get("hint")
             continue
         if err["loc"][-1:] == ("[key]",) and not isinstance(err.get("input"), str):
@@ -321,7 +278,7 @@ def _format_errors(exc: ValidationError, data: dict, pos: dict, source: str,
         if path not in found or err["type"] in ("extra_forbidden", "missing"):
             found[path] = message
     placed: list[tuple[tuple[int, int], str]] = []
-    for path, message in found.items():
+    for path, message in [*found.items(), *ruled]:
         line, col = _position(path, pos)
         placed.append(((line, col), f"{source}:{line}:{col}: {_dotted(path)}: {message}"))
     placed.sort()

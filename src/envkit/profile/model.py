@@ -16,7 +16,9 @@ import re
 
 from typing import TYPE_CHECKING, Annotated, Literal, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
+from pydantic import (
+    AfterValidator, BaseModel, ConfigDict, Field, StrictBool, ValidationInfo, field_validator, model_validator,
+)
 
 from envkit.harness.sizing import DTYPE_ITEMSIZE, MAX_WORKERS, batch_bytes
 from envkit.harness.synthetic import DEFAULT_SAMPLE_COST_MS, MAX_SAMPLE_COST_MS
@@ -348,12 +350,17 @@ class Profile(Model):
         return self
 
     @model_validator(mode="after")
-    def _rules_across_sections(self):
+    def _rules_across_sections(self, info: ValidationInfo):
         """Last, once every field is valid: the rules that read several sections (envkit.profile.rules,
-        envkit.profile.kuberules), each problem at its own key path."""
+        envkit.profile.kuberules), each problem at its own key path. The validation context's ``base_dir``
+        (the profile's folder, given by envkit.profile.load) adds the rules on host paths."""
         from envkit.profile.kuberules import kubernetes_problems
-        from envkit.profile.rules import RUN_ENV_HINT, gpu_id_problems, raise_problems, run_env_problems
+        from envkit.profile.rules import (
+            RUN_ENV_HINT, gpu_id_problems, mount_source_problems, raise_problems, run_env_problems,
+        )
 
+        base_dir = (info.context or {}).get("base_dir")
+        raise_problems("mount_source", mount_source_problems(self, base_dir), self)
         raise_problems("run_env_too_large", run_env_problems(self), self, RUN_ENV_HINT)
         raise_problems("gpu_listed_twice", gpu_id_problems(self), self)
         raise_problems("kubernetes_refuses", kubernetes_problems(self), self)

@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic_core import PydanticCustomError
@@ -31,6 +32,9 @@ Problems = list[tuple[tuple[str | int, ...], str]]
 # 2 MiB by default), which the caller's own environment shares. Half of each leaves that room.
 ENV_ENTRY_MAX = 64 * 1024
 ENV_TOTAL_MAX = 1024 * 1024
+# pyxis's --container-mounts is a comma-separated list of SRC:DST[:FLAGS], and apptainer's --bind
+# splits its value the same way: a source holding either character becomes other mounts.
+SLURM_MOUNT_SEPARATORS = (",", ":")
 RUN_ENV_HINT = "put large values in a file the container mounts (run.volumes) and pass its path in run.env"
 
 
@@ -93,4 +97,40 @@ def run_env_problems(profile: Profile) -> Problems:
         problems.append((("run", "env"), f"the run's environment is {total} bytes; all entries together are at "
                          f"most {ENV_TOTAL_MAX // 1024} KiB ({ENV_TOTAL_MAX} bytes), under Linux's limit on a "
                          "command's arguments and environment (ARG_MAX)"))
+    return problems
+
+
+def mount_source_problems(profile: Profile, base_dir: Path | None) -> Problems:
+    """Host paths holding ':' where they become ``--volume SRC:DST`` (Docker splits at ':'), and mount
+    sources the Slurm runtimes' lists cannot carry; the profile's folder (``base_dir``) only when known.
+
+    Decided over writing ``--mount``: run.sh, compose's short syntax, devcontainer and the SDK all
+    share the SRC:DST form, and a project path with ':' is rare; a clear refusal beats four spellings.
+    """
+    from envkit.hostpaths import is_drive_path, split_volume
+
+    def colon(path: Path) -> bool:  # a Windows drive's "C:" is one Docker Desktop reads
+        text = str(path)
+        return ":" in (text[2:] if is_drive_path(text) else text)
+
+    problems: Problems = []
+    if base_dir is not None and profile.run.mount_project and colon(base_dir):
+        problems.append((("run", "mount_project"), f"the profile's folder {str(base_dir)!r} contains "
+                         "':', which Docker's --volume SRC:DST cannot carry (it splits at ':'); move the project to "
+                         "a path without ':', or set run.mount_project: false"))
+    for i, spec in enumerate(profile.run.volumes):
+        src = split_volume(spec)[0]
+        if base_dir is not None and not src.startswith("/") and not is_drive_path(src) and colon(base_dir / src):
+            problems.append((("run", "volumes", i), f"{src!r} is relative to {str(base_dir)!r}, "
+                             "which contains ':' (Docker's --volume splits at ':'); use an absolute path without ':'"))
+    cluster = profile.cluster
+    if cluster is not None and cluster.slurm.runtime in ("pyxis", "apptainer"):
+        for i, spec in enumerate(profile.run.volumes):
+            src = spec.split(":", 1)[0]
+            bad = sorted({ch for ch in SLURM_MOUNT_SEPARATORS if ch in src})
+            if bad:
+                problems.append((("run", "volumes", i),
+                    f"the source {src!r} holds {' and '.join(repr(ch) for ch in bad)}, which the Slurm script "
+                    f"cannot mount: {cluster.slurm.runtime}'s mount list is comma-separated SRC:DST[:FLAGS]; "
+                    "use a path without ',' or ':' (a symlink to it will do)"))
     return problems
