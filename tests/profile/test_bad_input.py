@@ -123,3 +123,32 @@ def test_cli_usage_error_exit_2():
 def test_validate_timeout_must_be_finite_and_positive(value):
     res = call_envkit("validate", "--timeout", value)
     assert res.returncode == 2 and "--timeout" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_pattern_words_come_from_the_field_not_its_key_name():
+    """An env key named like a described field ('http') is still an env value: its words are its own."""
+    message = _error(GOOD + '  env: {http: "x\\u0001"}\n')
+    assert "image.env.http:" in message and "a proxy URL" not in message
+    assert "expected text matching" in message
+
+
+def test_union_words_stay_with_the_union_and_items_keep_their_own():
+    message = _error(GOOD + "run:\n  gpus: [0, 'bad id!']\n")
+    assert "run.gpus: expected 'all', 'none', a GPU count >= 1" in message
+    assert "run.gpus[1]: expected a whole number, got 'bad id!'" in message
+
+
+def test_cross_section_rules_are_the_models_own():
+    """The model refuses, on its own, what only the loader used to: a GPU listed twice, a huge run.env."""
+    from pydantic import ValidationError
+
+    from envkit.profile.model import Profile
+
+    base = {"envkit": 1, "name": "demo", "image": {"base": "debian:bookworm"}}
+    with pytest.raises(ValidationError) as exc:
+        Profile.model_validate({**base, "run": {"gpus": [0, "0"]}})
+    (err,) = exc.value.errors()
+    assert err["type"] == "gpu_listed_twice" and err["ctx"]["at"] == ("run", "gpus", 1)
+    with pytest.raises(ValidationError) as exc:
+        Profile.model_validate({**base, "run": {"env": {"A": "x" * 70_000}}})
+    assert exc.value.errors()[0]["ctx"]["hint"].startswith("put large values in a file")

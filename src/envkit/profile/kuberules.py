@@ -13,14 +13,16 @@ Each rule here is the API server's, from kubernetes/kubernetes pkg/apis/core/val
   absolute ``run.volumes``; the paths are compared after removing repeated and trailing slashes, since
   the runtime would mount both onto one directory even where the API server's string compare passes.
 
-Each problem is ``(key path, message)``; envkit.profile.load adds the file, line and column.
+Each problem is ``(key path, message)``; ``Profile``'s last validator raises them (envkit.profile.rules)
+and envkit.profile.load adds the file, line and column.
 
 Example:
+    >>> from pydantic import ValidationError
     >>> from envkit.profile.model import Profile
-    >>> p = Profile.model_validate({"envkit": 1, "name": "t", "image": {"base": "debian"}, "cluster": {
+    >>> try: Profile.model_validate({"envkit": 1, "name": "t", "image": {"base": "debian"}, "cluster": {
     ...     "entrypoint": ["t.py"], "kubernetes": {"tolerations": [{"key": "gpu", "operator": "Exists", "value": "x"}]}}})
-    >>> [(".".join(map(str, k)), m.split(";")[0]) for k, m in kubernetes_problems(p)]
-    [('cluster.kubernetes.tolerations.0.value', "value must be empty when operator is 'Exists'")]
+    ... except ValidationError as e: print(e.errors()[0]["ctx"]["at"], e.errors()[0]["ctx"]["message"].split(";")[0])
+    ('cluster', 'kubernetes', 'tolerations', 0, 'value') value must be empty when operator is 'Exists'
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from envkit.errors import ProfileError
 from envkit.locations import LOCK_FILE_NAME
 from envkit.pem import certificate_blocks, private_key_at
 from envkit.profile.model import Profile
+from envkit.profile.rules import ENV_ENTRY_MAX, ENV_TOTAL_MAX  # noqa: F401 (the limits, where callers read them)
 from envkit.profile.yamlsrc import _dotted, read_yaml
 from envkit.requirements import nested_references
 from envkit.safeio import CERT_MAX, PROFILE_MAX, REQUIREMENTS_MAX, read_bounded
@@ -38,45 +39,6 @@ from envkit.units import did_you_mean
 SUPPORTED_VERSIONS = (1,)
 DEFAULT_NAME = "<default profile>"
 MAX_ERRORS = 12
-# run.env reaches the container as argv words (`--env=KEY=VALUE`: run.sh, devcontainer's runArgs,
-# `envkit flags`) or environment strings (the Slurm script's exports). Linux caps each such string at
-# MAX_ARG_STRLEN (128 KiB) and argv plus environment together at ARG_MAX (a quarter of the stack limit,
-# 2 MiB by default), which the caller's own environment shares. Half of each leaves that room.
-ENV_ENTRY_MAX = 64 * 1024
-ENV_TOTAL_MAX = 1024 * 1024
-# pyxis's --container-mounts is a comma-separated list of SRC:DST[:FLAGS], and apptainer's --bind
-# splits its value the same way: a source holding either character becomes other mounts.
-SLURM_MOUNT_SEPARATORS = (",", ":")
-
-# What a user should write, for fields whose pydantic message would be a union soup.
-_EXPECTED = {
-    ("run", "gpus"): "'all', 'none', a GPU count >= 1, or a list of device ids such as [0, 1]",
-    ("loader", "num_workers"): "'auto' or a whole number from 0 to 256",
-    ("run", "numa"): "'none', 'auto' or a NUMA node id from 0 to 1023",
-}
-
-
-# Plain-words descriptions of the patterns, by key name.
-_PATTERNS = {
-    "name": "lowercase letters, digits, '_', '.', '-' (starting with a letter or digit), e.g. vision-train",
-    "volumes": "a bind mount 'HOST_PATH:/CONTAINER_PATH' with an optional ':ro' or ':rw' (HOST_PATH absolute or "
-               "relative to the profile, not starting with '~'; CONTAINER_PATH of letters, digits and . _ / + -)",
-    "system_packages": "a Debian package name, optionally '=version' (e.g. numactl, git=1:2.39.5-0+deb12u1)",
-    "pip_packages": "a pip requirement such as 'pillow', 'numpy<2' or 'pkg[extra]>=1.0'",
-    "base": "an image reference such as 'nvidia/cuda:12.4.1-runtime-ubuntu22.04' (digest goes in image.digest)",
-    "digest": "'sha256:' followed by 64 hex digits",
-    "tag": "an image tag such as 'team/vision-train:dev'",
-    "version": "a release such as '2.5.1'",
-    "python": "a Python version such as '3.12'",
-    "variant": "'cpu', 'cuXYZ' (e.g. cu124) or 'rocmX.Y'",
-    "index_url": "an http(s):// or file:// URL",
-    "workdir": "an absolute path of letters, digits and . _ / + - such as /workspace",
-    "env": "text without control characters (no newlines)",
-    "http": "a proxy URL without spaces", "https": "a proxy URL without spaces",
-    "no_proxy": "a comma-separated host list without spaces",
-    "root": "an absolute path such as /mnt/",
-}
-
 
 @dataclass(frozen=True)
 class LoadedProfile:
@@ -126,16 +88,14 @@ def load_profile_bytes(raw: bytes, source: str, base_dir: Path) -> LoadedProfile
     data, pos = read_yaml(raw, source, numbers)
     _check_version(data, pos, source)
     try:
-        profile = Profile.model_validate(data)
+        # The context: what the rules that read the host need (envkit.profile.rules).
+        profile = Profile.model_validate(data, context={"base_dir": base_dir, "source": source})
     except ValidationError as e:
         lines = raw.decode("utf-8", "replace").splitlines()
-        raise ProfileError(_format_errors(e, data, pos, source, lines)) from None
+        text, hint = _format_errors(e, data, pos, source, lines)
+        raise ProfileError(text, hint=hint) from None
     _check_yaml11_numbers(numbers, source)
     inputs = _check_files(profile, pos, source, base_dir)
-    _check_mount_sources(profile, pos, source, base_dir)
-    _check_run_env(profile, pos, source)
-    _check_gpu_ids(profile, pos, source)
-    _check_kubernetes(profile, pos, source)
     note = _check_python(profile, pos, source, base_dir)
     lock = _read_lock(base_dir)
     # Defaults left out: a profile's hash stays the same when a later envkit adds an optional key.
@@ -268,121 +228,6 @@ def _check_python(profile: Profile, pos: dict, source: str, base_dir: Path) -> s
     return note
 
 
-def _check_mount_sources(profile: Profile, pos: dict, source: str, base_dir: Path) -> None:
-    """Refuse host paths holding ':' where they become ``--volume SRC:DST`` (Docker splits at ':').
-
-    Decided over writing ``--mount``: run.sh, compose's short syntax, devcontainer and the SDK all
-    share the SRC:DST form, and a project path with ':' is rare; a clear refusal beats four spellings.
-    """
-    from envkit.hostpaths import is_drive_path, split_volume
-
-    def colon(path: Path) -> bool:  # a Windows drive's "C:" is one Docker Desktop reads
-        text = str(path)
-        return ":" in (text[2:] if is_drive_path(text) else text)
-
-    problems = []
-    if profile.run.mount_project and colon(base_dir):
-        key = ("run", "mount_project")  # the key's position, else its section's
-        line, col = pos.get(key, pos.get(key[:1], (1, 1)))
-        problems.append(f"{source}:{line}:{col}: run.mount_project: the profile's folder {str(base_dir)!r} contains "
-                        "':', which Docker's --volume SRC:DST cannot carry (it splits at ':'); move the project to "
-                        "a path without ':', or set run.mount_project: false")
-    for i, spec in enumerate(profile.run.volumes):
-        src = split_volume(spec)[0]
-        if not src.startswith("/") and not is_drive_path(src) and colon(base_dir / src):
-            line, col = pos.get(("run", "volumes", i), (1, 1))
-            problems.append(f"{source}:{line}:{col}: run.volumes[{i}]: {src!r} is relative to {str(base_dir)!r}, "
-                            "which contains ':' (Docker's --volume splits at ':'); use an absolute path without ':'")
-    cluster = profile.cluster
-    if cluster is not None and cluster.slurm.runtime in ("pyxis", "apptainer"):
-        for i, spec in enumerate(profile.run.volumes):
-            src = spec.split(":", 1)[0]
-            bad = sorted({ch for ch in SLURM_MOUNT_SEPARATORS if ch in src})
-            if bad:
-                line, col = pos.get(("run", "volumes", i), (1, 1))
-                problems.append(
-                    f"{source}:{line}:{col}: run.volumes[{i}]: the source {src!r} holds "
-                    f"{' and '.join(repr(ch) for ch in bad)}, which the Slurm script cannot mount: "
-                    f"{cluster.slurm.runtime}'s mount list is comma-separated SRC:DST[:FLAGS]; "
-                    "use a path without ',' or ':' (a symlink to it will do)")
-    if problems:
-        raise ProfileError("\n".join(problems))
-
-
-def _check_run_env(profile: Profile, pos: dict, source: str) -> None:
-    """Refuse run.env entries over the kernel's argument limits (ENV_ENTRY_MAX each, ENV_TOTAL_MAX together).
-
-    Decided over an env file: docker's ``--env-file`` reads lines of at most 64 KiB (Go's bufio.Scanner)
-    and compose interpolates ``$`` in its ``env_file``, so a file would carry neither larger nor more
-    literal values than argv does; a large value belongs in a mounted file (run.volumes).
-    """
-    from envkit.profile.proxy import proxy_build_args
-
-    problems = []
-    env = dict(profile.run.env)
-    for key, value in env.items():
-        size = len(f"{key}={value}".encode())
-        if size > ENV_ENTRY_MAX:
-            line, col = pos.get(("run", "env", key), pos.get(("run", "env"), (1, 1)))
-            problems.append(f"{source}:{line}:{col}: {_dotted(('run', 'env', key))}: {key}=VALUE is {size} bytes; "
-                            f"one run.env entry is at most {ENV_ENTRY_MAX // 1024} KiB ({ENV_ENTRY_MAX} bytes), "
-                            "under Linux's 128 KiB limit on one argument (docker run --env=KEY=VALUE)")
-    for key, value in proxy_build_args(profile):
-        env.setdefault(key, value)
-    total = sum(len(f"{k}={v}".encode()) for k, v in env.items())
-    if not problems and total > ENV_TOTAL_MAX:
-        line, col = pos.get(("run", "env"), (1, 1))
-        problems.append(f"{source}:{line}:{col}: run.env: the run's environment is {total} bytes; all entries "
-                        f"together are at most {ENV_TOTAL_MAX // 1024} KiB ({ENV_TOTAL_MAX} bytes), under "
-                        "Linux's limit on a command's arguments and environment (ARG_MAX)")
-    if problems:
-        raise ProfileError("\n".join(problems), hint="put large values in a file the container mounts "
-                           "(run.volumes) and pass its path in run.env")
-
-
-def _check_gpu_ids(profile: Profile, pos: dict, source: str) -> None:
-    """Refuse a GPU id listed twice in run.gpus, at the second one's line.
-
-    Docker hands the container each listed device once (``--gpus device=0,0`` is one GPU), while the
-    cluster targets count the list (two per node): the same profile would ask for different numbers.
-    An index and a UUID naming the same card cannot be told apart without the host; only equal spellings
-    (0 and "0", a UUID in either case) are caught.
-    """
-    gpus = profile.run.gpus
-    if not isinstance(gpus, tuple):
-        return
-    seen: dict[str, int] = {}
-    twice: list[tuple[int, int]] = []
-    for i, gpu in enumerate(gpus):
-        norm = str(gpu).strip().lower()
-        if norm in seen:
-            twice.append((i, seen[norm]))
-        else:
-            seen[norm] = i
-    written = ", ".join(neutralise(str(g)) for g in gpus)
-    problems = []
-    for i, first in twice:
-        line, col = pos.get(("run", "gpus", i), pos.get(("run", "gpus"), (1, 1)))
-        problems.append(f"{source}:{line}:{col}: run.gpus[{i}]: GPU {neutralise(str(gpus[i]))} is listed twice "
-                        f"(first as run.gpus[{first}]); Docker gives the container each device once, so "
-                        f"[{written}] is {len(seen)} GPU(s) on a workstation but {len(gpus)} on a cluster: "
-                        "list each id once")
-    if problems:
-        raise ProfileError("\n".join(problems[:MAX_ERRORS]))
-
-
-def _check_kubernetes(profile: Profile, pos: dict, source: str) -> None:
-    """Refuse what the API server would refuse in the pods envkit writes (envkit.profile.kuberules), at its key."""
-    from envkit.profile.kuberules import kubernetes_problems
-
-    problems = []
-    for key, message in kubernetes_problems(profile):
-        line, col = _position(key, pos)
-        problems.append(((line, col), f"{source}:{line}:{col}: {_dotted(key)}: {message}"))
-    if problems:
-        raise ProfileError("\n".join(text for _, text in sorted(problems)[:MAX_ERRORS]))
-
-
 def _check_pem(p: Path, rel: str, key: tuple, pos: dict, source: str, problems: list[str]) -> bytes | None:
     """A certificate file: regular, at most CERT_MAX bytes (it is copied into the image), holding a PEM
     certificate block and no private key (:mod:`envkit.pem`; the image gets the certificate blocks only)."""
@@ -405,10 +250,19 @@ def _check_pem(p: Path, rel: str, key: tuple, pos: dict, source: str, problems: 
     return data
 
 
-def _format_errors(exc: ValidationError, data: dict, pos: dict, source: str, lines: list[str]) -> str:
+def _format_errors(exc: ValidationError, data: dict, pos: dict, source: str,
+                   lines: list[str]) -> tuple[str, str | None]:
+    """The message and hint of ``exc``: one line per key path, at its line and column, sorted by position."""
     found: dict[tuple, str] = {}
+    ruled: list[tuple[tuple, str]] = []
+    hint = None
     for err in exc.errors():
         path, extra = _data_path(err["loc"], data)
+        ctx = err.get("ctx") or {}
+        if "at" in ctx:  # a rule across sections (envkit.profile.rules): its key path and words are its own
+            ruled.append((path + tuple(ctx["at"]), ctx["message"]))  # several may share a key
+            hint = hint or ctx.get("hint")
+            continue
         if err["loc"][-1:] == ("[key]",) and not isinstance(err.get("input"), str):
             # A key YAML read as a boolean, null or number (`YES:`, `null:`, `1:`): named as written.
             prefix = _data_path(err["loc"][:-2], data)[0]
@@ -424,14 +278,14 @@ def _format_errors(exc: ValidationError, data: dict, pos: dict, source: str, lin
         if path not in found or err["type"] in ("extra_forbidden", "missing"):
             found[path] = message
     placed: list[tuple[tuple[int, int], str]] = []
-    for path, message in found.items():
+    for path, message in [*found.items(), *ruled]:
         line, col = _position(path, pos)
         placed.append(((line, col), f"{source}:{line}:{col}: {_dotted(path)}: {message}"))
     placed.sort()
     out = [text for _, text in placed[:MAX_ERRORS]]
     if len(placed) > MAX_ERRORS:
         out.append(f"... and {len(placed) - MAX_ERRORS} more")
-    return "\n".join(out)
+    return "\n".join(out), hint
 
 
 def _written_key(prefix: tuple, key: object, pos: dict) -> str:
@@ -501,22 +355,17 @@ def _describe(err: dict, path: tuple, extra: list, raw: str | None = None) -> st
         missing = extra[0] if extra else "?"
         return f"required key {missing!r} missing"
     got = _show(err.get("input"), raw)
-    if path[-2:] in _EXPECTED or path in _EXPECTED:
-        key = path if path in _EXPECTED else path[-2:]
-        return f"expected {_EXPECTED[key]}, got {got}"
-    msg = err["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
     ctx = err.get("ctx") or {}
+    if kind == "expected":  # a union's own failure, in the words its field gives (profile.types.expecting)
+        return f"expected {ctx['expected']}, got {got}"
+    msg = err["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
     if kind == "literal_error":
         choices = re.findall(r"'([^']*)'", ctx.get("expected", ""))
         return f"expected one of {', '.join(map(repr, choices))}, got {got}{did_you_mean(err.get('input'), choices)}"
     if kind == "string_pattern_mismatch":
-        key = next((seg for seg in reversed(path) if isinstance(seg, str)), "")
-        what = _PATTERNS.get(key, f"text matching {ctx['pattern']}")
-        hint = ""
-        if key == "volumes" and re.match(r"^[A-Za-z]:[\\/]", str(err.get("input"))):
-            hint = ("; a Windows path: inside WSL2 write /mnt/c/... (slow: 9P), or better, copy the data into "
-                    "the Linux file system (~/data) and mount that")
-        return f"{got} is not valid here; expected {what}{hint}"
+        # The field's own words (profile.types.described), else the pattern itself.
+        what = ctx.get("expected") or f"text matching {ctx['pattern']}"
+        return f"{got} is not valid here; expected {what}"
     if kind == "string_type" and isinstance(err.get("input"), bool):
         return (f"expected text, but YAML read {got} as the boolean {str(err['input']).lower()}; "
                 f"put it in quotes, e.g. \"{raw or err['input']}\"")

@@ -12,9 +12,13 @@ Example:
 
 from __future__ import annotations
 
+import re
+
 from typing import TYPE_CHECKING, Annotated, Literal, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
+from pydantic import (
+    AfterValidator, BaseModel, ConfigDict, Field, StrictBool, ValidationInfo, field_validator, model_validator,
+)
 
 from envkit.harness.sizing import DTYPE_ITEMSIZE, MAX_WORKERS, batch_bytes
 from envkit.harness.synthetic import DEFAULT_SAMPLE_COST_MS, MAX_SAMPLE_COST_MS
@@ -23,7 +27,7 @@ from envkit.hostpaths import split_volume
 from envkit.profile.dockerref import PATH_COMPONENT, check_cpus, check_reference, default_image_tag, volume_target_problem
 from envkit.profile.types import (
     AbsPath, Cpuset, DebPackage, EnvName, EnvValue, Name, NumberNotBool, PipRequirement, PositiveInt, ProxyUrl, RunEnvValue,
-    RunText, Size, WholeText,
+    NAME_WORDS, PROXY_WORDS, RunText, Size, WholeText, described, expecting,
 )
 from envkit.profile.wsl import Wsl
 from envkit.project import SECRETS
@@ -44,7 +48,7 @@ class Model(BaseModel):
 class User(Model):
     """The container user. Non-root by default; match uid/gid to the host for bind mounts."""
 
-    name: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_-]{0,31}$")] = Field("dev",
+    name: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_-]{0,31}$"), described(NAME_WORDS)] = Field("dev",
         description="The container user's name; root runs as root (warned).")
     uid: Annotated[int, Field(ge=0, le=2**31 - 1), WholeText] = Field(1000,
         description="The user's uid; an image user already holding it is replaced.")
@@ -58,10 +62,12 @@ class User(Model):
 class Torch(Model):
     """Which PyTorch wheel to install and from where."""
 
-    version: Annotated[str, Field(pattern=r"^\d+\.\d+(\.\d+)?$")] = Field(description="The PyTorch release, e.g. \"2.5.1\".")
-    variant: Annotated[str, Field(pattern=r"^(cpu|cu\d{3}|rocm\d+\.\d+(\.\d+)?)$")] = Field("cpu",
+    version: Annotated[str, Field(pattern=r"^\d+\.\d+(\.\d+)?$"),
+        described("a release such as '2.5.1'")] = Field(description="The PyTorch release, e.g. \"2.5.1\".")
+    variant: Annotated[str, Field(pattern=r"^(cpu|cu\d{3}|rocm\d+\.\d+(\.\d+)?)$"),
+                       described("'cpu', 'cuXYZ' (e.g. cu124) or 'rocmX.Y'")] = Field("cpu",
         description="cpu, cuXYZ or rocmX.Y: selects https://download.pytorch.org/whl/<variant>.")
-    index_url: Annotated[str, Field(pattern=r"^(https?|file)://\S+$")] | None = Field(None,
+    index_url: Annotated[str, Field(pattern=r"^(https?|file)://\S+$"), described("an http(s):// or file:// URL")] | None = Field(None,
         description="An index to install torch from instead of PyTorch's (e.g. a corporate mirror).")
     find_links: tuple[str, ...] = Field((),
         description="Local wheelhouse folders (offline builds), relative to the profile; torch is then pinned as version+variant.")
@@ -74,25 +80,29 @@ class Torch(Model):
 class Proxy(Model):
     """Proxy settings, applied to the build (as build args, not baked into the image) and the run."""
 
-    http: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]+$"), RunText, ProxyUrl] | None = Field(None,
+    http: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]+$"), described(PROXY_WORDS), RunText, ProxyUrl] | None = Field(None,
         description="http_proxy / HTTP_PROXY, for the build (as a build argument) and the run.")
-    https: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]+$"), RunText, ProxyUrl] | None = Field(None,
+    https: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]+$"), described(PROXY_WORDS), RunText, ProxyUrl] | None = Field(None,
         description="https_proxy / HTTPS_PROXY, for the build (as a build argument) and the run.")
-    no_proxy: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]*$"), RunText] | None = Field(None,
+    no_proxy: Annotated[str, Field(pattern=r"^[^\s\x00-\x1f]*$"),
+                        described("a comma-separated host list without spaces"), RunText] | None = Field(None,
         description="no_proxy / NO_PROXY, for the build (as a build argument) and the run.")
 
 
 class Image(Model):
     """What goes into the image (build-time settings)."""
 
-    base: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._/:@-]*$", max_length=255)] = Field(
+    base: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._/:@-]*$", max_length=255), described(
+        "an image reference such as 'nvidia/cuda:12.4.1-runtime-ubuntu22.04' (digest goes in image.digest)")] = Field(
         description="The Debian/Ubuntu-family base image (envkit installs with apt-get); no digest here.")
-    digest: Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")] | None = Field(None, description="Pins the base: FROM base@digest.")
-    tag: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$")] | None = Field(None,
+    digest: Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$"),
+        described("'sha256:' followed by 64 hex digits")] | None = Field(None, description="Pins the base: FROM base@digest.")
+    tag: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$"),
+                   described("an image tag such as 'team/vision-train:dev'")] | None = Field(None,
         description="The image's tag; default localhost/envkit/<name>:latest (local only: never pulled from Docker Hub).")
     # The base's Python ("3.12"); when left out, the base's name implies it (python:3.12-slim, *bookworm*)
     # or nothing is known until the build. Checked against torch's wheels at load, and in the image by build.
-    python: Annotated[str, Field(pattern=r"^3\.\d{1,2}$")] | None = Field(None,
+    python: Annotated[str, Field(pattern=r"^3\.\d{1,2}$"), described("a Python version such as '3.12'")] | None = Field(None,
         description="The base's Python, e.g. \"3.12\"; default: what image.base names.")
     system_packages: tuple[DebPackage, ...] = Field((), description="Debian packages, installed with --no-install-recommends.")
     pip_packages: tuple[PipRequirement, ...] = Field((), description="pip requirements, installed after torch in the image's venv.")
@@ -102,7 +112,9 @@ class Image(Model):
     ca_certificates: tuple[str, ...] = Field((),
         description="PEM files (relative to the profile) installed as trusted CAs before any download.")
     proxy: Proxy | None = Field(None, description="Proxy settings: build arguments (never baked into the image) and run-time environment.")
-    workdir: AbsPath = Field("/workspace", description="The working directory, owned by the user.")
+    workdir: Annotated[AbsPath, described(
+        "an absolute path of letters, digits and . _ / + - such as /workspace")] = Field("/workspace",
+        description="The working directory, owned by the user.")
     # uv installs torch several times faster than pip; pip stays for indexes or
     # tooling uv does not handle. Both read the same find_links, index, proxy and CA settings.
     installer: Literal["uv", "pip"] = Field("uv", description="What installs torch, requirements and pip_packages.")
@@ -200,6 +212,16 @@ _VOLUME_PATTERN = (r"^([A-Za-z]:[\\/][^:\x00-\x1f]*|[^:~\x00-\x1f][^:\x00-\x1f]*
                    r":/[A-Za-z0-9._/+-]*(:(ro|rw|z|Z|ro,z|ro,Z))?$")
 
 
+def _volume_words(value: object) -> str:
+    """What a run.volumes entry should be, with the way out for a Windows path."""
+    words = ("a bind mount 'HOST_PATH:/CONTAINER_PATH' with an optional ':ro' or ':rw' (HOST_PATH absolute or "
+             "relative to the profile, not starting with '~'; CONTAINER_PATH of letters, digits and . _ / + -)")
+    if re.match(r"^[A-Za-z]:[\\/]", str(value)):
+        words += ("; a Windows path: inside WSL2 write /mnt/c/... (slow: 9P), or better, copy the data into "
+                  "the Linux file system (~/data) and mount that")
+    return words
+
+
 class Run(Model):
     """How the container runs (run-time settings: flags, compose, devcontainer, SDK)."""
 
@@ -210,17 +232,20 @@ class Run(Model):
     cpus: Annotated[float, Field(gt=0, le=4096), NumberNotBool, AfterValidator(check_cpus)] | None = Field(None,
         description="CFS quota (--cpus); torch does not see it, the harness does.")
     memory: Size | None = Field(None, description="--memory; shm pages count against it.")
-    gpus: GpuSpec = Field("none", description="all, none, a count, or a list of GPU ids (--gpus).")
+    gpus: Annotated[GpuSpec, expecting(
+        "'all', 'none', a GPU count >= 1, or a list of device ids such as [0, 1]")] = Field("none",
+        description="all, none, a count, or a list of GPU ids (--gpus).")
     ulimits: Annotated[dict[UlimitName, Ulimit], Field(json_schema_extra={"propertyNames": {"enum": list(ULIMIT_NAMES)}})] = Field({},
         description="ulimit name -> limit: an int (soft = hard), unlimited, or {soft, hard}; -1 is unlimited.")
     mount_project: StrictBool = Field(True, description="Bind-mount the profile's folder at image.workdir.")
-    volumes: tuple[Annotated[str, Field(pattern=_VOLUME_PATTERN), RunText], ...] = Field((),
+    volumes: tuple[Annotated[str, Field(pattern=_VOLUME_PATTERN), described(_volume_words), RunText], ...] = Field((),
         description="Bind mounts HOST:/CONTAINER[:ro|rw]; HOST absolute, relative to the profile, "
                     "or a Windows drive path (C:\\data, C:/data, //c/data); not ~.")
     env: dict[EnvName, RunEnvValue] = Field({}, description="Run-time environment; values reach the container literally.")
     # NUMA placement: none, a node id (--cpuset-mems=N; run.cpuset should lie in that node), or auto
     # (the first GPU's node, resolved where the host is visible: envkit doctor and the harness).
-    numa: Literal["auto", "none"] | Annotated[int, Field(ge=0, le=1023), WholeText] = Field("none",
+    numa: Annotated[Literal["auto", "none"] | Annotated[int, Field(ge=0, le=1023), WholeText],
+                    expecting("'none', 'auto' or a NUMA node id from 0 to 1023")] = Field("none",
         description="none, a NUMA node id (--cpuset-mems), or auto (the first GPU's node, resolved where the host is visible).")
 
     @field_validator("memory", "shm_size")
@@ -259,7 +284,8 @@ class Run(Model):
 class Loader(Model):
     """The training workload: sizes the settings and drives the harness."""
 
-    num_workers: Annotated[int, Field(ge=0, le=MAX_WORKERS), WholeText] | Literal["auto"] = Field("auto",
+    num_workers: Annotated[Annotated[int, Field(ge=0, le=MAX_WORKERS), WholeText] | Literal["auto"],
+                           expecting(f"'auto' or a whole number from 0 to {MAX_WORKERS}")] = Field("auto",
         description="DataLoader workers, or auto (CPUs - 1, at least 1, at most 8).")
     batch_size: PositiveInt = Field(32, description="Samples per batch.")
     sample_shape: Annotated[tuple[Annotated[int, Field(ge=1, le=2**20), WholeText], ...], Field(min_length=1, max_length=8)] = Field(
@@ -321,6 +347,23 @@ class Profile(Model):
     def _install_needs_the_copy(self):
         if self.image.install_project and not self.copies_project:
             raise ValueError("image.install_project installs the copied project: set image.copy_project: true")
+        return self
+
+    @model_validator(mode="after")
+    def _rules_across_sections(self, info: ValidationInfo):
+        """Last, once every field is valid: the rules that read several sections (envkit.profile.rules,
+        envkit.profile.kuberules), each problem at its own key path. The validation context's ``base_dir``
+        (the profile's folder, given by envkit.profile.load) adds the rules on host paths."""
+        from envkit.profile.kuberules import kubernetes_problems
+        from envkit.profile.rules import (
+            RUN_ENV_HINT, gpu_id_problems, mount_source_problems, raise_problems, run_env_problems,
+        )
+
+        base_dir = (info.context or {}).get("base_dir")
+        raise_problems("mount_source", mount_source_problems(self, base_dir), self)
+        raise_problems("run_env_too_large", run_env_problems(self), self, RUN_ENV_HINT)
+        raise_problems("gpu_listed_twice", gpu_id_problems(self), self)
+        raise_problems("kubernetes_refuses", kubernetes_problems(self), self)
         return self
 
     @property

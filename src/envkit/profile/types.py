@@ -14,12 +14,79 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints, WithJsonSchema
-from pydantic_core import PydanticKnownError
+from collections.abc import Callable
+
+from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints, ValidationError, WithJsonSchema, WrapValidator
+from pydantic_core import PydanticCustomError, PydanticKnownError
+from pydantic_core import ValidationError as CoreValidationError
 
 from envkit.profile.dockerref import check_size
 from envkit.termtext import neutralise
 from envkit.units import format_cpuset, parse_cpuset, parse_size
+
+def _own_level(err) -> bool:
+    """An error about the value itself (a union member's tag at most), not about one of its items."""
+    return not any(isinstance(seg, int) for seg in err["loc"])
+
+
+def _rewrap(exc: ValidationError, convert: Callable[[dict], PydanticCustomError | None]) -> CoreValidationError:
+    """``exc`` again, each error that ``convert`` turns into a custom error replaced by it (its loc kept)."""
+    details = []
+    for err in exc.errors():
+        custom = convert(dict(err))
+        details.append({"type": custom, "loc": err["loc"], "input": err["input"]} if custom is not None else err)
+    return CoreValidationError.from_exception_data(exc.title, details)  # type: ignore[arg-type]
+
+
+def described(expected: str | Callable[[object], str]) -> WrapValidator:
+    """After a ``pattern`` constraint: its mismatch carries, in ``ctx["expected"]``, what a user should write
+    (``expected`` may be a function of the value, for a hint that depends on it); the pattern stays in
+    ``ctx["pattern"]`` and in the JSON Schema.
+
+    >>> from pydantic import TypeAdapter
+    >>> try: TypeAdapter(Annotated[str, Field(pattern="^a$"), described("the letter a")]).validate_python("b")
+    ... except ValidationError as e: print(e.errors()[0]["ctx"])
+    {'pattern': '^a$', 'expected': 'the letter a'}
+    """
+    def convert(err: dict) -> PydanticCustomError | None:
+        if err["type"] != "string_pattern_mismatch" or not _own_level(err):
+            return None
+        words = expected(err["input"]) if callable(expected) else expected
+        return PydanticCustomError("string_pattern_mismatch", "String should match pattern '{pattern}'",
+                                   {**err["ctx"], "expected": words})
+
+    def wrap(value: object, handler):
+        try:
+            return handler(value)
+        except ValidationError as e:
+            raise _rewrap(e, convert) from None
+
+    return WrapValidator(wrap)
+
+
+def expecting(expected: str) -> WrapValidator:
+    """Around a union: its own-level failures become one ``expected`` error saying ``expected`` in plain words
+    (rather than one error per member); an item's failure inside a member stays as it is.
+
+    >>> from typing import Literal, Union
+    >>> from pydantic import TypeAdapter
+    >>> try: TypeAdapter(Annotated[Union[int, Literal["x"]], expecting("a number or 'x'")]).validate_python("y")
+    ... except ValidationError as e: print({err["type"] for err in e.errors()}, e.errors()[0]["ctx"])
+    {'expected'} {'expected': "a number or 'x'"}
+    """
+    def convert(err: dict) -> PydanticCustomError | None:
+        if not _own_level(err):
+            return None
+        return PydanticCustomError("expected", "expected {expected}", {"expected": expected})
+
+    def wrap(value: object, handler):
+        try:
+            return handler(value)
+        except ValidationError as e:
+            raise _rewrap(e, convert) from None
+
+    return WrapValidator(wrap)
+
 
 _SIZE_SCHEMA = {
     "anyOf": [
@@ -65,7 +132,8 @@ Cpuset = Annotated[
 ]
 """Canonical cpuset text (ranges collapsed, sorted)."""
 
-Name = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]*$", max_length=63)]
+NAME_WORDS = "lowercase letters, digits, '_', '.', '-' (starting with a letter or digit), e.g. vision-train"
+Name = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]*$", max_length=63), described(NAME_WORDS)]
 # An environment variable's name: a POSIX shell name (XBD 3.216 "Name": underscores, digits and letters of
 # the portable character set, not starting with a digit), because the Slurm script sets run.env with the
 # batch shell's `export` and the entrypoint's shell reads it back; docker's --env would take more, the shells not.
@@ -101,6 +169,7 @@ EnvName = Annotated[str, BeforeValidator(_env_name), StringConstraints(pattern=E
 # Paths and values that land in Dockerfile RUN lines and mount specs: a conservative
 # alphabet, so no value can be read as shell syntax or as an extra mount option.
 AbsPath = Annotated[str, StringConstraints(pattern=r"^/[A-Za-z0-9._/+-]*$")]
+PROXY_WORDS = "a proxy URL without spaces"
 EnvValue = Annotated[str, StringConstraints(pattern=r"^[^\x00-\x1f\x7f]*$")]
 
 # The Dev Containers CLI replaces these ${...} variables in every string of devcontainer.json
@@ -193,7 +262,8 @@ def check_proxy_url(value: str) -> str:
 
 
 ProxyUrl = AfterValidator(check_proxy_url)
-DebPackage = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+:~-]+)?$")]
+DebPackage = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+:~-]+)?$"),
+                      described("a Debian package name, optionally '=version' (e.g. numactl, git=1:2.39.5-0+deb12u1)")]
 # A PEP 508 requirement without environment markers or URLs: enough for pins,
 # extras and ranges, and nothing a shell could misread even before quoting.
 PipRequirement = Annotated[
@@ -201,6 +271,7 @@ PipRequirement = Annotated[
     StringConstraints(
         pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]+\])?(\s*(==|!=|<=|>=|<|>|~=)\s*[A-Za-z0-9.*+!-]+\s*,?)*$"
     ),
+    described("a pip requirement such as 'pillow', 'numpy<2' or 'pkg[extra]>=1.0'"),
 ]
 # A sign after a digit: pydantic-core reads text such as "0-3" as -3 and "0-0" as 0.
 _SIGN_AFTER_DIGIT = re.compile(r"[0-9]\s*[-+]")

@@ -18,7 +18,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool
 
-from envkit.profile.types import Size, WholeText
+from envkit.profile.types import Size, WholeText, described
 
 NetworkingMode = Literal["nat", "none", "bridged", "mirrored", "virtioproxy"]
 WIN11 = "Windows 11 only"
@@ -160,7 +160,8 @@ class WslConfBoot(_Section):
 class WslConfAutomount(_Section):
     enabled: StrictBool | None = Field(None, description="Mount Windows drives under root.")
     mountFsTab: StrictBool | None = Field(None, description="Mount /etc/fstab's entries at start.")
-    root: Annotated[str, Field(pattern=r"^/\S*$")] | None = Field(None, description="Where Windows drives are mounted, e.g. /mnt/.")
+    root: Annotated[str, Field(pattern=r"^/\S*$"),
+        described("an absolute path such as /mnt/")] | None = Field(None, description="Where Windows drives are mounted, e.g. /mnt/.")
     options: Annotated[str, Field(pattern=r"^[A-Za-z0-9=,_-]+$")] | None = Field(None,
         description="Mount options for Windows drives, e.g. metadata.")
 

@@ -1,0 +1,136 @@
+"""Rules across a whole profile's sections, run by ``Profile``'s after-validator once every field is valid.
+
+Each rule returns its problems as ``(key path, message)``; :func:`raise_problems` turns them into one
+pydantic ``ValidationError`` of ``PydanticCustomError`` s whose ``ctx`` carries the key path (``at``), the
+message and any hint, which envkit.profile.load places at the key's line and column.
+
+Example:
+    >>> from envkit.profile.model import Profile
+    >>> p = Profile.model_construct(run=Profile.model_fields["run"].default.model_copy(update={"gpus": (0, "0")}))
+    >>> gpu_id_problems(p)[0][0]
+    ('run', 'gpus', 1)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic_core import PydanticCustomError
+from pydantic_core import ValidationError as CoreValidationError
+
+from envkit.termtext import neutralise
+
+if TYPE_CHECKING:
+    from envkit.profile.model import Profile
+
+Problems = list[tuple[tuple[str | int, ...], str]]
+
+# run.env reaches the container as argv words (`--env=KEY=VALUE`: run.sh, devcontainer's runArgs,
+# `envkit flags`) or environment strings (the Slurm script's exports). Linux caps each such string at
+# MAX_ARG_STRLEN (128 KiB) and argv plus environment together at ARG_MAX (a quarter of the stack limit,
+# 2 MiB by default), which the caller's own environment shares. Half of each leaves that room.
+ENV_ENTRY_MAX = 64 * 1024
+ENV_TOTAL_MAX = 1024 * 1024
+# pyxis's --container-mounts is a comma-separated list of SRC:DST[:FLAGS], and apptainer's --bind
+# splits its value the same way: a source holding either character becomes other mounts.
+SLURM_MOUNT_SEPARATORS = (",", ":")
+RUN_ENV_HINT = "put large values in a file the container mounts (run.volumes) and pass its path in run.env"
+
+
+def raise_problems(kind: str, problems: Problems, data: object, hint: str | None = None) -> None:
+    """Raise ``problems`` (if any) as one ValidationError, each a ``kind`` error at its key path."""
+    if not problems:
+        return
+    details = [{"type": PydanticCustomError(kind, "{message}", {"message": message, "at": key, "hint": hint}),
+                "loc": (), "input": data} for key, message in problems]
+    raise CoreValidationError.from_exception_data("Profile", details)  # type: ignore[arg-type]
+
+
+def gpu_id_problems(profile: Profile) -> Problems:
+    """A GPU id listed twice in run.gpus, at the second one's key.
+
+    Docker hands the container each listed device once (``--gpus device=0,0`` is one GPU), while the
+    cluster targets count the list (two per node): the same profile would ask for different numbers.
+    An index and a UUID naming the same card cannot be told apart without the host; only equal spellings
+    (0 and "0", a UUID in either case) are caught.
+    """
+    gpus = profile.run.gpus
+    if not isinstance(gpus, tuple):
+        return []
+    seen: dict[str, int] = {}
+    twice: list[tuple[int, int]] = []
+    for i, gpu in enumerate(gpus):
+        norm = str(gpu).strip().lower()
+        if norm in seen:
+            twice.append((i, seen[norm]))
+        else:
+            seen[norm] = i
+    written = ", ".join(neutralise(str(g)) for g in gpus)
+    return [(("run", "gpus", i), f"GPU {neutralise(str(gpus[i]))} is listed twice "
+             f"(first as run.gpus[{first}]); Docker gives the container each device once, so "
+             f"[{written}] is {len(seen)} GPU(s) on a workstation but {len(gpus)} on a cluster: "
+             "list each id once") for i, first in twice]
+
+
+def run_env_problems(profile: Profile) -> Problems:
+    """run.env entries over the kernel's argument limits (ENV_ENTRY_MAX each, ENV_TOTAL_MAX together).
+
+    Decided over an env file: docker's ``--env-file`` reads lines of at most 64 KiB (Go's bufio.Scanner)
+    and compose interpolates ``$`` in its ``env_file``, so a file would carry neither larger nor more
+    literal values than argv does; a large value belongs in a mounted file (run.volumes).
+    """
+    from envkit.profile.proxy import proxy_build_args
+
+    problems: Problems = []
+    env = dict(profile.run.env)
+    for key, value in env.items():
+        size = len(f"{key}={value}".encode())
+        if size > ENV_ENTRY_MAX:
+            problems.append((("run", "env", key), f"{key}=VALUE is {size} bytes; one run.env entry is at most "
+                             f"{ENV_ENTRY_MAX // 1024} KiB ({ENV_ENTRY_MAX} bytes), under Linux's 128 KiB limit "
+                             "on one argument (docker run --env=KEY=VALUE)"))
+    for key, value in proxy_build_args(profile):
+        env.setdefault(key, value)
+    total = sum(len(f"{k}={v}".encode()) for k, v in env.items())
+    if not problems and total > ENV_TOTAL_MAX:
+        problems.append((("run", "env"), f"the run's environment is {total} bytes; all entries together are at "
+                         f"most {ENV_TOTAL_MAX // 1024} KiB ({ENV_TOTAL_MAX} bytes), under Linux's limit on a "
+                         "command's arguments and environment (ARG_MAX)"))
+    return problems
+
+
+def mount_source_problems(profile: Profile, base_dir: Path | None) -> Problems:
+    """Host paths holding ':' where they become ``--volume SRC:DST`` (Docker splits at ':'), and mount
+    sources the Slurm runtimes' lists cannot carry; the profile's folder (``base_dir``) only when known.
+
+    Decided over writing ``--mount``: run.sh, compose's short syntax, devcontainer and the SDK all
+    share the SRC:DST form, and a project path with ':' is rare; a clear refusal beats four spellings.
+    """
+    from envkit.hostpaths import is_drive_path, split_volume
+
+    def colon(path: Path) -> bool:  # a Windows drive's "C:" is one Docker Desktop reads
+        text = str(path)
+        return ":" in (text[2:] if is_drive_path(text) else text)
+
+    problems: Problems = []
+    if base_dir is not None and profile.run.mount_project and colon(base_dir):
+        problems.append((("run", "mount_project"), f"the profile's folder {str(base_dir)!r} contains "
+                         "':', which Docker's --volume SRC:DST cannot carry (it splits at ':'); move the project to "
+                         "a path without ':', or set run.mount_project: false"))
+    for i, spec in enumerate(profile.run.volumes):
+        src = split_volume(spec)[0]
+        if base_dir is not None and not src.startswith("/") and not is_drive_path(src) and colon(base_dir / src):
+            problems.append((("run", "volumes", i), f"{src!r} is relative to {str(base_dir)!r}, "
+                             "which contains ':' (Docker's --volume splits at ':'); use an absolute path without ':'"))
+    cluster = profile.cluster
+    if cluster is not None and cluster.slurm.runtime in ("pyxis", "apptainer"):
+        for i, spec in enumerate(profile.run.volumes):
+            src = spec.split(":", 1)[0]
+            bad = sorted({ch for ch in SLURM_MOUNT_SEPARATORS if ch in src})
+            if bad:
+                problems.append((("run", "volumes", i),
+                    f"the source {src!r} holds {' and '.join(repr(ch) for ch in bad)}, which the Slurm script "
+                    f"cannot mount: {cluster.slurm.runtime}'s mount list is comma-separated SRC:DST[:FLAGS]; "
+                    "use a path without ',' or ':' (a symlink to it will do)"))
+    return problems
