@@ -33,6 +33,7 @@ def _loader(args, cwd, docs: dict | None = None) -> dict:
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the profile's cpus: 2 must fit this host")
 @pytest.mark.parametrize("cluster", ["", "cluster: {nodes: 1, procs_per_node: 2, entrypoint: [train.py]}\n"])
+@pytest.mark.slow  # real DataLoader workers (or a whole script) run: the slow tier, which CI runs
 def test_generate_flags_doctor_and_the_harness_state_one_loader(tmp_path, cluster):
     (tmp_path / "envkit.yaml").write_text(PROFILE + cluster)
     objects = {

@@ -181,6 +181,7 @@ def test_pinned_not_faster_than_pageable_is_expected_on_coherent_memory(monkeypa
 
 
 # ---------------------------------------------------------------- the prepared GPU-host script
+@pytest.mark.slow  # real DataLoader workers (or a whole script) run: the slow tier, which CI runs
 def test_gpu_check_script_runs_here_and_skips_the_gpu_parts(tmp_path):
     import json
     import os

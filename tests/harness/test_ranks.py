@@ -35,6 +35,7 @@ def assert_nothing_outlives(check):
         assert pgid not in child_pids(os.getpid())
 
 
+@pytest.mark.slow  # real DataLoader workers (or a whole script) run: the slow tier, which CI runs
 def test_two_ranks_run_two_loaders_at_once():
     c = check_loader(settings(2), timeout=30, quick=True)
     assert c["status"] == "pass", c["message"]
@@ -48,6 +49,7 @@ def test_two_ranks_run_two_loaders_at_once():
     assert_nothing_outlives(c)
 
 
+@pytest.mark.slow  # real DataLoader workers (or a whole script) run: the slow tier, which CI runs
 def test_shm_for_one_loader_fails_two(need_unshare, run_cli, write_expect):
     """A 14 MiB /dev/shm holds one loader's full pipeline (3 batches of 3 MiB: 1 worker x prefetch 2, plus the
     one the step holds), not two: the node passes with one rank and fails with the two it will run."""
@@ -72,6 +74,7 @@ def test_shm_for_one_loader_fails_two(need_unshare, run_cli, write_expect):
     assert two["measured"]["leftover_processes"] == []
 
 
+@pytest.mark.slow  # real DataLoader workers (or a whole script) run: the slow tier, which CI runs
 def test_a_hanging_rank_fails_the_check_and_nothing_outlives_it():
     c = check_loader(settings(2, "harness_datasets:rank1_hangs"), timeout=3, quick=True)
     assert c["status"] == "fail"
@@ -82,6 +85,7 @@ def test_a_hanging_rank_fails_the_check_and_nothing_outlives_it():
     assert_nothing_outlives(c)
 
 
+@pytest.mark.slow  # real DataLoader workers (or a whole script) run: the slow tier, which CI runs
 def test_a_rank_killed_mid_run_fails_the_check_and_its_workers_go_too():
     c = check_loader(settings(2, "harness_datasets:rank1_killed"), timeout=10, quick=True)
     assert c["status"] == "fail"
@@ -91,6 +95,7 @@ def test_a_rank_killed_mid_run_fails_the_check_and_its_workers_go_too():
     assert_nothing_outlives(c)
 
 
+@pytest.mark.slow  # real DataLoader workers (or a whole script) run: the slow tier, which CI runs
 def test_a_worker_escaping_one_ranks_group_is_reported_and_killed():
     c = check_loader(settings(2, "harness_datasets:rank1_escapes"), timeout=30, quick=True)
     escaped = c["measured"]["leftover_processes"]
@@ -105,6 +110,7 @@ def test_ranks_out_of_range_is_a_usage_error(value, capsys):
     assert "--ranks must be an integer from 1 to 64" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # real DataLoader workers (or a whole script) run: the slow tier, which CI runs
 def test_the_expectations_ranks_run_that_many_loaders(run_cli, write_expect):
     """An expectation whose profile plans 2 ranks per node (run.ranks_per_node) proves 2 loaders at once."""
     expect = write_expect({"num_workers": 1, "batch_size": 8, "sample_shape": [3, 16, 16]}, run={"ranks_per_node": 2})

@@ -66,6 +66,7 @@ def _mask(n: int) -> list[int]:
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs sched_setaffinity (Linux)")
+@pytest.mark.slow  # real DataLoader workers (or a whole script) run: the slow tier, which CI runs
 def test_two_cpus_one_rank_recommend_at_most_one_worker():
     c = _sweep_with_affinity(_mask(2), TINY)
     m = c["measured"]
@@ -77,6 +78,7 @@ def test_two_cpus_one_rank_recommend_at_most_one_worker():
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs sched_setaffinity (Linux)")
+@pytest.mark.slow  # real DataLoader workers (or a whole script) run: the slow tier, which CI runs
 def test_one_cpu_recommends_no_worker():
     c = _sweep_with_affinity(_mask(1), TINY)
     m = c["measured"]
@@ -86,6 +88,7 @@ def test_one_cpu_recommends_no_worker():
     assert "at most 0 workers per rank" in c["message"] and "1 CPU (the affinity mask" in c["message"]
 
 
+@pytest.mark.slow  # real DataLoader workers (or a whole script) run: the slow tier, which CI runs
 def test_quota_and_ranks_bound_the_recommendation():
     # 2 CPUs by affinity, but a quota of 1 CPU; and separately 2 CPUs shared by 2 ranks: no worker either way
     s = resolve_loader(TINY, usable=2)
@@ -108,6 +111,7 @@ def test_synthetic_samples_burn_their_cost_in_cpu_time():
     assert SyntheticDataset(1, [2]).sample_cost_ms == 0  # the loader check's pipeline stays free
 
 
+@pytest.mark.slow  # real DataLoader workers (or a whole script) run: the slow tier, which CI runs
 def test_sweep_runs_the_cost_in_its_loaders():
     # 0 workers: every sample is burnt on the loader's one thread, so no more than 1000 / 20 per second
     # of wall time can come out (the CPU-time floor of the samples; no upper limit on time is asserted)
@@ -166,6 +170,7 @@ def test_invalid_sample_cost_in_an_expectation_exits_2(run_cli, write_expect):
     assert p.returncode == 2 and "loader.sample_cost_ms must be a number of milliseconds" in p.stderr
 
 
+@pytest.mark.slow  # real DataLoader workers (or a whole script) run: the slow tier, which CI runs
 def test_envkit_harness_takes_the_profile_cost_and_the_override(tmp_path):
     from tests.conftest import run_envkit
 
