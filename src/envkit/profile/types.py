@@ -38,6 +38,17 @@ def _rewrap(exc: ValidationError, convert: Callable[[dict], PydanticCustomError 
     return CoreValidationError.from_exception_data(exc.title, details)  # type: ignore[arg-type]
 
 
+def _converting(convert: Callable[[dict], PydanticCustomError | None]) -> WrapValidator:
+    """A validator that runs the field's own validation and rewrites its errors with ``convert``."""
+    def wrap(value: object, handler):
+        try:
+            return handler(value)
+        except ValidationError as e:
+            raise _rewrap(e, convert) from None
+
+    return WrapValidator(wrap)
+
+
 def described(expected: str | Callable[[object], str]) -> WrapValidator:
     """After a ``pattern`` constraint: its mismatch carries, in ``ctx["expected"]``, what a user should write
     (``expected`` may be a function of the value, for a hint that depends on it); the pattern stays in
@@ -55,13 +66,7 @@ def described(expected: str | Callable[[object], str]) -> WrapValidator:
         return PydanticCustomError("string_pattern_mismatch", "String should match pattern '{pattern}'",
                                    {**err["ctx"], "expected": words})
 
-    def wrap(value: object, handler):
-        try:
-            return handler(value)
-        except ValidationError as e:
-            raise _rewrap(e, convert) from None
-
-    return WrapValidator(wrap)
+    return _converting(convert)
 
 
 def expecting(expected: str) -> WrapValidator:
@@ -79,13 +84,7 @@ def expecting(expected: str) -> WrapValidator:
             return None
         return PydanticCustomError("expected", "expected {expected}", {"expected": expected})
 
-    def wrap(value: object, handler):
-        try:
-            return handler(value)
-        except ValidationError as e:
-            raise _rewrap(e, convert) from None
-
-    return WrapValidator(wrap)
+    return _converting(convert)
 
 
 _SIZE_SCHEMA = {

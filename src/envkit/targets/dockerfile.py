@@ -96,15 +96,11 @@ def inputs(ctx: GenContext) -> Inputs:
     spec = ip.spec
     return Inputs(
         header=ctx.header("#"),
-        base_ref=spec.base_ref,
-        layout_direct=ip.direct, packages_stage=ip.packages_stage, installer=spec.installer,
-        proxy=bool(spec.proxy_build_args), certs=bool(ip.certs), apt_packages=spec.apt_packages, ca_env=spec.ca_env,
-        user=spec.user, workdir=spec.workdir,
-        torch=_torch_install(ctx),
+        spec=spec, layout_direct=ip.direct, packages_stage=ip.packages_stage,
+        proxy=bool(spec.proxy_build_args), certs=bool(ip.certs), torch=_torch_install(ctx),
         lock=ip.lock is not None, lock_index_url=ip.torch_index_url,
-        requirements=tuple((f.name, f.hashes) for f in ip.requirements), pip_packages=spec.pip_packages,
-        entrypoint=spec.remaps_user, env=spec.env, labels=spec.labels,
-        project=bool(ip.project), install_project=spec.install_project,
+        requirements=tuple((f.name, f.hashes) for f in ip.requirements),
+        entrypoint=spec.remaps_user, project=bool(ip.project),
     )
 
 

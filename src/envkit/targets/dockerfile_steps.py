@@ -32,7 +32,7 @@ from envkit.plan.paths import (
     ENTRYPOINT_FILE, ENTRYPOINT_PATH, EXPECT_FILE, HARNESS_DIR, HARNESS_FILE, LOCK_FILE_NAME, REMOVED_LIST,
     SEED_IN_RUN, UV_IN_RUN, VENV, WHEELS_IN_IMAGE,
 )
-from envkit.plan.image import ImageUser
+from envkit.plan.image import ImageSpec, ImageUser
 from envkit.targets import dockerfile_messages as msg
 
 # uv is installed with pip (same proxy and CA settings) where it is used: in the build stage, or in /tmp
@@ -138,35 +138,26 @@ class Inputs:
     """What the steps are decided from: the image plan's and the profile's image settings, resolved."""
 
     header: str
-    base_ref: str
+    spec: ImageSpec  # the plan's base, installer, packages, user, workdir, env and labels
     layout_direct: bool
     packages_stage: bool
-    installer: str
     proxy: bool
     certs: bool
-    apt_packages: tuple[str, ...]
-    ca_env: tuple[tuple[str, str], ...]
-    user: ImageUser
-    workdir: str
     torch: TorchInstall | None
     lock: bool
     lock_index_url: str | None
     requirements: tuple[tuple[str, bool], ...]  # (file name in the context's requirements/, pinned with hashes)
-    pip_packages: tuple[str, ...]
     entrypoint: bool
-    env: tuple[tuple[str, str], ...]
-    labels: tuple[tuple[str, str], ...]
     project: bool
-    install_project: bool
 
     @property
     def install(self) -> str:
-        return "uv pip install" if self.installer == "uv" else "pip install"
+        return "uv pip install" if self.spec.installer == "uv" else "pip install"
 
     @property
     def seed_venv(self) -> bool:
         # The direct layout's venv is seeded by uv where uv installs in that RUN anyway (torch or the lock).
-        return self.layout_direct and self.installer == "uv" and bool(self.torch or self.lock)
+        return self.layout_direct and self.spec.installer == "uv" and bool(self.torch or self.lock)
 
 
 class _Steps:
@@ -226,11 +217,15 @@ def _pin_torch(pin_file: str) -> Command:
 def stages(v: Inputs) -> list[Stage]:
     """The Dockerfile's stages for ``v``: one in the direct layout; else system, build, [packages,] final.
 
-    >>> v = Inputs(header="#", base_ref="debian:bookworm", layout_direct=False, packages_stage=True, installer="pip",
-    ...            proxy=False, certs=False, apt_packages=("python3",), ca_env=(), user=ImageUser("dev", 1000, 1000, False),
-    ...            workdir="/w", torch=TorchInstall("torch==2.5.1+cpu", None, ("/tmp/envkit-wheels/00",), ("numpy",)),
-    ...            lock=False, lock_index_url=None, requirements=(), pip_packages=("pillow",), entrypoint=False, env=(),
-    ...            labels=(), project=False, install_project=False)
+    >>> from dataclasses import replace
+    >>> from envkit.plan.envplan import build_plan
+    >>> from envkit.profile import load_profile
+    >>> spec = replace(build_plan(load_profile(None)).image.spec, base_ref="debian:bookworm", installer="pip",
+    ...                apt_packages=("python3",), ca_env=(), user=ImageUser("dev", 1000, 1000, False), workdir="/w",
+    ...                pip_packages=("pillow",), env=(), labels=(), install_project=False)
+    >>> v = Inputs(header="#", spec=spec, layout_direct=False, packages_stage=True, proxy=False, certs=False,
+    ...            torch=TorchInstall("torch==2.5.1+cpu", None, ("/tmp/envkit-wheels/00",), ("numpy",)),
+    ...            lock=False, lock_index_url=None, requirements=(), entrypoint=False, project=False)
     >>> [(s.name, s.base) for s in stages(v)]
     [('system', 'debian:bookworm'), ('build', 'system'), ('packages', 'build'), (None, 'system')]
     >>> [c.text for c in stages(v)[2].steps[1].commands]
@@ -247,8 +242,8 @@ def stages(v: Inputs) -> list[Stage]:
         system.gap()
         _direct_steps(v, system)
         _tail_steps(v, system)
-        return [Stage(None, v.base_ref, tuple(system.steps), first_comments)]
-    out = [Stage("system", v.base_ref, tuple(system.steps), first_comments)]
+        return [Stage(None, v.spec.base_ref, tuple(system.steps), first_comments)]
+    out = [Stage("system", v.spec.base_ref, tuple(system.steps), first_comments)]
     build = _Steps()
     _build_steps(v, build)
     packages = _Steps() if v.packages_stage else build  # without a packages stage, its steps end the build stage
@@ -277,17 +272,17 @@ def _layout_comments(v: Inputs) -> tuple[str, ...]:
                     "packages) in the next.")
         else:
             what = ("environment installed in place, the profile's packages in a layer of their own.",)
-        uv = "uv lives in /tmp only for the RUN that uses it" if v.installer == "uv" else "pip keeps no cache"
+        uv = "uv lives in /tmp only for the RUN that uses it" if v.spec.installer == "uv" else "pip keeps no cache"
         return ("One stage, one chain of layers (classic-builder syntax): base, CA, apt packages, user, then the virtual",
                 *what, f"Nothing a later layer would have to delete: no wheelhouse in the build context, and {uv}.")
     if v.packages_stage:
         return ("Four stages (classic-builder syntax): \"system\" (base, CA, apt packages, user) is shared; \"build\"",
                 "installs torch into the virtual environment and \"packages\" the profile's packages over it; the final",
                 f"stage copies only {VENV} from build and what packages added, so wheelhouses, installer caches and",
-                f"{v.installer} never ship, and a package change does not copy torch again.")
+                f"{v.spec.installer} never ship, and a package change does not copy torch again.")
     return ("Three stages (classic-builder syntax): \"system\" (base, CA, apt packages, user) is shared; \"build\"",
             f"installs the virtual environment; the final stage copies only {VENV} from it, so wheelhouses,",
-            f"installer caches and {v.installer} never ship.")
+            f"installer caches and {v.spec.installer} never ship.")
 
 
 def _system_steps(v: Inputs, s: _Steps) -> None:
@@ -301,9 +296,9 @@ def _system_steps(v: Inputs, s: _Steps) -> None:
     if v.certs:
         s.add(Instruction, "COPY", (f"{CONTEXT_DIR}/certs/", "/usr/local/share/ca-certificates/envkit/"),
               comments=("Corporate CA certificates first, so every download below trusts the inspecting proxy.",))
-    if v.apt_packages:
+    if v.spec.apt_packages:
         cmds = [Command("apt-get update"),
-                Command("apt-get install -y --no-install-recommends " + " ".join(v.apt_packages))]
+                Command("apt-get install -y --no-install-recommends " + " ".join(v.spec.apt_packages))]
         cmds += [Command("update-ca-certificates")] if v.certs else []
         cmds.append(Command("rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin"))
         s.add(Run, tuple(cmds), comments=(
@@ -313,9 +308,9 @@ def _system_steps(v: Inputs, s: _Steps) -> None:
     elif v.certs:
         s.add(Run, (Command("update-ca-certificates"),))
     # pip ships its own CA list (certifi) and ignores the system store unless told; set before the first download.
-    s.add(Settings, "ENV", (("PIP_NO_CACHE_DIR", "1"), ("PIP_DISABLE_PIP_VERSION_CHECK", "1")) + v.ca_env)
+    s.add(Settings, "ENV", (("PIP_NO_CACHE_DIR", "1"), ("PIP_DISABLE_PIP_VERSION_CHECK", "1")) + v.spec.ca_env)
     s.gap()
-    u, wd = v.user, _q(v.workdir)
+    u, wd = v.spec.user, _q(v.spec.workdir)
     if u.is_root:
         s.add(Run, (Command(f"mkdir -p {wd}"),),
               comments=("The profile asks for root. Files written to bind mounts will be owned by root on the host.",))
@@ -329,7 +324,7 @@ def _system_steps(v: Inputs, s: _Steps) -> None:
         Command(f"chown {u.uid}:{u.gid} {wd}")), comments=(
         "A non-root user whose uid/gid match the host's, so bind-mounted files keep their owner.",
         "An image user already holding that uid" + (" (ubuntu:24.04 ships \"ubuntu\" as 1000)"
-                                                     if v.base_ref.startswith("ubuntu:24.04") and u.uid == 1000 else "")
+                                                     if v.spec.base_ref.startswith("ubuntu:24.04") and u.uid == 1000 else "")
         + " is replaced.",
         "(DL4006, pipefail: dash, /bin/sh on Debian bases, may lack it; an empty result of the getent pipe is the normal \"no such user\")",
         "hadolint ignore=DL4006"))
@@ -365,7 +360,7 @@ def _direct_steps(v: Inputs, s: _Steps) -> None:
         cmds.append(Command(f"rm -rf {UV_IN_RUN}"))
     s.add(Run, tuple(cmds), comments=tuple(comments))
     extra = v.torch.extra if v.torch else ()
-    if v.lock or not (v.requirements or v.pip_packages or extra):
+    if v.lock or not (v.requirements or v.spec.pip_packages or extra):
         s.gap()
         return
     s.gap()
@@ -377,24 +372,24 @@ def _direct_steps(v: Inputs, s: _Steps) -> None:
                         "instead of replacing it.")
     comments += [f"image.requirements {name[3:]}: the team's file as it is"
                  f"{', every package checked against its hash' if hashes else ''}." for name, hashes in v.requirements]
-    if v.pip_packages:
+    if v.spec.pip_packages:
         comments.append("image.pip_packages as written: their pins (or none) are the profile's choice.")
     if extra:
         comments.append("numpy unpinned (torch warns on every import without it): the newest that fits this torch.")
     comments.append("hadolint ignore=DL3013")
     pin = CONSTRAINTS_IN_RUN if v.torch else None
-    cmds = _uv_in_run() if v.installer == "uv" else []
+    cmds = _uv_in_run() if v.spec.installer == "uv" else []
     cmds += [_pin_torch(pin), Command(f'echo "{msg.constrained_note(pin, later=False)}"')] if pin else [
         Command(f'echo "{msg.PACKAGES_NOTE}"')]
     constrain = f" --constraint {pin}" if pin else ""
     for name, hashes in v.requirements:
         cmds.append(Command(f"{v.install}{constrain}{' --require-hashes' if hashes else ''} -r {HARNESS_DIR}/requirements/{name}",
                             msg.requirements_failed(name[3:], hashes, f"$(cat {pin})" if pin else None)))
-    if v.pip_packages or extra:
-        words = "".join(f" {_q(p)}" for p in v.pip_packages) + "".join(f" {x}" for x in extra)
+    if v.spec.pip_packages or extra:
+        words = "".join(f" {_q(p)}" for p in v.spec.pip_packages) + "".join(f" {x}" for x in extra)
         cmds.append(Command(f"{v.install}{constrain}{words}",
-                            msg.packages_failed("image.pip_packages" if v.pip_packages else "numpy", pin)))
-    cmds += [Command(f"rm -rf {UV_IN_RUN}")] if v.installer == "uv" else []
+                            msg.packages_failed("image.pip_packages" if v.spec.pip_packages else "numpy", pin)))
+    cmds += [Command(f"rm -rf {UV_IN_RUN}")] if v.spec.installer == "uv" else []
     cmds += [Command(f"rm {pin}")] if pin else []
     s.add(Run, tuple(cmds), comments=tuple(comments))
     s.gap()
@@ -403,7 +398,7 @@ def _direct_steps(v: Inputs, s: _Steps) -> None:
 def _build_steps(v: Inputs, s: _Steps) -> None:
     """The build stage: the venv, then the lock or torch, which is where the staged layouts differ from each other."""
     venv_comment = "A virtual environment: distribution Pythons refuse system-wide pip installs (PEP 668)."
-    if v.installer == "uv":
+    if v.spec.installer == "uv":
         s.add(Settings, "ENV", _venv_env(f"{BUILD_DIR}/uv/bin") + tuple(tuple(e.split("=")) for e in UV_ENV), comments=(
             venv_comment, "uv, pinned, installed with pip through the same proxy and CA settings; it stays in this stage."))
         s.add(Run, (Command(f"python3 -m venv --without-pip {VENV}"), *_seed_uv(f"{BUILD_DIR}/uv"), _seed()), comments=(
@@ -460,9 +455,9 @@ def _packages_steps(v: Inputs, s: _Steps) -> None:
                             msg.requirements_failed(name[3:], hashes, "it" if pin else None)),), comments=(
             f"image.requirements: the team's file as it is{', every package checked against its hash' if hashes else ''}"
             f"{', constrained to the torch above' if pin else ''}.",))
-    if v.pip_packages:
+    if v.spec.pip_packages:
         s.gap()
-        words = "".join(f" {_q(p)}" for p in v.pip_packages)
+        words = "".join(f" {_q(p)}" for p in v.spec.pip_packages)
         failure = msg.packages_failed("image.pip_packages", pin) if pin else None
         s.add(Run, (Command(f"{v.install}{constrain}{find_links}{words}", failure),), comments=(
             "The profile's pip_packages as written: their pins (or none) are the profile's choice.", "hadolint ignore=DL3013"))
@@ -499,33 +494,33 @@ def _tail_steps(v: Inputs, s: _Steps) -> None:
         # One COPY for both scripts (one step fewer to rebuild after every profile edit): one folder.
         s.add(Instruction, "COPY", (CHECK_FILE, ENTRYPOINT_FILE, f"{os.path.dirname(CHECK_PATH)}/"), comments=(
             f"{ENTRYPOINT_FILE}: started as root with ENVKIT_REMAP_USER=1 (run.sh and compose.yaml do), it gives "
-            f"{v.user.name} the uid/gid of the",
+            f"{v.spec.user.name} the uid/gid of the",
             "project folder's owner and drops to it, so one image serves every member of a team; as any other user it "
             "changes nothing."))
     else:
         s.add(Instruction, "COPY", (CHECK_FILE, CHECK_PATH))
-    if v.env:
+    if v.spec.env:
         s.gap()
-        s.add(Settings, "ENV", v.env, quoted=True)
+        s.add(Settings, "ENV", v.spec.env, quoted=True)
     s.gap()
-    s.add(Settings, "LABEL", v.labels, quoted=True, comments=(
+    s.add(Settings, "LABEL", v.spec.labels, quoted=True, comments=(
         "Labels last: they carry the profile's hash, and an instruction that changes with every",
         "profile edit would invalidate every cached layer after it."))
-    u = v.user
+    u = v.spec.user
     if v.project:
         s.gap()
         chown = () if u.is_root else (f"--chown={u.uid}:{u.gid}",)
-        s.add(Instruction, "COPY", (*chown, f"{CONTEXT_DIR}/project/", f"{v.workdir}/"), comments=(
+        s.add(Instruction, "COPY", (*chown, f"{CONTEXT_DIR}/project/", f"{v.spec.workdir}/"), comments=(
             "The project's code (image.copy_project), last: an edit to it rebuilds only these layers.",))
-        if v.install_project:
-            s.add(Run, (Command(f"cp -r {v.workdir} /tmp/envkit-project"), Command("pip install --no-deps /tmp/envkit-project"),
+        if v.spec.install_project:
+            s.add(Run, (Command(f"cp -r {v.spec.workdir} /tmp/envkit-project"), Command("pip install --no-deps /tmp/envkit-project"),
                         Command("rm -rf /tmp/envkit-project")), comments=(
                 "image.install_project: the project as a package, without dependencies (the environment above has them).",))
     s.gap()
     s.add(Instruction, "USER", (u.name,), comments=(
         "The name resolves inside the image (created above with the profile's uid); tools show it, not a number.",
         "hadolint ignore=DL3066"))
-    s.add(Instruction, "WORKDIR", (v.workdir,))
+    s.add(Instruction, "WORKDIR", (v.spec.workdir,))
     if v.entrypoint:
         s.add(Instruction, "ENTRYPOINT", (f'["{ENTRYPOINT_PATH}"]',))
     s.add(Instruction, "CMD", ('["/bin/bash"]',))
