@@ -8,19 +8,13 @@ from __future__ import annotations
 
 # One UsageError for envkit and its harness: defined in the stdlib-only harness (which
 # cannot import this module) and re-exported here. The CLI catches it beside EnvkitError.
-from envkit.harness.errors import UsageError
+from envkit.harness.errors import HintedError, UsageError
 
 __all__ = ["CheckFailed", "EngineError", "EnvkitError", "OutputConflict", "ProfileError", "UsageError"]
 
 
-class EnvkitError(Exception):
+class EnvkitError(HintedError):
     """A user-facing failure: ``str(err)`` is the message, ``hint`` what to do next."""
-
-    exit_code = 2
-
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.hint = hint
 
 
 class ProfileError(EnvkitError):

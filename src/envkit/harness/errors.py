@@ -13,14 +13,18 @@ Example:
 from __future__ import annotations
 
 
-class UsageError(ValueError):
-    """Bad input or command-line usage. Exit code 2."""
+class HintedError(Exception):
+    """A user-facing failure: ``str(err)`` is the message, ``hint`` what to do next, ``exit_code`` the CLI's."""
 
     exit_code = 2
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)
         self.hint = hint
+
+
+class UsageError(HintedError, ValueError):
+    """Bad input or command-line usage. Exit code 2."""
 
 
 class FileUnreadable(UsageError):
