@@ -133,10 +133,11 @@ def host_grants_the_plan(host: Host, host_quota: float | None, profile) -> bool:
 @pytest.mark.parametrize("profile_name", sorted(PROFILES))
 @pytest.mark.parametrize("host_name", sorted(HOSTS))
 def test_generate_doctor_and_harness_plan_alike(tmp_path, host_name, profile_name):
-    profile = load_profile_bytes((BASE + PROFILES[profile_name]).encode(), "m.yaml", tmp_path).profile
+    loaded = load_profile_bytes((BASE + PROFILES[profile_name]).encode(), "m.yaml", tmp_path)
+    profile = loaded.profile
     host, host_quota, _ = make_host(host_name, tmp_path)
 
-    report = diagnose(host, profile, [], [])
+    report = diagnose(host, loaded, [], [])
     doc = {c["name"]: c for c in report["checks"]}
     doctor = (report["loader"]["ranks_per_node"], report["loader"]["workers_per_rank"],
               report["loader"]["shm_need_bytes"], report["loader"]["shm_bytes"], doc["memory"]["expected"]["need_bytes"])

@@ -35,8 +35,8 @@ def _host(tmp_path, *, shell_memlock=(-1, -1), docker=NO_RUNTIME) -> Host:
 
 
 def _checks(host, text=PROFILE) -> dict:
-    profile = load_profile_bytes(text.encode(), "p.yaml", Path.cwd()).profile
-    return {c["name"]: c for c in diagnose(host, profile, [], [])["checks"]}
+    loaded = load_profile_bytes(text.encode(), "p.yaml", Path.cwd())
+    return {c["name"]: c for c in diagnose(host, loaded, [], [])["checks"]}
 
 
 def test_memlock_compares_with_the_daemon_not_the_shell(tmp_path):

@@ -40,7 +40,7 @@ def _host(name: str, tmp_path: Path, cwd: str = "/home/me/project", **kw) -> Hos
 
 
 def _profile(text: str = PROFILE):
-    return load_profile_bytes(text.encode(), "p.yaml", Path.cwd()).profile
+    return load_profile_bytes(text.encode(), "p.yaml", Path.cwd())
 
 
 def _by_name(doc: dict) -> dict:
@@ -384,7 +384,7 @@ def _windows_pc(tmp_path: Path, cpus: int, memory_gib: int) -> Host:
 
 def test_on_native_windows_the_profiles_vm_is_checked_against_the_pc(tmp_path):
     """The default profile's 40GB / 8-processor VM on a 16 GB, 4-core laptop: a fail naming both."""
-    doc = diagnose(_windows_pc(tmp_path, 4, 16), load_profile(None).profile, [], [])
+    doc = diagnose(_windows_pc(tmp_path, 4, 16), load_profile(None), [], [])
     fit = next(c for c in doc["checks"] if c["name"] == "wsl_fit")
     assert fit["status"] == "fail" and doc["verdict"] == "fail"
     assert "wsl.processors 8 is more than this PC's 4 logical CPUs" in fit["message"]

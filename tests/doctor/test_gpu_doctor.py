@@ -28,7 +28,7 @@ def profile_text(variant: str = "cu124", version: str = "2.5.1", gpus: str = "al
 
 
 def _profile(text: str):
-    return load_profile_bytes(text.encode(), "p.yaml", Path.cwd()).profile
+    return load_profile_bytes(text.encode(), "p.yaml", Path.cwd())
 
 
 def _host(tmp_path: Path, smi: str | None = None, docker_info: str | None = None, nodes=(), links=(),
@@ -169,5 +169,5 @@ def test_the_engine_probe_carries_the_cgroup_driver_to_nvml_risk(tmp_path):
     assert probed["cgroup_driver"] == "systemd"
     host = _host(tmp_path, R.SMI_RTX5090, nodes=("nvidia0",))
     host = Host(host.root, environ={}, cwd="/home/me", docker_probe=lambda: probed)
-    docker = check_docker(host, _profile(profile_text("cu128", "2.7.0")))
+    docker = check_docker(host, _profile(profile_text("cu128", "2.7.0")).profile)
     assert docker[0]["measured"]["cgroup_driver"] == "systemd"

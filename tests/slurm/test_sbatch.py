@@ -15,12 +15,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import yaml
 
-from envkit.commands.bundle import MARKER, check_destination, oci_config
+from envkit.commands.bundle import MARKER, check_destination
+from envkit.plan.envplan import build_plan
+from envkit.plan.oci import oci_config
 from envkit.generation import render_all
 from envkit.errors import UsageError
 from envkit.profile import load_profile
@@ -305,10 +308,15 @@ def test_slurm_takes_its_counts_from_the_cluster_plan(tmp_path):
     assert "Traceback" not in res.stderr and not (tmp_path / "all").exists()
 
 
+def _image(p) -> dict:
+    """oci_config's image facts: the profile's image.user and image.workdir."""
+    return {"user": (p.image.user.uid, p.image.user.gid), "workdir": p.image.workdir}
+
+
 def test_oci_config_carries_the_run_settings(tmp_path):
-    p = load_profile(_profile(tmp_path, "oci", ulimits={"memlock": -1, "stack": 67108864, "nofile": 4096})).profile
-    rs = RunSettings.from_profile(p)
-    cfg = oci_config(p, rs, image_env=["PATH=/opt/venv/bin:/usr/bin", "QUOTED=image"], base_dir=tmp_path)
+    loaded = load_profile(_profile(tmp_path, "oci", ulimits={"memlock": -1, "stack": 67108864, "nofile": 4096}))
+    p, plan = loaded.profile, build_plan(loaded)
+    cfg = oci_config(plan, **_image(p), image_env=["PATH=/opt/venv/bin:/usr/bin", "QUOTED=image"], base_dir=tmp_path)
     proc = cfg["process"]
     assert proc["user"] == {"uid": 1500, "gid": 1600} and proc["cwd"] == "/workspace"
     assert "PATH=/opt/venv/bin:/usr/bin" in proc["env"] and "QUOTED=a b; $(touch /tmp/pwned) 'x'" in proc["env"]
@@ -321,8 +329,8 @@ def test_oci_config_carries_the_run_settings(tmp_path):
     # c10d tells nodes apart by (host name, pid): no uts or pid namespace (docs/slurm.md).
     assert {n["type"] for n in cfg["linux"]["namespaces"]} == {"ipc", "mount"}
     host = cfg["mounts"] and p.model_copy(update={"run": p.run.model_copy(update={"ipc": "host"})})
-    shm = {m["destination"]: m for m in oci_config(host, RunSettings.from_profile(host), image_env=[],
-                                                   base_dir=tmp_path)["mounts"]}["/dev/shm"]
+    shm = {m["destination"]: m for m in oci_config(replace(plan, settings=RunSettings.from_profile(host)), **_image(p),
+                                                   image_env=[], base_dir=tmp_path)["mounts"]}["/dev/shm"]
     assert shm["type"] == "bind" and shm["source"] == "/dev/shm"
 
 
@@ -430,9 +438,9 @@ def test_docs_worked_example_warnings_are_real_output(tmp_path):
 def test_a_non_root_submitter_gets_a_user_namespace_with_root_mapped_to_them(tmp_path):
     # Slurm runs the runtime as the submitter, rootless: runc needs a user namespace, can map only
     # the submitter's own ids, and needs the container's root mapped (docs/slurm.md).
-    p = load_profile(_profile(tmp_path, "oci", ulimits={"memlock": -1})).profile
-    rs = RunSettings.from_profile(p)
-    cfg = oci_config(p, rs, image_env=[], base_dir=tmp_path, submitter=(2345, 100))
+    loaded = load_profile(_profile(tmp_path, "oci", ulimits={"memlock": -1}))
+    p, plan = loaded.profile, build_plan(loaded)
+    cfg = oci_config(plan, **_image(p), image_env=[], base_dir=tmp_path, submitter=(2345, 100))
     assert {n["type"] for n in cfg["linux"]["namespaces"]} == {"ipc", "mount", "user"}
     assert cfg["linux"]["uidMappings"] == [{"containerID": 0, "hostID": 2345, "size": 1}]
     assert cfg["linux"]["gidMappings"] == [{"containerID": 0, "hostID": 100, "size": 1}]
@@ -444,7 +452,7 @@ def test_a_non_root_submitter_gets_a_user_namespace_with_root_mapped_to_them(tmp
     assert "CAP_IPC_LOCK" not in cfg["process"]["capabilities"]["effective"]
     # An unprivileged runc cannot raise a hard limit: the step's own limits apply, none are set.
     assert cfg["process"]["rlimits"] == []
-    root = oci_config(p, rs, image_env=[], base_dir=tmp_path, submitter=None)
+    root = oci_config(plan, **_image(p), image_env=[], base_dir=tmp_path, submitter=None)
     assert "uidMappings" not in root["linux"] and root["process"]["user"] == {"uid": 1500, "gid": 1600}
     assert {m["destination"]: m for m in root["mounts"]}["/proc"]["type"] == "proc"
     assert "CAP_IPC_LOCK" in root["process"]["capabilities"]["effective"]

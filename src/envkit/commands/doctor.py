@@ -24,8 +24,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from envkit.commands import profile_argument, resolve_profile
 from envkit.harness.report import FAIL
-from envkit.profile import load_profile
-from envkit.profile.model import Profile
+from envkit.profile import load_profile, load_profile_bytes
 
 if TYPE_CHECKING:
     from envkit.doctor import Host
@@ -44,14 +43,14 @@ def run(profile_path: Path | None, scripts: list[Path], data_paths: list[Path], 
     8 CPUs and GPUs, and comparing a laptop against it would only produce false failures.
     """
     if profile_path is None:
-        profile = Profile.model_validate(HOST_ONLY)
+        loaded = load_profile_bytes(json.dumps(HOST_ONLY).encode(), "<host check>", Path.cwd())
         print("envkit doctor: no profile given (none named, in $ENVKIT_PROFILE or found): checking the host alone",
               file=err)
     else:
-        profile = load_profile(profile_path).profile
+        loaded = load_profile(profile_path)
     from envkit.doctor import Host, diagnose, render_table  # here, not at the top: building the CLI's parser imports every command module
 
-    doc = diagnose(host or Host(), profile, list(scripts), list(data_paths))
+    doc = diagnose(host or Host(), loaded, list(scripts), list(data_paths))
     if as_json:
         print(json.dumps(doc, indent=2, default=str), file=out)
     else:

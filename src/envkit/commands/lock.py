@@ -30,7 +30,7 @@ from envkit.output import write_backup
 from envkit.safeio import replace_file
 from envkit.lockfile import LOCK_FILE, PLATFORM, header, inputs_digest, lock_path, recorded_hash, requirements_in
 from envkit.profile import LoadedProfile, load_profile
-from envkit.plan.image import ImagePlan, image_plan
+from envkit.plan.image import ImagePlan
 from envkit.pythons import image_python
 from envkit.termtext import neutralise
 
@@ -227,7 +227,9 @@ def run(profile_path: Path | None, *, force: bool, out: TextIO, err: TextIO, as_
     if foreign and not force:
         raise ProfileError(f"{dest}: exists and was not written by `envkit lock`",
                            hint="move it away, or pass --force to replace it (a backup is kept)")
-    plan = image_plan(loaded, loaded.base_dir)
+    from envkit.plan.envplan import build_plan  # here, not at the top: building the CLI's parser imports every command module
+
+    plan = build_plan(loaded, loaded.base_dir).image  # the image plan generate's Dockerfile installs
     lines = requirements_in(loaded, plan)
     if not lines:
         raise ProfileError(f"{loaded.source}: nothing to lock (no image.torch, pip_packages or requirements)")

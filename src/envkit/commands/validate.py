@@ -210,7 +210,7 @@ def check_host_first(loaded: LoadedProfile, host: Host | None, err: TextIO) -> N
         print(f"envkit: note: the engine at {where} runs elsewhere: this host's cpuset, memory and GPU checks are skipped",
               file=err)
         return
-    failed = [c for c in host_fit(host, loaded.profile) if c["status"] == FAIL]
+    failed = [c for c in host_fit(host, loaded) if c["status"] == FAIL]
     if failed:
         raise CheckFailed(f"{loaded.source}: this host cannot run the profile's container, so nothing was built: "
                           + "; ".join(f"{c['name']}: {c['message']}" for c in failed),

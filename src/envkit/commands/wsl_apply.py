@@ -36,7 +36,6 @@ from envkit.errors import ProfileError, UsageError
 from envkit.output import atomic_write, write_backup
 from envkit.profile import load_profile
 from envkit.safeio import WSLCONFIG_MAX, FileRefused, read_bounded, write_target
-from envkit.plan.wsl import wslconf_sections, wslconfig_sections
 from envkit.wslmerge import Change, Decoded, decode_config, encode_config, merge_ini
 
 
@@ -49,15 +48,17 @@ def run(profile_path: Path | None, wslconfig: Path, dry_run: bool, out: TextIO, 
     no ``wsl`` section (or no ``wsl.wsl_conf`` for ``wsl_conf=True``) or the file is not a text INI
     file (with the line), FileRefused (exit 1) when ``wslconfig`` is a folder.
     """
+    from envkit.plan.envplan import build_plan  # here, not at the top: building the CLI's parser imports every command module
+
     loaded = load_profile(profile_path)
-    wsl = loaded.profile.wsl
+    wsl = build_plan(loaded).wsl
     if wsl is None:
         raise ProfileError(f"{loaded.source}: the profile has no 'wsl' section, so there is nothing to apply",
                            hint="add a wsl: section (memory, processors, ...) to the profile")
-    if wsl_conf and wsl.wsl_conf is None:
+    if wsl_conf and wsl.conf_sections is None:
         raise ProfileError(f"{loaded.source}: the profile has no 'wsl.wsl_conf' section, so there is nothing to apply",
                            hint="add wsl.wsl_conf (boot, automount, ...) to the profile")
-    sections = wslconf_sections(wsl.wsl_conf) if wsl_conf and wsl.wsl_conf is not None else wslconfig_sections(wsl)
+    sections = (wsl.conf_sections or ()) if wsl_conf else wsl.sections
     updates = [(s.name, e.key, e.value) for s in sections for e in s.entries]
     if wslconfig.is_dir() and not wslconfig.is_symlink():
         raise FileRefused(f"{wslconfig}: is a folder; --wslconfig takes the .wslconfig file itself",

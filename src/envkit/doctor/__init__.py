@@ -12,7 +12,7 @@ Example:
     >>> from pathlib import Path
     >>> from envkit.profile import load_profile
     >>> h = Host(Path("/nonexistent"), environ={}, cwd="/home/me", docker_probe=lambda: None)
-    >>> doc = diagnose(h, load_profile(None).profile, [], [])
+    >>> doc = diagnose(h, load_profile(None), [], [])
     >>> doc["envkit_doctor"], [c["name"] for c in doc["checks"]][:3]
     (1, ['os', 'memory', 'cpus'])
 """
@@ -28,7 +28,8 @@ from envkit.doctor import checks as C
 from envkit.doctor.host import Host
 from envkit.doctor.spawncheck import SCRIPT_MAX, check_file
 from envkit.harness.report import FAIL, PASS, WARN, make_check, verdict
-from envkit.profile.model import Profile
+from envkit.plan import envplan
+from envkit.profile import LoadedProfile
 
 SCHEMA_VERSION = 1
 
@@ -90,12 +91,18 @@ def _abs(host: Host, p: Path) -> str:
     return os.path.normpath(str(p) if str(p).startswith("/") else os.path.join(host.cwd, str(p)))
 
 
-def diagnose(host: Host, profile: Profile, scripts: list[Path], data_paths: list[Path]) -> dict:
-    """Run every check; scripts are read from the local file system, data paths through ``host``."""
+def diagnose(host: Host, loaded: LoadedProfile, scripts: list[Path], data_paths: list[Path]) -> dict:
+    """Run every check; scripts are read from the local file system, data paths through ``host``.
+
+    The container's decisions are the one plan's (:func:`envkit.plan.envplan.build_plan`); this host's
+    loaders are that plan fed with the host's CPUs (:func:`.checks.host_plan`)."""
+    profile = loaded.profile
+    container = envplan.build_plan(loaded).loader
     wsl = C.detect_wsl(host)
     mounts = C.read_mounts(host)
-    plan = C.host_plan(host, profile)  # the loader's plan on this host, decided once for every check
-    results = [C.check_os(host, wsl), C.check_memory(host, profile, wsl, plan), C.check_cpus(host, profile, plan),
+    plan = C.host_plan(host, profile, container)  # the loader's plan on this host, decided once for every check
+    results = [C.check_os(host, wsl), C.check_memory(host, profile, wsl, plan),
+               C.check_cpus(host, profile, plan, container),
                C.check_numa(host, profile), C.check_shm(host, profile, plan), C.check_memlock(host, profile)]
     if host.platform.startswith("win"):  # the VM is cut from this PC: compare the profile's wsl.* with it
         results.append(C.check_wsl_fit(host, profile))
@@ -117,7 +124,7 @@ def diagnose(host: Host, profile: Profile, scripts: list[Path], data_paths: list
             "loader": plan.as_json(), "checks": results}
 
 
-def host_fit(host: Host, profile: Profile) -> list[dict]:
+def host_fit(host: Host, loaded: LoadedProfile) -> list[dict]:
     """doctor's checks of what the container asks of this host: memory, cpus (the cpuset), GPUs and memlock.
 
     Each is the same check :func:`diagnose` runs; ``envkit validate`` runs them before it builds, so a
@@ -125,12 +132,15 @@ def host_fit(host: Host, profile: Profile) -> list[dict]:
 
     >>> h = Host(Path("/nonexistent"), environ={}, cwd="/home/me", docker_probe=lambda: None)
     >>> from envkit.profile import load_profile
-    >>> [c["name"] for c in host_fit(h, load_profile(None).profile)]
+    >>> [c["name"] for c in host_fit(h, load_profile(None))]
     ['memory', 'cpus', 'gpu', 'memlock']
     """
+    profile = loaded.profile
+    container = envplan.build_plan(loaded).loader
     wsl = C.detect_wsl(host)
-    plan = C.host_plan(host, profile)
-    return [C.check_memory(host, profile, wsl, plan), C.check_cpus(host, profile, plan), C.check_gpu(host, profile, wsl),
+    plan = C.host_plan(host, profile, container)
+    return [C.check_memory(host, profile, wsl, plan), C.check_cpus(host, profile, plan, container),
+            C.check_gpu(host, profile, wsl),
             C.check_memlock(host, profile)]
 
 

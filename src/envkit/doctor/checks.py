@@ -70,10 +70,10 @@ def meminfo_total(host: Host) -> int | None:
     return int(m.group(1)) * 1024 if m else None
 
 
-def host_plan(host: Host, profile: Profile) -> LoaderPlan:
+def host_plan(host: Host, profile: Profile, container: LoaderPlan) -> LoaderPlan:
     """The loaders' plan on this host: the profile's limits and the host's CPUs and cgroup quota, with the
-    /dev/shm the generated files give the container (a host's CPUs never resize it)."""
-    container = loader_plan(profile)
+    /dev/shm of ``container``, the plan's loaders (``build_plan(...).loader``: what the generated files give
+    the container; a host's CPUs never resize it)."""
     return loader_plan(profile, host_cpus=host.usable_cpus(), host_quota=cpu_quota(host),
                        shm=(container.shm_bytes, dict(container.facts)["shm_bytes"]))
 
@@ -136,7 +136,9 @@ def cpu_quota(host: Host) -> float | None:
     return read_cgroup_cpu_quota(host.root)["quota_cpus"]
 
 
-def check_cpus(host: Host, profile: Profile, the_plan: LoaderPlan) -> dict:
+def check_cpus(host: Host, profile: Profile, the_plan: LoaderPlan, planned: LoaderPlan) -> dict:
+    """The host's CPUs against ``the_plan`` (this host's loaders), saying where ``planned`` (the
+    container's, as generate planned it without seeing this host) differs."""
     cpus = host.usable_cpus()
     quota = cpu_quota(host)
     cpuset = profile.run.cpuset_cpus
@@ -153,7 +155,6 @@ def check_cpus(host: Host, profile: Profile, the_plan: LoaderPlan) -> dict:
                           f"0-{cpus - 1}: the container will not start ('Requested CPUs are not available')",
                           "shrink run.cpuset, or on WSL2 raise processors in .wslconfig and wsl --shutdown")
     ranks = the_plan.ranks
-    planned = loader_plan(profile)  # what generate planned without seeing this host
     differs = ("" if (planned.cpus, planned.workers) == (the_plan.cpus, workers) else
                f"; generate planned {planned.workers} per training process from {dict(planned.facts)['cpus']}, "
                f"this host gives {workers}")
