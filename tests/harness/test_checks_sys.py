@@ -112,7 +112,9 @@ def test_invalid_expectations(doc):
 
 def test_resolve_loader_defaults_overrides_and_auto():
     s = resolve_loader(None, usable=2)
-    assert (s["num_workers"], s["batch_size"], s["sample_shape"], s["dtype"], s["prefetch_factor"]) == (2, 32, [3, 64, 64], "float32", 2)
+    # No expectation: a bare profile's loader (docs/profile.md), auto workers on this machine's CPUs.
+    assert (s["num_workers"], s["batch_size"], s["sample_shape"], s["dtype"], s["prefetch_factor"]) == (1, 32, [3, 224, 224], "float32", 2)
+    assert (s["num_workers_requested"], s["persistent_workers"], s["start_method"]) == ("auto", True, "fork")
     s = resolve_loader({"envkit_expect": 1, "loader": {"num_workers": "auto", "batch_size": None}}, usable=4, batch_size=7)
     assert (s["num_workers"], s["batch_size"], s["num_workers_requested"]) == (3, 7, "auto")
     # One CPU leaves none for a worker beside the training loop; the cap bounds a big host.
@@ -184,3 +186,16 @@ def test_the_memlock_remedy_is_docker_s_off_a_cluster_and_for_other_limits():
     nofile = check_ulimits({"ulimits": {"nofile": lim(4096, 4096)}}, limits=have,
                            environ={"KUBERNETES_SERVICE_HOST": "10.96.0.1"})
     assert nofile["status"] == "fail" and "LimitMEMLOCK" not in nofile["remedy"]
+
+
+def test_the_harness_without_an_expectation_runs_a_bare_profiles_loader():
+    """One set of DataLoader defaults: a profile that leaves loader: unset promises what the harness runs alone."""
+    from envkit.expect import expectation
+    from envkit.profile.model import Loader, Profile
+    from envkit.runsettings import RunSettings
+
+    bare = Profile.model_validate({"envkit": 1, "name": "bare", "image": {"base": "none"}})
+    promised = expectation(bare, RunSettings.from_profile(bare))["loader"]
+    alone = resolve_loader(None, usable=4)
+    assert {k: alone[k if k != "num_workers" else "num_workers_requested"] for k in promised} == promised
+    assert Loader().model_dump(mode="json") == promised

@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None, *, prog: str = "envkit-harness", profile
                             batch_size=args.batch_size, timeout=args.timeout, quick=args.quick,
                             sweep=args.sweep, progress=_Progress(), plot=args.plot,
                             sample_cost_ms=args.sample_cost_ms, ranks=args.ranks)
-        # Say which workload ran and from which file: the built-in one passes where the profile's fails.
+        # Say which workload ran and from which file: the defaults' or the profile's own.
         report["workload"] = describe_workload(report["environment"].get("loader_settings") or {}, args.expect)
     except UsageError as exc:  # exit 2, or 1 where the file system refused (FileUnreadable)
         print(f"{prog}: error: {exc}", file=sys.stderr)

@@ -7,7 +7,7 @@ is optional and ``null`` means "not asserted". :func:`resolve_loader` turns the
 Example:
     >>> s = resolve_loader({"envkit_expect": 1, "loader": {"num_workers": 3}}, usable=8)
     >>> s["num_workers"], s["batch_size"], s["sample_shape"]
-    (3, 32, [3, 64, 64])
+    (3, 32, [3, 224, 224])
 """
 
 from __future__ import annotations
@@ -18,16 +18,15 @@ from typing import Any
 from .boundedio import read_bounded
 from .errors import FileUnreadable, UsageError
 from .sizing import DTYPE_ITEMSIZE, MAX_RANKS, MAX_WORKERS, cpu_limit, size_node
-from .synthetic import DEFAULT_SAMPLE_COST_MS, sample_cost_problem
+from .defaults import LOADER_DEFAULTS
+from .synthetic import sample_cost_problem
 
 
 # The expectation format's version: defined here, on the consumer's side, and imported by
 # the producer (envkit.expect), so the two cannot drift apart.
 VERSION = 1
 
-DEFAULT_LOADER = {"num_workers": 2, "batch_size": 32, "sample_shape": [3, 64, 64], "dtype": "float32",
-                  "pin_memory": True, "prefetch_factor": 2, "persistent_workers": False,
-                  "start_method": None, "sample_cost_ms": DEFAULT_SAMPLE_COST_MS}
+DEFAULT_LOADER = LOADER_DEFAULTS  # the profile's defaults: with no expectation the harness runs what a bare profile plans
 
 ExpectError = UsageError  # the expectation-specific spelling
 
@@ -153,8 +152,11 @@ def resolve_loader(expect: dict | None, *, usable: int, quota: float | None = No
         raise ExpectError(f"--ranks must be from 1 to {MAX_RANKS}, got {ranks}")
     import multiprocessing  # here, not at the top: generate imports this module and never needs it
 
-    if loader["start_method"] is None:
-        # The platform default (Linux fork before 3.14, forkserver from 3.14, spawn elsewhere).
+    asked = ((expect or {}).get("loader") or {}).get("start_method")
+    if loader["start_method"] is None or (asked is None and loader["start_method"]
+                                          not in multiprocessing.get_all_start_methods()):
+        # The platform default (Linux fork before 3.14, forkserver from 3.14, spawn elsewhere): also where
+        # the default method (fork) is not available and nothing asked for it.
         loader["start_method"] = (multiprocessing.get_start_method(allow_none=True)
                                   or multiprocessing.get_all_start_methods()[0])
     elif loader["start_method"] not in multiprocessing.get_all_start_methods():

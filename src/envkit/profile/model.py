@@ -20,6 +20,7 @@ from pydantic import (
     AfterValidator, BaseModel, ConfigDict, Field, StrictBool, ValidationInfo, field_validator, model_validator,
 )
 
+from envkit.harness.defaults import LOADER
 from envkit.harness.sizing import DTYPE_ITEMSIZE, MAX_WORKERS, batch_bytes
 from envkit.harness.synthetic import DEFAULT_SAMPLE_COST_MS, MAX_SAMPLE_COST_MS
 from envkit.profile.cluster import Cluster
@@ -285,18 +286,19 @@ class Loader(Model):
     """The training workload: sizes the settings and drives the harness."""
 
     num_workers: Annotated[Annotated[int, Field(ge=0, le=MAX_WORKERS), WholeText] | Literal["auto"],
-                           expecting(f"'auto' or a whole number from 0 to {MAX_WORKERS}")] = Field("auto",
+                           expecting(f"'auto' or a whole number from 0 to {MAX_WORKERS}")] = Field(LOADER.num_workers,
         description="DataLoader workers, or auto (CPUs - 1, at least 1, at most 8).")
-    batch_size: PositiveInt = Field(32, description="Samples per batch.")
+    batch_size: PositiveInt = Field(LOADER.batch_size, description="Samples per batch.")
     sample_shape: Annotated[tuple[Annotated[int, Field(ge=1, le=2**20), WholeText], ...], Field(min_length=1, max_length=8)] = Field(
-        (3, 224, 224), description="One sample's tensor shape.")
-    dtype: Dtype = Field("float32", description="The samples' dtype.")
-    pin_memory: StrictBool = Field(True, description="Page-locked host buffers for faster host-to-GPU copies.")
-    prefetch_factor: PositiveInt = Field(2, description="Batches in flight per worker.")
-    persistent_workers: StrictBool = Field(True, description="Keep workers between epochs.")
-    start_method: Literal["fork", "spawn", "forkserver"] = Field("fork", description="Worker start method (Windows and macOS use spawn).")
+        LOADER.sample_shape, description="One sample's tensor shape.")
+    dtype: Dtype = Field(LOADER.dtype, description="The samples' dtype.")
+    pin_memory: StrictBool = Field(LOADER.pin_memory, description="Page-locked host buffers for faster host-to-GPU copies.")
+    prefetch_factor: PositiveInt = Field(LOADER.prefetch_factor, description="Batches in flight per worker.")
+    persistent_workers: StrictBool = Field(LOADER.persistent_workers, description="Keep workers between epochs.")
+    start_method: Literal["fork", "spawn", "forkserver"] = Field(LOADER.start_method,
+        description="Worker start method (Windows and macOS use spawn).")
     sample_cost_ms: Annotated[float, Field(ge=0, le=MAX_SAMPLE_COST_MS, allow_inf_nan=False), NumberNotBool] = Field(
-        DEFAULT_SAMPLE_COST_MS, description=f"CPU milliseconds one sample costs to decode and augment; the harness's "
+        LOADER.sample_cost_ms, description=f"CPU milliseconds one sample costs to decode and augment; the harness's "
         f"sweep burns it per synthetic sample (default: an ImageNet JPEG to 224x224, {DEFAULT_SAMPLE_COST_MS:g}).")
 
     @model_validator(mode="after")
