@@ -6,7 +6,7 @@ session; this module writes one JSON object per line to the file descriptor
 (or ``error``), and finally ``done``. A run is one DataLoader configuration::
 
     {"num_workers": 2, "batch_size": 32, "prefetch_factor": 2, "persistent_workers": false,
-     "start_method": "fork", "pin_memory": true, "sample_shape": [3, 64, 64],
+     "start_method": "fork", "pin_memory": true, "sample_shape": [3, 224, 224],
      "dtype": "float32", "dataset": "synthetic", "batches": 12, "warmup": 5, "to_device": false,
      "fill": true, "sample_cost_ms": 3.0}
 
