@@ -108,3 +108,9 @@ def test_cpus_check_rounds_the_quota_up_as_the_plan_does():
     assert check_cpus({"num_workers": 5}, {}, usable=8, quota=quota)["status"] == "pass"
     over = check_cpus({"num_workers": 6}, {}, usable=8, quota=quota)
     assert over["status"] == "warn" and "num_workers <= 4" in over["remedy"]
+
+
+def test_too_many_workers_on_one_cpu_are_told_the_sizing_rules_zero():
+    """One CPU is the training loop's (sizing.plan_workers gives 0): the remedy must not say "<= 1"."""
+    over = check_cpus({"num_workers": 2}, {}, usable=1, quota=None)
+    assert over["status"] == "warn" and "use num_workers: 0" in over["remedy"], over["remedy"]

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 from . import env as envmod
 from .report import FAIL, PASS, SKIP, WARN, human_bytes, make_check, plural
-from .sizing import DOCKER_DEFAULT_SHM, cpu_limit, docker_size, recommended_shm_bytes, shm_required_bytes
+from .sizing import DOCKER_DEFAULT_SHM, cpu_limit, docker_size, plan_workers, recommended_shm_bytes, shm_required_bytes
 
 # tmpfs sizes are page-rounded; anything within 1 % of the asked size counts as applied.
 SHM_MATCH_TOLERANCE = 0.01
@@ -96,6 +96,16 @@ def check_shm(loader: dict, run: dict, stats: dict | None = None) -> dict:
                       f"/dev/shm is {human_bytes(size)} ({human_bytes(free)} free){note}; {need}")
 
 
+def _at_most(cpus: int) -> str:
+    """The remedy for too many workers on ``cpus`` CPUs: the sizing rule's own count (one CPU left to the loop).
+
+    >>> _at_most(5), _at_most(1)
+    ('use num_workers <= 4', "use num_workers: 0 (a single CPU is the training loop's)")
+    """
+    n = plan_workers("auto", cpus)
+    return f"use num_workers <= {n}" if n else "use num_workers: 0 (a single CPU is the training loop's)"
+
+
 def check_cpus(loader: dict, run: dict, usable: int | None = None, quota: dict | None = None,
                cgroup_root: str = "/") -> dict:
     """Usable CPUs (affinity) and the cgroup quota vs the profile and vs num_workers."""
@@ -132,18 +142,18 @@ def check_cpus(loader: dict, run: dict, usable: int | None = None, quota: dict |
         status = FAIL if status == FAIL else WARN
         problems.append(f"{ranks} training processes x (1 + {nw} workers) = {ranks * (nw + 1)} processes share "
                         f"{effective} CPUs: they will contend for them")
-        remedies.append(f"use num_workers: auto ({max(0, effective // ranks - 1)} per training process) or "
+        remedies.append(f"use num_workers: auto ({plan_workers('auto', effective, ranks)} per training process) or "
                         "give the node more CPUs")
     elif nw > usable:
         status = FAIL if status == FAIL else WARN
         problems.append(f"num_workers={nw} exceeds the {usable} usable CPUs (torch warns about this too)")
-        remedies.append(f"use num_workers <= {max(1, usable - 1)}")
+        remedies.append(_at_most(usable))
     elif qcpus and nw > effective:
         status = FAIL if status == FAIL else WARN
         problems.append(f"num_workers={nw} exceeds the cgroup quota of {qcpus} CPUs; torch's worker bound "
                         "uses sched_getaffinity and ignores the quota, so it will not warn, but the "
                         "workers will be throttled")
-        remedies.append(f"use num_workers <= {max(1, effective - 1)} or raise --cpus")
+        remedies.append(f"{_at_most(effective)} or raise --cpus")
     if not problems:
         q = f", cgroup v{quota.get('version')} quota {qcpus} CPUs" if qcpus else ", no cgroup CPU quota"
         return make_check("cpus", PASS, measured, expected,

@@ -21,7 +21,7 @@ from .synthetic import DEFAULT_SAMPLE_COST_MS
 
 @dataclass(frozen=True)
 class LoaderDefaults:
-    num_workers: int | Literal["auto"] = "auto"  # CPUs - 1 per training process, at least 1, at most 8
+    num_workers: int | Literal["auto"] = "auto"  # CPUs per training process - 1, at least 0, at most 8 (sizing.plan_workers)
     batch_size: int = 32
     sample_shape: tuple[int, ...] = (3, 224, 224)  # one ImageNet-sized image
     dtype: str = "float32"

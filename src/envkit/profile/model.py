@@ -287,7 +287,7 @@ class Loader(Model):
 
     num_workers: Annotated[Annotated[int, Field(ge=0, le=MAX_WORKERS), WholeText] | Literal["auto"],
                            expecting(f"'auto' or a whole number from 0 to {MAX_WORKERS}")] = Field(LOADER.num_workers,
-        description="DataLoader workers, or auto (CPUs - 1, at least 1, at most 8).")
+        description="DataLoader workers, or auto (CPUs per training process - 1, at least 0, at most 8).")
     batch_size: PositiveInt = Field(LOADER.batch_size, description="Samples per batch.")
     sample_shape: Annotated[tuple[Annotated[int, Field(ge=1, le=2**20), WholeText], ...], Field(min_length=1, max_length=8)] = Field(
         LOADER.sample_shape, description="One sample's tensor shape.")
