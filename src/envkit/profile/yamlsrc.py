@@ -90,6 +90,7 @@ def _parse(text: str, source: str, loader_cls: type, numbers: dict | None = None
         if node is None:
             raise ProfileError(f"{source}: the profile is empty; expected a mapping that starts with 'envkit: 1'")
         _check_size(node, source)
+        _resolve_merges(node, source, set())
         positions: dict[tuple, Position] = {}
         found: dict[tuple, tuple[Position, str, object]] = {}
         _walk(node, (), positions, source, found)
@@ -203,6 +204,56 @@ def _check_size(root: yaml.Node, source: str) -> None:
             f"{source}: the document expands to more than {MAX_NODES} nodes through anchors and aliases; "
             "refusing it (a profile never needs that many)"
         )
+
+
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+def _resolve_merges(node: yaml.Node, source: str, done: set[int]) -> None:
+    """Apply every merge key (``<<``) in place, as YAML 1.1's merge spec and Compose read it.
+
+    The spec (https://yaml.org/type/merge.html): a key written in the mapping wins over a merged one, and
+    in ``<<: [*a, *b]`` the EARLIER mapping wins. PyYAML's own flattening is not relied on: 6.0.4 tells
+    keys apart by object identity, so ``<<: [*a, *b]`` gives ``b``'s value for most keys and ``a``'s for
+    short ones. Two ``<<`` keys in one mapping are a duplicate key, refused like any other.
+
+    >>> data, _ = read_yaml(b"x: &a {shm_size: 1g}\\ny: &b {shm_size: 2g, cpus: 2}\\nrun:\\n  <<: [*a, *b]\\n", "p")
+    >>> data["run"]
+    {'shm_size': '1g', 'cpus': 2}
+    """
+    if id(node) in done:
+        return
+    done.add(id(node))
+    if isinstance(node, yaml.SequenceNode):
+        for child in node.value:
+            _resolve_merges(child, source, done)
+        return
+    if not isinstance(node, yaml.MappingNode):
+        return
+    merges = [(k, v) for k, v in node.value if k.tag == _MERGE]
+    own = [(k, v) for k, v in node.value if k.tag != _MERGE]
+    for _, v in own:
+        _resolve_merges(v, source, done)
+    if not merges:
+        return
+    if len(merges) > 1:
+        k = merges[1][0]
+        raise ProfileError(f"{source}:{k.start_mark.line + 1}:{k.start_mark.column + 1}: duplicate key '<<' (first set on "
+                           f"line {merges[0][0].start_mark.line + 1}); merge several mappings with one key: <<: [*a, *b]")
+    key, value = merges[0]
+    sources = value.value if isinstance(value, yaml.SequenceNode) else [value]
+    seen = {k.value for k, _ in own if isinstance(k, yaml.ScalarNode)}
+    merged: list[tuple[yaml.Node, yaml.Node]] = []
+    for src in sources:
+        if not isinstance(src, yaml.MappingNode):
+            raise ProfileError(f"{source}:{src.start_mark.line + 1}:{src.start_mark.column + 1}: '<<' merges mappings "
+                               "(an anchored mapping, or a list of them); this is not a mapping")
+        _resolve_merges(src, source, done)
+        for k, v in src.value:
+            if isinstance(k, yaml.ScalarNode) and k.value not in seen:  # the earlier mapping wins
+                seen.add(k.value)
+                merged.append((k, v))
+    node.value = merged + own
 
 
 def _check_tag(node: yaml.Node, path: tuple, source: str) -> None:
