@@ -17,20 +17,20 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
-import threading
 
 from envkit import __version__
 from envkit.commands import COMMANDS, load
 from envkit.errors import EnvkitError, UsageError
+from envkit.harness.errors import interrupted_status, raise_on_sigterm
+from envkit.harness.text import shorten_words
 from envkit.termtext import neutralise_lines
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # usage errors: exit 2 with one line, like every other bad input
         self.print_usage(sys.stderr)
-        print(f"envkit: error: {neutralise_lines(message)}", file=sys.stderr)
+        print(f"envkit: error: {neutralise_lines(shorten_words(message))}", file=sys.stderr)
         raise SystemExit(2)
 
 
@@ -74,23 +74,14 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (docker stop, a CI cancel), raised like Ctrl-C so every ``finally`` cleans up."""
-
-
-def _on_sigterm(signum, frame):
-    raise Terminated()
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``envkit`` console script and ``python -m envkit``."""
     argv = sys.argv[1:] if argv is None else argv
     # envkit uses no pydantic plugins: none installed elsewhere may hook into its validation.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    if threading.current_thread() is threading.main_thread():
-        # Containers and temporary build folders are removed in `finally` blocks: make SIGTERM
-        # unwind through them as Ctrl-C does, instead of killing the process where it stands.
-        signal.signal(signal.SIGTERM, _on_sigterm)
+    # Containers and temporary build folders are removed in `finally` blocks: make SIGTERM
+    # unwind through them as Ctrl-C does, instead of killing the process where it stands.
+    raise_on_sigterm()
     try:
         if not argv:  # a bare `envkit`: what it is and every command, as `envkit --help` shows them
             build_parser().print_help(sys.stdout)
@@ -107,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         return e.exit_code
     except KeyboardInterrupt as e:
         print("envkit: interrupted; cleaned up", file=sys.stderr)
-        return 143 if isinstance(e, Terminated) else 130
+        return interrupted_status(e)
     except BrokenPipeError:
         return 0
     except OSError as e:  # the file system said no (permissions, full disk, a path through a file)

@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import jsonschema
 import pytest
@@ -221,3 +222,51 @@ def test_loader_child_and_spawned_workers_do_not_warn_about_numpy(tmp_path, monk
     child = run_loader_child([make_run(settings, quick=True)], timeout=60)
     assert child["results"] and not child["error"], child
     assert "NumPy" not in child["stderr_tail"], child["stderr_tail"]
+
+
+@pytest.mark.slow
+def test_json_stdout_holds_the_document_alone_whatever_the_dataset_prints(run_cli, write_expect, small_loader):
+    # The module prints on import, in its factory and in its workers, through print() and os.write(1, ...):
+    # before, each line landed on stdout ahead of the document and json.loads failed.
+    p = run_cli("--json", "--quick", "--dataset", "chatty_dataset:make", "--expect", write_expect(small_loader))
+    report = json.loads(p.stdout)
+    assert report["envkit_harness"] == 1, p.stderr
+    assert "chatty:" not in p.stdout
+    # The harness's own import of the module prints to stderr (the loader's child keeps what it prints).
+    assert "chatty: imported" in p.stderr and "chatty: raw write to fd 1 on import" in p.stderr
+
+
+@pytest.mark.slow
+def test_sigterm_exits_143_and_leaves_no_worker(run_cli, tmp_path, write_expect, small_loader):
+    proc = subprocess.Popen([sys.executable, "-m", "envkit.harness", "--quick", "--dataset", "harness_datasets:hang",
+                             "--timeout", "60", "--expect", write_expect(small_loader)],
+                            cwd=tmp_path, env=harness_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        _wait_for_line(proc, "gpu_driver")  # the next check is the loader's
+        time.sleep(3)  # its children have started and hang in the dataset
+        proc.terminate()
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, 9)
+    assert proc.returncode == 143, err  # docs/cli.md: SIGTERM is 143, Ctrl-C 130
+    assert "interrupted" in err
+    left = subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True, text=True).stdout.split()
+    assert left == [], f"processes of the harness's session outlived it: {left}"
+
+
+def _wait_for_line(proc, word, limit=60.0):
+    """Read the harness's stderr until it names ``word``; returns what was read."""
+    import selectors
+
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stderr.fileno(), selectors.EVENT_READ)
+    seen, end = "", time.monotonic() + limit
+    while time.monotonic() < end:
+        if sel.select(timeout=1):
+            seen += os.read(proc.stderr.fileno(), 65536).decode(errors="replace")
+            if word in seen:
+                return seen
+        assert proc.poll() is None, f"the harness ended before naming {word}: {seen}"
+    raise AssertionError(f"no progress line naming {word} within {limit} s: {seen}")

@@ -84,3 +84,32 @@ def test_terminal_gets_one_redrawn_line_and_the_warning_on_its_own_line(tmp_path
     assert text.startswith("\rshm [") and text.count("envkit: warning: /dev/shm is") == 1
     # the first sample warns (line ends, warning below); the second redraws in place, no newline
     assert text.count("\r") == 2 and not text.endswith("\n")
+
+
+def test_a_huge_finite_interval_is_refused_not_a_crash():
+    # 1e300 is finite: it passed the check and time.sleep raised OverflowError (exit 70)
+    res = run_envkit("watch", "--interval", "1e300", "--count", "2", timeout=30)
+    assert res.returncode == 2 and "at most 86400" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_count_1_returns_after_its_sample_without_waiting_an_interval():
+    started = time.monotonic()
+    res = run_envkit("watch", "--count", "1", "--interval", "30", "--json", timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert len(res.stdout.splitlines()) == 1
+    assert time.monotonic() - started < 25  # it slept the full 30 s after its last sample
+
+
+def test_sigterm_ends_a_watch_with_143_and_ctrl_c_with_0():
+    import signal
+
+    for signum, status in ((signal.SIGTERM, 143), (signal.SIGINT, 0)):
+        with subprocess.Popen([sys.executable, "-m", "envkit", "watch", "--interval", "0.2", "--json"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+            try:
+                assert proc.stdout.readline().startswith("{")  # it is watching
+                proc.send_signal(signum)
+                _, err = proc.communicate(timeout=30)
+            finally:
+                proc.kill()
+        assert proc.returncode == status, (signum, err)

@@ -152,3 +152,23 @@ def test_cross_section_rules_are_the_models_own():
     with pytest.raises(ValidationError) as exc:
         Profile.model_validate({**base, "run": {"env": {"A": "x" * 70_000}}})
     assert exc.value.errors()[0]["ctx"]["hint"].startswith("put large values in a file")
+
+
+@pytest.mark.parametrize("snippet", ["run:\n  shm_size: {v}\n", "run:\n  ipc: {v}\n", "run:\n  ulimits: {{nofile: {v}}}\n",
+                                     "image:\n  base: {v}\n"])
+def test_an_over_long_value_is_shown_by_its_start_and_length(snippet):
+    value = "x" * 5000
+    text = GOOD.replace("image:\n  base: debian:bookworm\n", "") + snippet.format(v=value)
+    if "image:" not in snippet:
+        text = GOOD + snippet.format(v=value)
+    message = _error(text)
+    assert value not in message and "(5000 characters)" in message
+    assert len(message) < 600
+
+
+@pytest.mark.parametrize("argv", [("generate", "--target", "y" * 5000), ("watch", "--interval", "y" * 5000),
+                                  ("harness", "--timeout", "y" * 5000)])
+def test_an_over_long_argument_is_shown_by_its_start_and_length(argv):
+    res = call_envkit(*argv)
+    assert res.returncode == 2
+    assert "y" * 200 not in res.stderr and "characters)" in res.stderr and len(res.stderr) < 1500

@@ -14,16 +14,19 @@ Example:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
 
 from .core import DEFAULT_TIMEOUT_S, check_timeout, run_checks
 from .env import quiet_numpy_warning
-from .errors import UsageError
+from .errors import UsageError, interrupted_status, raise_on_sigterm
 from .expect import load_expect
 from .report import FAIL, describe_workload, render_table, to_json
 from .sizing import MAX_RANKS
+from .stdio import document_stdout
+from .text import BoundedParser
 
 
 PROFILE_HELP = "derive the expectation from this envkit profile, as `envkit generate` does (instead of --expect)"
@@ -31,7 +34,7 @@ PROFILE_HELP = "derive the expectation from this envkit profile, as `envkit gene
 
 def build_parser(prog: str = "envkit-harness", *, profile_option: bool = False) -> argparse.ArgumentParser:
     """The harness's options; ``profile_option`` adds ``--profile`` (``envkit harness`` reads it before this parser)."""
-    p = argparse.ArgumentParser(prog=prog, description=(
+    p = BoundedParser(prog=prog, description=(
         "Prove a PyTorch training environment works: shm, CPUs, ulimits, GPUs, a real DataLoader, "
         "pinned transfers."))
     if profile_option:
@@ -150,6 +153,18 @@ def main(argv: list[str] | None = None, *, prog: str = "envkit-harness", profile
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse already printed the usage error
         return int(exc.code or 0) if exc.code in (0, None) else 2
+    raise_on_sigterm()  # docker stop, scancel: the loaders' children are ended in `finally`, then exit 143
+    # With --json, stdout holds the document alone: what the dataset module, torch or a worker prints goes to stderr.
+    with document_stdout() if args.json else contextlib.nullcontext():
+        report = _run(args, prog)
+    if isinstance(report, int):
+        return report
+    print(to_json(report) if args.json else render_table(report))
+    return 1 if report["verdict"] == FAIL else 0
+
+
+def _run(args: argparse.Namespace, prog: str) -> dict | int:
+    """The checks' report, or the exit status of a run that could not make one (usage error, interrupted)."""
     try:
         # Bad input is refused before torch is imported (seconds): NaN/inf/0/negative timeouts, a plot path
         # that cannot be written, an expectation that does not load.
@@ -171,8 +186,7 @@ def main(argv: list[str] | None = None, *, prog: str = "envkit-harness", profile
     except UsageError as exc:  # exit 2, or 1 where the file system refused (FileUnreadable)
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C (130) or SIGTERM (143)
         print(f"{prog}: interrupted", file=sys.stderr)
-        return 130
-    print(to_json(report) if args.json else render_table(report))
-    return 1 if report["verdict"] == FAIL else 0
+        return interrupted_status(exc)
+    return report

@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import threading
 import time
 from pathlib import Path
 
+from .errors import interrupted_status, raise_on_sigterm
 from .report import human_bytes, plural
+from .text import BoundedParser
 
 REMEDY = ("raise the shm size: docker run --shm-size (compose: shm_size, Kubernetes: an emptyDir with "
           "medium: Memory and a larger sizeLimit), or lower num_workers/prefetch_factor/batch_size")
@@ -66,6 +67,8 @@ def rss_bytes(pid: int, proc: str | os.PathLike = "/proc") -> int:
 
 
 SHM_PATH = "/dev/shm"
+# A day between samples: a longer interval watches nothing (and time.sleep overflows on huge ones).
+MAX_INTERVAL_S = 86400.0
 
 
 def sample(pid: int | None, shm_path: str = "/dev/shm", proc: str = "/proc") -> dict:
@@ -198,10 +201,11 @@ class ShmWatch:
 
 
 def build_parser(prog: str = "envkit watch") -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description="Watch /dev/shm and a DataLoader's workers; warn before "
+    p = BoundedParser(prog=prog, description="Watch /dev/shm and a DataLoader's workers; warn before "
                                                         "shared memory runs out.")
     p.add_argument("--pid", type=int, default=None, help="the training process (default: none, shm only)")
-    p.add_argument("--interval", type=float, default=1.0, help="seconds between samples (default 1)")
+    p.add_argument("--interval", type=float, default=1.0,
+                   help=f"seconds between samples (default 1, at most {MAX_INTERVAL_S:g})")
     p.add_argument("--json", action="store_true", help="JSON lines instead of the live line")
     p.add_argument("--threshold", type=float, default=0.8, help="warn at this fraction used (default 0.8)")
     p.add_argument("--count", type=int, default=None, help="stop after this many samples")
@@ -209,13 +213,13 @@ def build_parser(prog: str = "envkit watch") -> argparse.ArgumentParser:
 
 
 def main(argv=None, stream=None) -> int:
-    """``envkit watch``: runs until ``--pid`` exits, ``--count`` samples, or Ctrl-C. Exit 0; 1 without a
-    readable /dev/shm; 2 on bad input."""
+    """``envkit watch``: runs until ``--pid`` exits, ``--count`` samples, or Ctrl-C. Exit 0 (Ctrl-C is its
+    normal end); 143 on SIGTERM; 1 without a readable /dev/shm; 2 on bad input."""
     args = build_parser().parse_args(argv)
     # NaN compares false with everything: each bound is written so that NaN fails it.
-    if not (math.isfinite(args.interval) and args.interval > 0) or not (0 < args.threshold <= 1):
-        print("envkit watch: --interval must be a finite number of seconds > 0 and --threshold in (0, 1]",
-              file=sys.stderr)
+    if not (0 < args.interval <= MAX_INTERVAL_S) or not (0 < args.threshold <= 1):
+        print(f"envkit watch: --interval must be a number of seconds > 0 and at most {MAX_INTERVAL_S:g}, "
+              "and --threshold in (0, 1]", file=sys.stderr)
         return 2
     if args.count is not None and args.count < 1:
         print(f"envkit watch: --count must be at least 1, got {args.count}", file=sys.stderr)
@@ -234,14 +238,17 @@ def main(argv=None, stream=None) -> int:
                  json_lines=args.json, threshold=args.threshold)
     if args.pid is None:
         w.alive = lambda: True  # type: ignore[method-assign]  # shm only: run until --count or Ctrl-C
-    n = 0
+    raise_on_sigterm()
+    status, n = 0, 0
     try:
-        while w.alive() and (args.count is None or n < args.count):
+        while w.alive():
             w.step()
             n += 1
+            if args.count is not None and n >= args.count:
+                break  # the last sample: no interval to wait after it
             time.sleep(args.interval)
-    except KeyboardInterrupt:
-        pass
+    except KeyboardInterrupt as exc:  # Ctrl-C ends a watch normally (0); SIGTERM is 143
+        status = 0 if interrupted_status(exc) == 130 else interrupted_status(exc)
     if w.tty and not w.json_lines:
         out.write("\n")
-    return 0
+    return status

@@ -33,6 +33,7 @@ from envkit.profile.rules import ENV_ENTRY_MAX, ENV_TOTAL_MAX  # noqa: F401 (the
 from envkit.profile.yamlsrc import _dotted, read_yaml
 from envkit.requirements import nested_references
 from envkit.safeio import CERT_MAX, PROFILE_MAX, REQUIREMENTS_MAX, read_bounded
+from envkit.harness.text import shorten, shorten_values
 from envkit.termtext import neutralise
 from envkit.units import did_you_mean
 
@@ -273,7 +274,8 @@ def _format_errors(exc: ValidationError, data: dict, pos: dict, source: str,
         # The value as written (a union's members leave their tags in ``extra``; the text is the same).
         raw = (_raw_value(lines, line, col, item=isinstance(path[-1], int))
                if path and path in pos and err["type"] != "missing" else None)
-        message = _describe(dict(err), path, extra, raw)
+        # The value a rule's own words quote is shown by its start and length, as _show does.
+        message = shorten_values(_describe(dict(err), path, extra, raw), [err.get("input")])
         # One line per key path: a union failure yields one error per member.
         if path not in found or err["type"] in ("extra_forbidden", "missing"):
             found[path] = message
@@ -400,10 +402,10 @@ _TYPES = {
 def _show(value, raw: str | None) -> str:
     """The value as the user wrote it (the file's text when we have it), not Python's repr; safe to print."""
     if raw:
-        return neutralise(raw)
+        return neutralise(shorten(raw))
     if isinstance(value, str):
-        return f"'{neutralise(value)}'"
-    return neutralise(repr(value))
+        return f"'{neutralise(shorten(value))}'"
+    return neutralise(shorten(repr(value)))
 
 
 def _raw_value(lines: list[str], line: int, col: int, item: bool = False) -> str | None:
