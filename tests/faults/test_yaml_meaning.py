@@ -148,7 +148,7 @@ def test_neutralise_escapes_every_control_format_and_separator_character():
     ("loader:\n  sample_shape: [3, 0224, 224]\n", "p.yaml:6:21: loader.sample_shape[1]: YAML 1.1 reads 0224 as the number 148"),
     ("run:\n  cpus: 1:30.5\n", "p.yaml:6:9: run.cpus: YAML 1.1 reads 1:30.5 as the number 90.5"),
     ("  user: {uid: 01000}\n", "p.yaml:5:15: image.user.uid: YAML 1.1 reads 01000 as the number 512"),
-    ("loader:\n  <<: {num_workers: 010}\n", "p.yaml:6:21: loader.<<.num_workers: YAML 1.1 reads 010 as the number 8"),
+    ("loader:\n  <<: {num_workers: 010}\n", "p.yaml:6:21: loader.num_workers: YAML 1.1 reads 010 as the number 8"),
 ])
 def test_octal_and_base_60_numbers_are_refused_wherever_they_would_load(tmp_path, body, message):
     rc, stderr = _validate(tmp_path, body)

@@ -172,3 +172,36 @@ def test_an_over_long_argument_is_shown_by_its_start_and_length(argv):
     res = call_envkit(*argv)
     assert res.returncode == 2
     assert "y" * 200 not in res.stderr and "characters)" in res.stderr and len(res.stderr) < 1500
+
+
+def test_an_absurd_prefetch_is_refused_at_load_not_a_crash_or_an_int64_overflow():
+    # prefetch_factor had no ceiling: 10**23 wrote --shm-size=2190470695495605504t (exit 0), 10**400 exited 70.
+    for prefetch in ("100000000000000000000000", "1" + "0" * 400):
+        message = _error(GOOD + f"loader:\n  num_workers: 4\n  prefetch_factor: {prefetch}\n")
+        assert message.startswith("p.yaml:7:3: loader.prefetch_factor: expected a number of at most 256")
+
+
+BIGGEST = """envkit: 1
+name: big
+image: {base: ubuntu:22.04, torch: {version: "2.5.1", variant: cu124}}
+run: {gpus: all}
+loader: {num_workers: 256, batch_size: 1, sample_shape: [1048576, 262144], dtype: float32, prefetch_factor: 256}
+cluster: {nodes: 4096, gpus_per_node: 64, image: r.example/x:1, entrypoint: [train.py]}
+"""
+
+
+def test_the_largest_valid_workload_writes_only_sizes_docker_can_store(tmp_path):
+    import re
+
+    from envkit.harness.sizing import MAX_BYTES
+    from envkit.units import parse_size
+
+    (tmp_path / "envkit.yaml").write_text(BIGGEST)
+    res = call_envkit("generate", "-o", "out", "--json", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    texts = [p.read_text(errors="replace") for p in (tmp_path / "out").rglob("*") if p.is_file() and p.suffix != ".pyz"]
+    sizes = [parse_size(m) for t in texts for m in re.findall(r"\b\d+[kmgtp]?\b", t, re.IGNORECASE)]
+    assert sizes and max(sizes) <= MAX_BYTES
+    flags = call_envkit("flags", cwd=tmp_path)
+    shm = re.search(r"--shm-size=(\S+)", flags.stdout)
+    assert shm and parse_size(shm.group(1)) <= MAX_BYTES

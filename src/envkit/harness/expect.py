@@ -17,7 +17,7 @@ from typing import Any
 
 from .boundedio import read_bounded
 from .errors import FileUnreadable, UsageError
-from .sizing import DTYPE_ITEMSIZE, MAX_RANKS, MAX_WORKERS, cpu_limit, size_node
+from .sizing import DTYPE_ITEMSIZE, MAX_PREFETCH, MAX_RANKS, MAX_WORKERS, cpu_limit, size_node
 from .defaults import LOADER_DEFAULTS
 from .synthetic import sample_cost_problem
 
@@ -77,6 +77,8 @@ def validate_expect(doc) -> None:
             raise ExpectError(f"loader.num_workers must be at most {MAX_WORKERS}, got {nw}")
     _int("loader", "batch_size", loader.get("batch_size"), 1)
     _int("loader", "prefetch_factor", loader.get("prefetch_factor"), 1)
+    if (loader.get("prefetch_factor") or 0) > MAX_PREFETCH:
+        raise ExpectError(f"loader.prefetch_factor must be at most {MAX_PREFETCH}, got {loader['prefetch_factor']}")
     shape = loader.get("sample_shape")
     if shape is not None and (not isinstance(shape, list) or not shape
                               or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape)):

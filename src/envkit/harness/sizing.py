@@ -36,6 +36,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .errors import UsageError
+
 DTYPE_ITEMSIZE = {
     "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2,
     "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "bool": 1,
@@ -50,6 +52,13 @@ MAX_WORKERS = 256
 # Training processes (ranks) per node: each is a process with torch imported and its own workers; GPUs
 # per node stop at 64 (cluster.gpus_per_node), and a node with more ranks than that is no real node.
 MAX_RANKS = 64
+# Batches in flight per worker (torch's prefetch_factor): torch sets no ceiling; more than 256 per worker
+# holds no real loader's batches, and with the other ceilings it keeps every derived size within MAX_BYTES.
+MAX_PREFETCH = 256
+MAX_BATCH_BYTES = 2**40  # one batch over 1 TiB is a typo in batch_size or sample_shape
+# The largest byte count envkit writes anywhere (--shm-size, --memory, compose, a Kubernetes quantity):
+# what Docker stores, an int64, as for a size the profile writes (envkit.profile.dockerref.check_size).
+MAX_BYTES = 2**63 - 1
 AUTO_WORKERS_CAP = 8  # beyond 8 workers a synthetic/typical loader stops scaling; more only costs memory
 # Resident memory of one Python process with torch imported that has produced batches: the
 # training process and each DataLoader worker count once. Measured 2026-12-01 with
@@ -128,8 +137,14 @@ def shm_required_bytes(*, batch_size: int, sample_shape, dtype: str,
     if num_workers <= 0:
         return 0
     in_flight = num_workers * prefetch_factor + 1
-    need = batch_bytes(batch_size, sample_shape, dtype) * in_flight * HEADROOM
-    return int(math.ceil(need / MIB) * MIB)
+    # HEADROOM (1.25) as 5/4 in whole numbers: a float overflows where a huge workload should be refused by size.
+    need = -(-batch_bytes(batch_size, sample_shape, dtype) * in_flight * 5 // 4)
+    return _round_up(need, MIB)
+
+
+def _round_up(n: int, step: int) -> int:
+    """``n`` rounded up to a multiple of ``step``, in whole numbers (no float to overflow or round)."""
+    return -(-n // step) * step
 
 
 def recommended_shm_bytes(required: int) -> int:
@@ -140,8 +155,7 @@ def recommended_shm_bytes(required: int) -> int:
     """
     if required <= 0:
         return DOCKER_DEFAULT_SHM
-    step = 256 * MIB if required < GIB else GIB
-    return int(math.ceil(required / step) * step)
+    return _round_up(required, 256 * MIB if required < GIB else GIB)
 
 
 def docker_size(n: int) -> str:
@@ -177,6 +191,38 @@ def nccl_shm_per_rank(ranks: int) -> int:
         return 0
     need = NCCL_CONN_BYTES * (2 * NCCL_CHANNELS + 2 * (ranks - 1)) + NCCL_PROXY_POOL_BYTES
     return int(math.ceil(need / MIB) * MIB)
+
+
+def check_bytes(n: int, what: str) -> int:
+    """``n`` if it is a byte count envkit may write (at most :data:`MAX_BYTES`), else a UsageError (exit 2) naming ``what``.
+
+    >>> check_bytes(2**62, "the need")
+    4611686018427387904
+    >>> check_bytes(2**63, "the need")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    envkit.harness.errors.UsageError: the need would be 9223372036854775808 bytes, more than the 9223372036854775807 (8 EiB) Docker can store; ...
+    """
+    if n > MAX_BYTES:
+        raise UsageError(f"{what} would be {n} bytes, more than the {MAX_BYTES} (8 EiB) Docker can store; "
+                         "check loader.batch_size, sample_shape, num_workers and prefetch_factor")
+    return n
+
+
+def workload_problem(batch_size: int, sample_shape, dtype: str, prefetch_factor: int) -> str | None:
+    """Why a loader workload is beyond every machine (one batch over 1 TiB, over 256 batches per worker), or None.
+
+    >>> workload_problem(64, (3, 224, 224), "float32", 2) is None
+    True
+    >>> workload_problem(8, (3,), "float32", 10**6)
+    'prefetch_factor is 1000000; at most 256 batches in flight per worker'
+    """
+    if prefetch_factor > MAX_PREFETCH:
+        return f"prefetch_factor is {prefetch_factor}; at most {MAX_PREFETCH} batches in flight per worker"
+    size = batch_bytes(batch_size, sample_shape, dtype)
+    if size > MAX_BATCH_BYTES:
+        return f"one batch would be {size} bytes (over 1 TiB); check batch_size and sample_shape"
+    return None
 
 
 SIZED = "sized"  # size_node's ``shm``: the container's /dev/shm is sized from the need
@@ -239,5 +285,7 @@ def size_node(*, num_workers, batch_size: int, sample_shape, dtype: str, prefetc
     shm_bytes = recommended_shm_bytes(need) if value == SIZED else value
     assert shm_bytes is None or isinstance(shm_bytes, int)
     memory = memory_need_bytes(shm_need=need, workers=workers, shm_size=shm_bytes, ranks=r)
+    for what, n in (("the node's /dev/shm need", need), ("its /dev/shm", shm_bytes or 0), ("its memory need", memory)):
+        check_bytes(n, what)
     facts = (("cpus", cpus[1]), ("ranks_per_node", ranks[1]), ("shm_bytes", source))
     return NodeLoader(r, workers, cpus[0], rank_need, nccl_bytes, need, shm_bytes, memory, nccl, facts)

@@ -21,7 +21,7 @@ from pydantic import (
 )
 
 from envkit.harness.defaults import LOADER
-from envkit.harness.sizing import DTYPE_ITEMSIZE, MAX_WORKERS, batch_bytes
+from envkit.harness.sizing import DTYPE_ITEMSIZE, MAX_PREFETCH, MAX_WORKERS, workload_problem
 from envkit.harness.synthetic import DEFAULT_SAMPLE_COST_MS, MAX_SAMPLE_COST_MS
 from envkit.profile.cluster import Cluster
 from envkit.hostpaths import split_volume
@@ -293,7 +293,8 @@ class Loader(Model):
         LOADER.sample_shape, description="One sample's tensor shape.")
     dtype: Dtype = Field(LOADER.dtype, description="The samples' dtype.")
     pin_memory: StrictBool = Field(LOADER.pin_memory, description="Page-locked host buffers for faster host-to-GPU copies.")
-    prefetch_factor: PositiveInt = Field(LOADER.prefetch_factor, description="Batches in flight per worker.")
+    prefetch_factor: Annotated[int, Field(ge=1, le=MAX_PREFETCH), WholeText] = Field(LOADER.prefetch_factor,
+        description=f"Batches in flight per worker (1 to {MAX_PREFETCH}).")
     persistent_workers: StrictBool = Field(LOADER.persistent_workers, description="Keep workers between epochs.")
     start_method: Literal["fork", "spawn", "forkserver"] = Field(LOADER.start_method,
         description="Worker start method (Windows and macOS use spawn).")
@@ -302,10 +303,10 @@ class Loader(Model):
         f"sweep burns it per synthetic sample (default: an ImageNet JPEG to 224x224, {DEFAULT_SAMPLE_COST_MS:g}).")
 
     @model_validator(mode="after")
-    def _batch_fits_a_machine(self):
-        size = batch_bytes(self.batch_size, self.sample_shape, self.dtype)
-        if size > 2**40:
-            raise ValueError(f"one batch would be {size} bytes (over 1 TiB); check batch_size and sample_shape")
+    def _workload_fits_a_machine(self):
+        problem = workload_problem(self.batch_size, self.sample_shape, self.dtype, self.prefetch_factor)
+        if problem:
+            raise ValueError(problem)
         return self
 
 
