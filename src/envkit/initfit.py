@@ -69,12 +69,14 @@ cluster:
 def this_machine(host) -> Machine:
     """The host as ``envkit init`` sizes for it (``host``: an :class:`envkit.doctor.host.Host`)."""
     from envkit.doctor.checks import detect_wsl
+    from envkit.doctor.gpu import host_smi
 
     ids = host.cpu_ids() or (0,)
     memory = host.memory_bytes() or 8 * GIB
-    smi = host.which("nvidia-smi")
-    gpus = bool(smi or host.exists("/dev/nvidia0") or host.exists("/usr/lib/wsl/lib/libcuda.so.1")
-                or host.exists("/usr/lib/wsl/lib/libcuda.so"))
+    smi = host_smi(host)
+    # nvidia-smi, where there is one, decides ("No devices were found" is no GPU, whatever /dev holds).
+    gpus = bool(smi["gpus"]) if smi["path"] else (host.exists("/dev/nvidia0") or host.exists("/usr/lib/wsl/lib/libcuda.so.1")
+                                                   or host.exists("/usr/lib/wsl/lib/libcuda.so"))
     windows = host.platform.startswith("win")
     where = "this PC" if windows else ("this WSL 2 VM" if detect_wsl(host)["version"] == 2 else "this host")
     return Machine(where, tuple(ids), memory, gpus, windows=windows)

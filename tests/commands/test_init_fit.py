@@ -26,6 +26,8 @@ def _host(tmp_path: Path, *, cpus: int, memory_gib: int, platform: str = "linux"
     (root / ".envkit-fixture" / "host.json").write_text(
         json.dumps({"platform": platform, "cpus": cpus, "memory_bytes": memory_gib * GIB}))
     (root / ".envkit-fixture" / "which.json").write_text(json.dumps({"nvidia-smi": "/usr/bin/nvidia-smi"} if gpu else {}))
+    if gpu:  # what nvidia-smi lists (tests/gpu_recordings.py: GH200, vortex-data/vortex#7579)
+        (root / ".envkit-fixture" / "nvidia-smi.csv").write_text("NVIDIA GH200 480GB, 9.0, 570.148.08, 97871 MiB\n")
     return Host(root, environ={}, cwd=str(tmp_path), docker_probe=lambda: None)
 
 

@@ -13,6 +13,7 @@ from envkit.harness.expect import resolve_loader
 from envkit.harness.gpu import (MB, check_gpu_arch, check_gpu_driver, fit_pinned, largest_pinned, pinned_need)
 from envkit.harness.gpufacts import docker_facts, parse_smi_csv, query_smi, torch_facts
 from envkit.harness.runtime import loader_kwargs
+from envkit.harness.toolrun import ToolResult
 from tests import gpu_recordings as R
 
 
@@ -34,8 +35,8 @@ def test_smi_without_compute_cap_is_asked_again_without_it():
     def run(cmd, **kw):
         calls.append(cmd)
         if "compute_cap" in cmd[1]:
-            return subprocess.CompletedProcess(cmd, 2, "", R.SMI_R470_NO_CAP_ERROR)
-        return subprocess.CompletedProcess(cmd, 0, "Tesla T4, 470.182.03, 15109 MiB\n", "")
+            return ToolResult(tuple(cmd), 2, "", R.SMI_R470_NO_CAP_ERROR, R.SMI_R470_NO_CAP_ERROR.splitlines()[0])
+        return ToolResult(tuple(cmd), 0, "Tesla T4, 470.182.03, 15109 MiB\n", "", None)
     out = query_smi("/usr/bin/nvidia-smi", run=run)
     assert out["ok"] and len(calls) == 2
     assert out["gpus"] == [{"name": "Tesla T4", "capability": None, "driver": "470.182.03", "memory_mib": 15109}]
@@ -53,15 +54,34 @@ def test_sm120_on_a_cu126_wheel_fails_naming_cu128():
     c = check_gpu_arch(R.TORCH_RTX5090D_CU126, machine="x86_64")
     assert c["status"] == "fail"
     assert "sm_120" in c["message"] and "sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90" in c["message"]
-    assert "torch.variant: cu128" in c["remedy"] and "cu129" in c["remedy"]
+    # torch 2.6.0+cu126 (the recording's build): the smallest step is 2.7.1, the first release with cu128.
+    assert 'image.torch: {version: "2.7.1", variant: cu128}' in c["remedy"]
 
 
-def test_sm120_runs_on_cu128_and_not_on_cu124_even_with_its_ptx():
-    assert "compute_90" in T.arch_list("cu124")
-    assert not T.runs_on(T.arch_list("cu124"), (12, 0))
-    assert T.variants_for((12, 0)) == ["cu128", "cu129", "cu130"]
-    assert T.runs_on(T.arch_list("cu124"), (8, 9))  # Ada runs sm_86 cubins
-    assert T.runs_on(T.arch_list("cu126", "aarch64"), (9, 0))  # GH200 on the aarch64 wheel
+def test_the_arch_lists_are_the_releases_own():
+    # The 2.4 and 2.5 cu124 wheels carry no compute_90 PTX (pytorch/builder fa48aaf5 reverted it on release/2.5).
+    assert "compute_90" not in T.arch_list("cu124", release="2.5")
+    assert not T.runs_on(T.arch_list("cu124", release="2.5"), (12, 0))
+    assert T.variants_for((12, 0), release="2.7") == ["cu128"] and T.variants_for((12, 0), release="2.5") == []
+    assert "sm_70" not in T.arch_list("cu128", release="2.7") and "sm_70" in T.arch_list("cu128", release="2.8")
+    assert T.runs_on(T.arch_list("cu124", release="2.5"), (8, 9))  # Ada runs sm_86 cubins
+    assert T.runs_on(T.arch_list("cu126", "aarch64", "2.9"), (9, 0))  # GH200 on the aarch64 wheel
+    # cu128 starts at torch 2.7: no earlier release has it.
+    assert min((r for r, ws in T.RELEASES.items() if "cu128" in ws), key=lambda r: tuple(map(int, r.split(".")))) == "2.7"
+
+
+def test_each_releases_newest_patch_is_a_real_release():
+    import json
+    from pathlib import Path
+
+    import envkit
+
+    known = json.loads((Path(envkit.__file__).parent / "data" / "torch_pythons.json").read_text())["releases"]
+    for release, patch in T.LATEST_PATCH.items():
+        assert patch in known and T.release_of(patch) == release
+        newer = [v for v in known if T.release_of(v) == release and tuple(map(int, v.split("."))) > tuple(map(int, patch.split(".")))]
+        assert not newer, (release, newer)
+    assert set(T.LATEST_PATCH) == set(T.RELEASES)
 
 
 def test_cpu_torch_here_skips_gpu_arch_with_the_reason():
@@ -209,10 +229,10 @@ def test_arch_table_agrees_with_torchs_own_where_both_record_a_variant():
     theirs = getattr(torch.cuda, "PYTORCH_RELEASES_CODE_CC", None)
     if not theirs:
         pytest.skip("this torch has no PYTORCH_RELEASES_CODE_CC")
-    for variant in ("cu126", "cu130"):
-        cuda = T.ARCHS[variant]["cuda"]
-        if cuda not in theirs:
-            continue
+    release = T.release_of(torch.__version__)
+    assert release in T.RELEASES, f"torch {torch.__version__}'s table is not recorded in cudatable.RELEASES"
+    for variant, wheel in T.RELEASES[release].items():
         for machine in ("x86_64", "aarch64"):
-            ours = {T.arch_cc(a) for a in T.arch_list(variant, machine) if a.startswith("sm_")}
-            assert ours == set(theirs[cuda][machine]), (variant, machine)
+            ours = {T.arch_cc(a) for a in T.arch_list(variant, machine, release) if a.startswith("sm_")}
+            assert ours == set(theirs[wheel.cuda][machine]), (variant, machine)
+    assert {T.variant_cuda(v) for v in T.RELEASES[release]} == set(theirs)

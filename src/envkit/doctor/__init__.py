@@ -25,6 +25,7 @@ import textwrap
 from pathlib import Path
 
 from envkit.doctor import checks as C
+from envkit.doctor.gpu import gpu_checks, host_smi
 from envkit.doctor.host import Host
 from envkit.doctor.spawncheck import SCRIPT_MAX, check_file
 from envkit.harness.report import FAIL, PASS, WARN, make_check, verdict
@@ -108,9 +109,9 @@ def diagnose(host: Host, loaded: LoadedProfile, scripts: list[Path], data_paths:
         results.append(C.check_wsl_fit(host, profile))
     docker = C.check_docker(host, profile)
     results.extend(docker)
-    results.append(C.check_gpu(host, profile, wsl))
-    from envkit.doctor.gpu import gpu_checks
-    results.extend(gpu_checks(host, profile, wsl, docker))
+    smi = host_smi(host)  # nvidia-smi asked once, for every GPU check
+    results.append(C.check_gpu(host, profile, wsl, smi))
+    results.extend(gpu_checks(host, profile, wsl, docker, smi))
     results.append(C.check_location(host, "workdir", os.path.normpath(host.cwd), wsl, mounts, measure=False))
     for p in data_paths:
         shown = _abs(host, p)
@@ -140,7 +141,7 @@ def host_fit(host: Host, loaded: LoadedProfile) -> list[dict]:
     wsl = C.detect_wsl(host)
     plan = C.host_plan(host, profile, container)
     return [C.check_memory(host, profile, wsl, plan), C.check_cpus(host, profile, plan, container),
-            C.check_gpu(host, profile, wsl),
+            C.check_gpu(host, profile, wsl, host_smi(host)),
             C.check_memlock(host, profile)]
 
 

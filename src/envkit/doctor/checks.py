@@ -365,20 +365,39 @@ def gpu_runtime_check(measured: dict, nvidia_runtime: bool, daemon) -> dict:
                       f"runtime registered: --gpus may fail {how}", remedy)
 
 
-def check_gpu(host: Host, profile: Profile, wsl: dict) -> dict:
-    smi = host.which("nvidia-smi")
+# A GPU profile on a host without one can also run on the CPU: each remedy names that way out as well.
+CPU_WAY = "or run on the CPU here: run.gpus: none and image.torch.variant: cpu (a CUDA wheel is gigabytes)"
+
+
+def check_gpu(host: Host, profile: Profile, wsl: dict, smi: dict) -> dict:
+    """Does this host show the GPUs the profile asks for? ``smi``: what nvidia-smi said (:func:`envkit.doctor.gpu.host_smi`).
+
+    nvidia-smi that is present but fails ("couldn't communicate with the NVIDIA driver", "No devices were
+    found") is a failure with its own words, whatever else is there.
+    """
+    path = smi.get("path")
     wsl_cuda = host.exists("/usr/lib/wsl/lib/libcuda.so") or host.exists("/usr/lib/wsl/lib/libcuda.so.1")
-    measured = {"nvidia_smi": smi, "wsl_libcuda": wsl_cuda, "dev_nvidia0": host.exists("/dev/nvidia0")}
-    seen = bool(smi or wsl_cuda or measured["dev_nvidia0"])
+    measured = {"nvidia_smi": path, "nvidia_smi_ok": smi.get("ok"), "nvidia_smi_error": smi.get("error"),
+                "gpus": [g.get("name") for g in smi.get("gpus") or []], "wsl_libcuda": wsl_cuda,
+                "dev_nvidia0": host.exists("/dev/nvidia0")}
+    expected = {"gpus": profile.run.gpus}
+    seen = bool(path or wsl_cuda or measured["dev_nvidia0"])
     if not profile.run.wants_gpus:
         return make_check("gpu", SKIP, measured, {}, "the profile asks for no GPUs" + (" (a GPU is visible)" if seen else ""))
+    driver = ("install or update the NVIDIA Windows driver (it provides CUDA to WSL2; install no Linux driver inside WSL)"
+              if wsl["version"] == 2 else "install the NVIDIA driver (or load it: sudo modprobe nvidia); nvidia-smi must work on the host")
+    if path and smi.get("ok"):
+        names = [g.get("name") for g in smi.get("gpus") or []]
+        return make_check("gpu", PASS, measured, expected, f"{len(names)} NVIDIA GPU(s) visible via {path}: {', '.join(map(str, names))}")
+    if path:
+        return make_check("gpu", FAIL, measured, expected,
+                          f"the profile asks for GPUs but {path} failed: {smi.get('error') or 'no GPU listed'}",
+                          f"{driver}; {CPU_WAY}")
     if seen:
-        what = smi or ("/usr/lib/wsl/lib/libcuda.so (WSL's GPU driver)" if wsl_cuda else "/dev/nvidia0")
-        return make_check("gpu", PASS, measured, {"gpus": profile.run.gpus}, f"NVIDIA GPU visible via {what}")
-    remedy = ("install the NVIDIA Windows driver (it provides CUDA to WSL2; do not install a Linux driver inside WSL)"
-              if wsl["version"] == 2 else "install the NVIDIA driver; nvidia-smi must work on the host")
-    return make_check("gpu", FAIL, measured, {"gpus": profile.run.gpus},
-                      "the profile asks for GPUs but none is visible (no nvidia-smi, no WSL libcuda)", remedy)
+        what = "/usr/lib/wsl/lib/libcuda.so (WSL's GPU driver)" if wsl_cuda else "/dev/nvidia0"
+        return make_check("gpu", PASS, measured, expected, f"NVIDIA GPU visible via {what} (no nvidia-smi on PATH to list it)")
+    return make_check("gpu", FAIL, measured, expected,
+                      "the profile asks for GPUs but none is visible (no nvidia-smi, no WSL libcuda)", f"{driver}; {CPU_WAY}")
 
 
 def read_mounts(host: Host) -> list[tuple[str, str, str]]:

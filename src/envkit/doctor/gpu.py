@@ -24,13 +24,13 @@ from __future__ import annotations
 import json
 import os
 import platform
-import subprocess
-
+import re
 from envkit.doctor.host import FIXTURE_DIR, Host
 from envkit.harness import cudatable as T
-from envkit.harness.gpu import judge_arch, judge_driver, machine_key
+from envkit.harness.gpu import arch_remedy, judge_arch, judge_driver, machine_key
 from envkit.harness.gpufacts import query_smi
-from envkit.harness.report import PASS, SKIP, WARN, make_check
+from envkit.harness.report import FAIL, PASS, SKIP, WARN, make_check
+from envkit.harness.toolrun import ToolResult, run_tool
 from envkit.profile.model import Profile
 
 CTK_SYMLINKS = "sudo nvidia-ctk system create-dev-char-symlinks --create-all"
@@ -44,13 +44,20 @@ def host_smi(host: Host) -> dict:
     path = host.which("nvidia-smi")
     if host.is_real or not path:
         return query_smi(path)
-    recording = host.root / FIXTURE_DIR / "nvidia-smi.csv"
+    fixture = host.root / FIXTURE_DIR
 
     def run(cmd, **_kw):
+        # The recording, and where a fixture records a failing nvidia-smi, its exit status (nvidia-smi.status).
         try:
-            return subprocess.CompletedProcess(cmd, 0, recording.read_text(encoding="utf-8"), "")
+            status = int((fixture / "nvidia-smi.status").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            status = 0
+        try:
+            text = (fixture / "nvidia-smi.csv").read_bytes().decode("utf-8", "replace")
         except OSError:
-            return subprocess.CompletedProcess(cmd, 9, "", "NVIDIA-SMI has failed (no recording in the fixture)")
+            return ToolResult(tuple(cmd), 9, "", "", "NVIDIA-SMI has failed (no recording in the fixture)")
+        error = None if status == 0 else (text.strip().splitlines() or [f"exit status {status}"])[0]
+        return ToolResult(tuple(cmd), status, text, "", error)
     return query_smi(path, run=run)
 
 
@@ -75,30 +82,58 @@ def _no_gpu(smi: dict) -> str | None:
     return None
 
 
+def given_gpus(gpus: list[dict], spec) -> tuple[list[dict], str]:
+    """The GPUs the container gets of the host's (``nvidia-smi``'s lines, in index order) under ``run.gpus``, and
+    which: ``all``, a count (the first N, as Docker's ``--gpus N`` picks) or ids (indexes; a UUID matches none here).
+
+    >>> host = [{"name": "A"}, {"name": "B"}, {"name": "C"}]
+    >>> [g["name"] for g in given_gpus(host, 2)[0]], [g["name"] for g in given_gpus(host, (2,))[0]]
+    (['A', 'B'], ['C'])
+    """
+    if spec in ("all", "none") or spec is None:
+        return gpus, "all of this host's GPUs"
+    if isinstance(spec, int):
+        return gpus[:spec], f"the first {spec} (run.gpus: {spec})"
+    picked = [gpus[i] for i in spec if isinstance(i, int) and 0 <= i < len(gpus)]
+    if any(not isinstance(i, int) for i in spec):
+        return gpus, "all of this host's GPUs (run.gpus names UUIDs, which nvidia-smi's index order cannot match)"
+    return picked, f"GPU {', '.join(map(str, spec))} (run.gpus)"
+
+
 def check_gpu_arch(host: Host, profile: Profile, smi: dict) -> dict:
     torch = profile.image.torch
     machine = host_machine(host)
     variant = torch.variant if torch else None
-    archs = T.arch_list(variant, machine) if variant else None
-    measured = {"nvidia_smi": smi.get("path"), "gpus": smi.get("gpus"), "error": smi.get("error"), "machine": machine}
-    expected = {"variant": variant, "arch_list": archs, "source": (T.ARCHS.get(variant or "") or {}).get("source")}
+    release = T.release_of(torch.version) if torch else None
+    archs = T.arch_list(variant, machine, release) if variant and release else None
+    gpus, which = given_gpus(smi.get("gpus") or [], profile.run.gpus)
+    wheel = T.wheel(variant, release) if variant and release else None
+    measured = {"nvidia_smi": smi.get("path"), "gpus": gpus, "given": which, "error": smi.get("error"), "machine": machine}
+    expected = {"torch": torch.version if torch else None, "variant": variant, "arch_list": archs,
+                "source": wheel.source if wheel else None}
     why = _no_gpu(smi)
     if why:
         return make_check("gpu_arch", SKIP, measured, expected, f"not checked: {why}")
     if torch is None:
         return make_check("gpu_arch", SKIP, measured, expected, "not checked: the profile installs no torch (image.torch)")
+    known = [g for g in gpus if g.get("capability")]
     if variant == "cpu":
-        caps = [g["capability"] for g in smi["gpus"] if g.get("capability")]
-        fixes = T.variants_for(caps[0], machine) if caps else []
         status = WARN if profile.run.wants_gpus else SKIP
         return make_check("gpu_arch", status, measured, expected,
                           "the profile's torch is the CPU build (torch.variant: cpu): the GPU goes unused",
-                          f"set torch.variant: {fixes[0]}" if fixes and status == WARN else None)
+                          arch_remedy(known, machine, release) if known and status == WARN else None)
+    if release in T.RELEASES and variant not in T.RELEASES[release]:
+        ships = ", ".join(sorted(T.RELEASES[release], key=lambda v: T.version_key(T.variant_cuda(v) or "0")))
+        return make_check("gpu_arch", FAIL, measured, expected,
+                          f"torch {torch.version} has no {variant} wheels (torch {release} ships {ships}): the image "
+                          "cannot install it",
+                          arch_remedy(known, machine, release) if known else f"use one of {ships}")
     if archs is None:
         return make_check("gpu_arch", SKIP, measured, expected,
-                          f"not checked: no arch list recorded for torch variant {variant} on {machine}")
-    status, message, remedy = judge_arch(smi["gpus"], archs, f"torch {torch.version}+{variant}", machine)
-    return make_check("gpu_arch", status, measured, expected, message, remedy)
+                          f"not checked: no arch list recorded for torch {torch.version}+{variant} on {machine}")
+    status, message, remedy = judge_arch(gpus, archs, f"torch {torch.version}+{variant}", machine, release)
+    return make_check("gpu_arch", status, measured, expected, f"{message} ({which})" if status != SKIP else message,
+                      remedy)
 
 
 def check_gpu_driver(host: Host, profile: Profile, smi: dict, wsl: dict) -> dict:
@@ -114,7 +149,8 @@ def check_gpu_driver(host: Host, profile: Profile, smi: dict, wsl: dict) -> dict
         return make_check("gpu_driver", SKIP, measured, {}, f"not checked: the profile installs {what}, no CUDA wheel")
     if not drivers:
         return make_check("gpu_driver", SKIP, measured, {"cuda": cuda}, "not checked: nvidia-smi reported no driver version")
-    status, message, remedy, mins = judge_driver(drivers[0], cuda, windows=wsl.get("version") == 2)
+    status, message, remedy, mins = judge_driver(drivers[0], cuda, windows=wsl.get("version") == 2,
+                                                 release=T.release_of(torch.version))
     return make_check("gpu_driver", status, measured, mins, f"{message} (torch {torch.version}+{torch.variant})",
                       remedy)
 
@@ -148,44 +184,79 @@ def nvidia_nodes(host: Host) -> dict[str, bool]:
     return out
 
 
+CDI_DEFAULT = (1, 18)  # Container Toolkit 1.18.0 made CDI the runtime's default mode (its release notes)
+CDI_SOURCE = ("NVIDIA Container Toolkit 1.18.0 release notes (CDI is the default mode of the NVIDIA Container Runtime: "
+              "devices come in through the container's own spec)")
+
+
+def toolkit_version(host: Host) -> tuple[tuple[int, ...] | None, str]:
+    """The NVIDIA Container Toolkit's version from ``nvidia-ctk --version`` (a fixture host: ``nvidia-ctk.txt``),
+    and the words for it: the text as the tool printed it, or why it is unknown."""
+    path = host.which("nvidia-ctk")
+    if not path:
+        return None, "unknown (nvidia-ctk is not on PATH)"
+    if host.is_real:
+        result = run_tool([path, "--version"], timeout=10)
+        text = result.stdout if result.ok else ""
+        if not result.ok:
+            return None, f"unknown ({path} --version failed: {result.error})"
+    else:
+        try:
+            text = (host.root / FIXTURE_DIR / "nvidia-ctk.txt").read_bytes().decode("utf-8", "replace")
+        except OSError:
+            return None, "unknown (no nvidia-ctk recording in the fixture)"
+    m = re.search(r"version (\d+)\.(\d+)\.(\d+)", text)
+    if not m:
+        return None, "unknown (nvidia-ctk --version printed no version)"
+    return tuple(int(x) for x in m.groups()), ".".join(m.groups())
+
+
 def check_nvml_risk(host: Host, profile: Profile, docker_measured: dict | None) -> dict:
-    """Warn where a ``systemctl daemon-reload`` would take running containers' GPUs away."""
+    """Warn where running containers can lose their GPUs: a ``systemctl daemon-reload`` (systemd cgroup driver
+    without /dev/char links) or a ``docker update`` (any cgroup driver), unless the toolkit injects through CDI."""
     info = docker_measured or {}
     driver = info.get("cgroup_driver")
     nodes = nvidia_nodes(host)
     missing = [n for n, ok in nodes.items() if not ok]
-    measured = {"cgroup_driver": driver, "nvidia_nodes": sorted(nodes), "missing_dev_char": missing}
+    version, shown = toolkit_version(host)
+    measured = {"cgroup_driver": driver, "nvidia_nodes": sorted(nodes), "missing_dev_char": missing, "toolkit": shown}
     expected = {"dev_char_links": "every /dev/nvidia* node (runc needs them under the systemd cgroup driver)",
-                "source": NVML_SOURCES}
+                "toolkit": ">= 1.18 (CDI by default)", "source": f"{NVML_SOURCES}; {CDI_SOURCE}"}
     if not profile.run.wants_gpus:
         return make_check("nvml_risk", SKIP, measured, expected, "not checked: the profile asks for no GPUs")
+    if version is not None and version[:2] >= CDI_DEFAULT:
+        return make_check("nvml_risk", PASS, measured, expected,
+                          f"NVIDIA Container Toolkit {shown} injects GPUs through CDI (the default from 1.18): neither a "
+                          "systemd daemon-reload nor a docker update takes them from running containers")
     if not info.get("reachable"):
         return make_check("nvml_risk", SKIP, measured, expected, "not checked: no Docker engine answered, so its cgroup "
                                                                  "driver is unknown")
     if not nodes:
         return make_check("nvml_risk", SKIP, measured, expected,
                           "not checked: no /dev/nvidia* device nodes here (WSL2 reaches the GPU through /dev/dxg)")
-    if driver != "systemd":
-        return make_check("nvml_risk", PASS, measured, expected,
-                          f"Docker's cgroup driver is {driver or 'unknown'}: a systemd daemon-reload does not touch "
-                          "containers' device access")
-    if not missing:
-        return make_check("nvml_risk", PASS, measured, expected,
-                          "Docker uses the systemd cgroup driver and /dev/char links every NVIDIA device node")
+    upgrade = "upgrade the NVIDIA Container Toolkit to >= 1.18 (CDI by default: sudo nvidia-ctk runtime configure --runtime=docker)"
+    update = (f"with NVIDIA Container Toolkit {shown}, --gpus devices are added outside Docker's own device list, so a "
+              "`docker update` of a running container drops them whatever the cgroup driver ('Failed to initialize "
+              "NVML: Unknown Error')")
+    if driver == "systemd" and missing:
+        return make_check("nvml_risk", WARN, measured, expected,
+                          f"Docker uses the systemd cgroup driver and /dev/char lacks links to {', '.join('/dev/' + n for n in missing)}: "
+                          "after a `systemctl daemon-reload` running containers lose their GPUs ('Failed to initialize "
+                          f"NVML: Unknown Error', NVIDIA/nvidia-container-toolkit#48); and {update}",
+                          f"{upgrade}; or `{CTK_SYMLINKS}` (NVIDIA Container Toolkit >= 1.12; run it at boot with the udev rule "
+                          "ACTION==\"add\", DEVPATH==\"/bus/pci/drivers/nvidia\", RUN+=\"/usr/bin/nvidia-ctk system "
+                          "create-dev-char-symlinks --create-all\" in /lib/udev/rules.d/71-nvidia-dev-char.rules), or "
+                          "switch dockerd to the cgroupfs driver (\"exec-opts\": [\"native.cgroupdriver=cgroupfs\"] in "
+                          "/etc/docker/daemon.json)")
+    safe = ("/dev/char links every NVIDIA device node" if driver == "systemd"
+            else f"Docker's cgroup driver is {driver or 'unknown'}")
     return make_check("nvml_risk", WARN, measured, expected,
-                      f"Docker uses the systemd cgroup driver and /dev/char lacks links to {', '.join('/dev/' + n for n in missing)}: "
-                      "after a `systemctl daemon-reload` running containers lose their GPUs ('Failed to initialize "
-                      "NVML: Unknown Error', NVIDIA/nvidia-container-toolkit#48)",
-                      f"`{CTK_SYMLINKS}` (NVIDIA Container Toolkit >= 1.12; run it at boot with the udev rule "
-                      "ACTION==\"add\", DEVPATH==\"/bus/pci/drivers/nvidia\", RUN+=\"/usr/bin/nvidia-ctk system "
-                      "create-dev-char-symlinks --create-all\" in /lib/udev/rules.d/71-nvidia-dev-char.rules), or "
-                      "switch dockerd to the cgroupfs driver (\"exec-opts\": [\"native.cgroupdriver=cgroupfs\"] in "
-                      "/etc/docker/daemon.json)")
+                      f"{safe}, so a systemd daemon-reload leaves running containers' GPUs alone; but {update}",
+                      f"{upgrade}; until then, restart a training container rather than `docker update` it")
 
 
-def gpu_checks(host: Host, profile: Profile, wsl: dict, docker_checks: list[dict]) -> list[dict]:
-    """The three checks, with nvidia-smi asked once; ``docker_checks``: what :func:`check_docker` returned."""
-    smi = host_smi(host)
+def gpu_checks(host: Host, profile: Profile, wsl: dict, docker_checks: list[dict], smi: dict) -> list[dict]:
+    """The three checks on one answer of nvidia-smi (``smi``); ``docker_checks``: what :func:`check_docker` returned."""
     docker = next((c["measured"] for c in docker_checks if c["name"] == "docker"), None)
     return [check_gpu_arch(host, profile, smi), check_gpu_driver(host, profile, smi, wsl),
             check_nvml_risk(host, profile, docker)]

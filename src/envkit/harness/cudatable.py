@@ -4,8 +4,12 @@ Data, with its sources, and the two rules that read it. Standard library only: t
 image) and ``envkit doctor`` (on the host) share it, so it is a Python module, not a JSON file (the
 harness zipapp carries only this package's ``.py`` files).
 
-- :data:`ARCHS`: ``TORCH_CUDA_ARCH_LIST`` per wheel variant, from PyTorch's own wheel build scripts
-  (file, commit and lines in each entry). ``X.Y`` builds ``sm_XY`` cubins; ``+PTX`` adds ``compute_XY``.
+- :data:`RELEASES`: per torch release, the CUDA variants it ships and each wheel's ``TORCH_CUDA_ARCH_LIST``,
+  from PyTorch's own wheel build scripts (repository, commit and lines in each entry): the lists change
+  between releases (2.7's cu128 has no sm_70, 2.8's has; 2.4's cu124 has no PTX), so a variant alone
+  does not say which GPUs a wheel runs on. ``X.Y`` builds ``sm_XY`` cubins; ``+PTX`` adds ``compute_XY``.
+- :func:`pairs_for`: the (release, variant) wheels that exist together and run on every given GPU: what a
+  remedy may name (cu128 starts at torch 2.7).
 - :data:`DRIVERS`: the minimum driver per CUDA release, from NVIDIA's CUDA Toolkit Release Notes,
   Table 3 "CUDA Toolkit and Corresponding Driver Versions" (toolkit driver) and the CUDA Compatibility
   guide's minor-version table (the driver a whole CUDA major needs, with a limited feature set).
@@ -14,35 +18,90 @@ harness zipapp carries only this package's ``.py`` files).
   Jetson-only archs (5.3, 6.2, 7.2, 8.7) run on themselves only.
 
 Example:
-    >>> runs_on(arch_list("cu124"), (12, 0)), runs_on(arch_list("cu128"), (12, 0))
+    >>> runs_on(arch_list("cu124", release="2.5"), (12, 0)), runs_on(arch_list("cu128", release="2.7"), (12, 0))
     (False, True)
-    >>> variants_for((12, 0))[0], driver_minimum("12.4")["toolkit"]
-    ('cu128', '550.54.14')
+    >>> pairs_for([(12, 0)], since="2.5")[0], driver_minimum("12.8")["toolkit"]
+    (('2.7', 'cu128'), '570.26')
 """
 
 from __future__ import annotations
 
-BUILD_CUDA_MAIN = "pytorch/pytorch@799d09f215740cc4fb78e0bd278dce469e33ddcb .ci/manywheel/build_cuda.sh"
-BUILD_CUDA_OLD = "pytorch/builder@1ab922dd5b9a59fcf9859dffb1158eb35dfb3c6c manywheel/build_cuda.sh"
+from dataclasses import dataclass
 
-# variant -> CUDA release, the arch list per machine, and where it was read. aarch64 lists are the
-# x86_64 list through the script's filter_aarch64_archs (it drops 5.0 6.0 7.0 7.5 8.6, lines 74-79, 102).
-ARCHS: dict[str, dict] = {
-    "cu118": {"cuda": "11.8", "x86_64": "3.7;5.0;6.0;7.0;7.5;8.0;8.6;9.0",
-              "source": f"{BUILD_CUDA_OLD}:60,74-75"},
-    "cu121": {"cuda": "12.1", "x86_64": "5.0;6.0;7.0;7.5;8.0;8.6;9.0",
-              "source": f"{BUILD_CUDA_OLD}:60,70-71"},
-    "cu124": {"cuda": "12.4", "x86_64": "5.0;6.0;7.0;7.5;8.0;8.6;9.0+PTX", "aarch64": "9.0",
-              "source": f"{BUILD_CUDA_OLD}:60-66"},
-    "cu126": {"cuda": "12.6", "x86_64": "5.0;6.0;7.0;7.5;8.0;8.6;9.0", "aarch64": "8.0;9.0",
-              "source": f"{BUILD_CUDA_MAIN}:82,85"},
-    "cu128": {"cuda": "12.8", "x86_64": "7.0;7.5;8.0;8.6;9.0;10.0;12.0", "aarch64": "8.0;9.0;10.0;12.0",
-              "source": f"{BUILD_CUDA_MAIN}:82,86"},
-    "cu129": {"cuda": "12.9", "x86_64": "7.0;7.5;8.0;8.6;9.0;10.0;12.0+PTX", "aarch64": "8.0;9.0;10.0;12.0+PTX",
-              "source": f"{BUILD_CUDA_MAIN}:82,87"},
-    "cu130": {"cuda": "13.0", "x86_64": "7.5;8.0;8.6;9.0;10.0;12.0+PTX", "aarch64": "8.0;9.0;10.0;11.0;12.0+PTX",
-              "source": f"{BUILD_CUDA_MAIN}:93-94"},
+def variant_cuda(variant: str) -> str | None:
+    """``cu124`` -> ``12.4``; None for cpu/rocm.
+
+    >>> variant_cuda("cu124"), variant_cuda("cu130"), variant_cuda("cpu")
+    ('12.4', '13.0', None)
+    """
+    if not variant.startswith("cu") or not variant[2:].isdigit() or len(variant) < 5:
+        return None
+    digits = variant[2:]
+    return f"{int(digits[:-1])}.{digits[-1]}"
+
+
+# Where each release's wheels were built from: pytorch/builder's release branches up to 2.5, then PyTorch's
+# own .ci/manywheel/build_cuda.sh. ``X.Y`` builds ``sm_XY`` cubins, ``+PTX`` adds ``compute_XY``.
+_BUILDER = "pytorch/builder@{sha} (release/{rel}) manywheel/build_cuda.sh:{lines}"
+_MAIN = "pytorch/pytorch@{sha} .ci/manywheel/build_cuda.sh:{lines}"
+_OLD = "5.0;6.0;7.0;7.5;8.0;8.6"  # the builder's base list (line 59/60), each CUDA adding its own
+
+
+@dataclass(frozen=True)
+class Wheel:
+    """One (torch release, CUDA variant) wheel: its CUDA and the arch list it was built with, per machine."""
+
+    cuda: str
+    x86_64: str
+    aarch64: str | None  # None: no aarch64 wheel recorded
+    source: str
+
+
+def _builder(sha: str, rel: str, lines: str, variants: dict[str, tuple[str, str | None]]) -> dict[str, Wheel]:
+    return {v: Wheel(variant_cuda(v) or "", x86, arm, _BUILDER.format(sha=sha, rel=rel, lines=lines))
+            for v, (x86, arm) in variants.items()}
+
+
+# release -> variant -> Wheel: the variants download.pytorch.org serves for the release, each with its arch list.
+RELEASES: dict[str, dict[str, Wheel]] = {
+    "2.1": _builder("55d40b1b", "2.1", "59-71", {"cu118": (f"{_OLD};3.7;9.0", None), "cu121": (f"{_OLD};9.0", None)}),
+    "2.2": _builder("af60d114", "2.2", "60-72", {"cu118": (f"{_OLD};3.7;9.0", None), "cu121": (f"{_OLD};9.0", None)}),
+    "2.3": _builder("ba10bae9", "2.3", "60-72", {"cu118": (f"{_OLD};3.7;9.0", None), "cu121": (f"{_OLD};9.0", None)}),
+    # 2.4 and 2.5 cu124 carry no compute_90 PTX: release/2.5 reverted "+PTX" (pytorch/builder fa48aaf5); the
+    # nightlies' +PTX never reached a release.
+    "2.4": _builder("4ce1afeb", "2.4", "60-80", {"cu118": (f"{_OLD};3.7;9.0", None), "cu121": (f"{_OLD};9.0", None),
+                                                 "cu124": (f"{_OLD};9.0", "9.0")}),
+    "2.5": _builder("aec5fb5d", "2.5", "60-80", {"cu118": (f"{_OLD};3.7;9.0", None), "cu121": (f"{_OLD};9.0", None),
+                                                 "cu124": (f"{_OLD};9.0", "9.0")}),
+    # 2.6 and 2.7: the script moved into pytorch/pytorch; release/2.7's cu128 is the first wheel with sm_100 and
+    # sm_120 (its list is the 2.7 special case that downstream build scripts copy: 12.0+PTX, no 7.0).
+    "2.6": {"cu118": Wheel("11.8", f"{_OLD};3.7;9.0", None, "pytorch/pytorch@v2.6.0 .ci/manywheel/build_cuda.sh"),
+            "cu124": Wheel("12.4", f"{_OLD};9.0", "9.0", "pytorch/pytorch@v2.6.0 .ci/manywheel/build_cuda.sh"),
+            "cu126": Wheel("12.6", f"{_OLD};9.0", "9.0", "pytorch/pytorch@v2.6.0 .ci/manywheel/build_cuda.sh")},
+    "2.7": {"cu118": Wheel("11.8", f"{_OLD};3.7;9.0", None, "pytorch/pytorch@v2.7.0 .ci/manywheel/build_cuda.sh"),
+            "cu126": Wheel("12.6", f"{_OLD};9.0", "9.0", "pytorch/pytorch@v2.7.0 .ci/manywheel/build_cuda.sh"),
+            "cu128": Wheel("12.8", "7.5;8.0;8.6;9.0;10.0;12.0+PTX", "9.0;10.0;12.0+PTX",
+                           "pytorch/pytorch@v2.7.0 .ci/manywheel/build_cuda.sh")},
+    "2.8": {"cu126": Wheel("12.6", f"{_OLD};9.0", None, _MAIN.format(sha="00c7a380", lines="68-70")),
+            "cu128": Wheel("12.8", "7.0;7.5;8.0;8.6;9.0;10.0;12.0", None, _MAIN.format(sha="00c7a380", lines="61-63")),
+            "cu129": Wheel("12.9", "7.0;7.5;8.0;8.6;9.0;10.0;12.0+PTX", None, _MAIN.format(sha="00c7a380", lines="64-66"))},
+    # aarch64 lists: the x86_64 list through the script's filter_aarch64_archs (drops 5.0 6.0 7.0 7.5 8.6, lines 74-79).
+    **{rel: {"cu126": Wheel("12.6", f"{_OLD};9.0", "8.0;9.0", _MAIN.format(sha="799d09f2", lines="82,85")),
+             "cu128": Wheel("12.8", "7.0;7.5;8.0;8.6;9.0;10.0;12.0", "8.0;9.0;10.0;12.0", _MAIN.format(sha="799d09f2", lines="82,86")),
+             "cu130": Wheel("13.0", "7.5;8.0;8.6;9.0;10.0;12.0+PTX", "8.0;9.0;10.0;11.0;12.0+PTX",
+                            _MAIN.format(sha="799d09f2", lines="93-94"))} for rel in ("2.9", "2.10")},
+    # torch 2.13's own table of its releases' codes (torch/cuda/__init__.py:323-343, PYTORCH_RELEASES_CODE_CC,
+    # "kept in sync with .ci/manywheel/build_cuda.sh"): cubins only, so no PTX is recorded.
+    "2.13": {v: Wheel(variant_cuda(v) or "", x86, arm, "torch 2.13.0 torch/cuda/__init__.py:326-343 (PYTORCH_RELEASES_CODE_CC)")
+             for v, x86, arm in (("cu126", f"{_OLD};9.0", "8.0;9.0"),
+                                 ("cu129", "7.5;8.0;8.6;9.0;10.0;12.0", "8.0;9.0;10.0;12.0"),
+                                 ("cu130", "7.5;8.0;8.6;9.0;10.0;12.0", "8.0;9.0;10.0;11.0;12.0"),
+                                 ("cu132", "7.5;8.0;8.6;9.0;10.0;12.0", "8.0;9.0;10.0;11.0;12.0"))},
 }
+# The newest patch of each recorded release (PyPI's torch releases; tests check them against
+# envkit/data/torch_pythons.json): what a remedy names.
+LATEST_PATCH = {"2.1": "2.1.2", "2.2": "2.2.2", "2.3": "2.3.1", "2.4": "2.4.1", "2.5": "2.5.1", "2.6": "2.6.0",
+                "2.7": "2.7.1", "2.8": "2.8.0", "2.9": "2.9.1", "2.10": "2.10.0", "2.13": "2.13.0"}
 
 RELEASE_NOTES = ("NVIDIA CUDA Toolkit Release Notes, Table 3 'CUDA Toolkit and Corresponding Driver Versions' "
                  "(https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/)")
@@ -101,12 +160,32 @@ def parse_arch_list(spec: str) -> list[str]:
     return out
 
 
-def arch_list(variant: str, machine: str = "x86_64") -> list[str] | None:
-    """The archs the variant's wheel carries on ``machine`` (``x86_64`` | ``aarch64``), None if unrecorded."""
-    entry = ARCHS.get(variant)
-    if entry is None:
-        return None
-    spec = entry.get("aarch64" if machine in ("aarch64", "arm64") else "x86_64")
+def release_of(version: str | None) -> str | None:
+    """``"2.5.1+cu124"`` -> ``"2.5"`` (the key of :data:`RELEASES`); None for text that is no version.
+
+    >>> release_of("2.5.1+cu124"), release_of("2.10.0"), release_of("2.7.0a0+git1234"), release_of("nightly")
+    ('2.5', '2.10', '2.7', None)
+    """
+    parts = (version or "").split("+")[0].split(".")
+    return f"{parts[0]}.{parts[1]}" if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit() else None
+
+
+def _release_order(release: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in release.split("."))
+
+
+def wheel(variant: str, release: str | None = None) -> Wheel | None:
+    """The recorded wheel of ``variant`` for ``release`` (None: the newest release that has the variant)."""
+    if release is not None:
+        return RELEASES.get(release, {}).get(variant)
+    found = [r for r in RELEASES if variant in RELEASES[r]]
+    return RELEASES[max(found, key=_release_order)][variant] if found else None
+
+
+def arch_list(variant: str, machine: str = "x86_64", release: str | None = None) -> list[str] | None:
+    """The archs ``variant``'s wheel of ``release`` (None: its newest) carries on ``machine``, None if unrecorded."""
+    w = wheel(variant, release)
+    spec = (w.aarch64 if machine in ("aarch64", "arm64") else w.x86_64) if w else None
     return parse_arch_list(spec) if spec else None
 
 
@@ -138,26 +217,30 @@ def runs_on(archs: list[str], capability: tuple[int, int]) -> bool:
     return False
 
 
-def variants_for(capability: tuple[int, int], machine: str = "x86_64") -> list[str]:
-    """The recorded variants whose wheels run on the device, oldest CUDA first."""
-    found = []
-    for variant in ARCHS:
-        archs = arch_list(variant, machine)
-        if archs and runs_on(archs, capability):
-            found.append(variant)
-    return found
+def pairs_for(capabilities, machine: str = "x86_64", since: str | None = None) -> list[tuple[str, str]]:
+    """The recorded (release, variant) wheels that run on EVERY one of ``capabilities``, oldest release first
+    (within one, oldest CUDA first); with ``since``, releases older than it are left out.
 
-
-def variant_cuda(variant: str) -> str | None:
-    """``cu124`` -> ``12.4``; None for cpu/rocm.
-
-    >>> variant_cuda("cu124"), variant_cuda("cu130"), variant_cuda("cpu")
-    ('12.4', '13.0', None)
+    >>> pairs_for([(12, 0)], since="2.5")[0], pairs_for([(12, 0), (6, 1)])
+    (('2.7', 'cu128'), [])
     """
-    if not variant.startswith("cu") or not variant[2:].isdigit() or len(variant) < 5:
-        return None
-    digits = variant[2:]
-    return f"{int(digits[:-1])}.{digits[-1]}"
+    floor = _release_order(since) if since and release_of(since) else (0,)
+    out = []
+    for rel in sorted(RELEASES, key=_release_order):
+        if _release_order(rel) < floor:
+            continue
+        for variant in sorted(RELEASES[rel], key=lambda v: version_key(RELEASES[rel][v].cuda)):
+            archs = arch_list(variant, machine, rel)
+            if archs and all(runs_on(archs, c) for c in capabilities):
+                out.append((rel, variant))
+    return out
+
+
+def variants_for(capability: tuple[int, int], machine: str = "x86_64", release: str | None = None) -> list[str]:
+    """The variants of ``release`` (None: of any recorded release) whose wheels run on the device, oldest CUDA first."""
+    pairs = pairs_for([capability], machine)
+    found = {v for r, v in pairs if release is None or r == release}
+    return sorted(found, key=lambda v: version_key(variant_cuda(v) or "0"))
 
 
 def driver_minimum(cuda: str, windows: bool = False) -> dict:
@@ -174,9 +257,11 @@ def driver_minimum(cuda: str, windows: bool = False) -> dict:
             "source": f"{RELEASE_NOTES}; {MINOR_COMPAT}", "platform": "Windows" if windows else "Linux"}
 
 
-def variants_for_driver(driver: str, windows: bool = False) -> list[str]:
-    """The recorded variants whose CUDA this driver runs at the toolkit's own level, oldest first."""
+def variants_for_driver(driver: str, windows: bool = False, release: str | None = None) -> list[str]:
+    """The variants (of ``release``; None: of any) whose CUDA this driver runs at the toolkit's own level, oldest first."""
     col = 1 if windows else 0
     have = version_key(driver)
-    return [v for v, e in ARCHS.items()
-            if e["cuda"] in TOOLKIT_DRIVERS and have >= version_key(TOOLKIT_DRIVERS[e["cuda"]][col])]
+    variants = RELEASES.get(release, {}) if release else {v: w for r in RELEASES.values() for v, w in r.items()}
+    return sorted((v for v, w in variants.items()
+                   if w.cuda in TOOLKIT_DRIVERS and have >= version_key(TOOLKIT_DRIVERS[w.cuda][col])),
+                  key=lambda v: version_key(variant_cuda(v) or "0"))

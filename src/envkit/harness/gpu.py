@@ -43,8 +43,10 @@ def machine_key(machine: str | None = None) -> str:
     return "aarch64" if m in ("aarch64", "arm64") else "x86_64"
 
 
-def judge_arch(gpus: list[dict], archs: list[str], build: str, machine: str = "x86_64") -> tuple[str, str, str | None]:
-    """``(status, message, remedy)``: does a build with ``archs`` (named ``build``) run on every GPU?"""
+def judge_arch(gpus: list[dict], archs: list[str], build: str, machine: str = "x86_64",
+               release: str | None = None) -> tuple[str, str, str | None]:
+    """``(status, message, remedy)``: does a build with ``archs`` (named ``build``, of torch ``release``) run on
+    every GPU? The remedy names a torch version and variant that exist together and run on ALL of them."""
     known = [g for g in gpus if g.get("capability")]
     if not known:
         return SKIP, "no GPU reported its compute capability (nvidia-smi before R510 has no compute_cap)", None
@@ -53,33 +55,49 @@ def judge_arch(gpus: list[dict], archs: list[str], build: str, machine: str = "x
     if not bad:
         names = ", ".join(f"{g['name']} {cap_text(g['capability'])}" for g in known)
         return PASS, f"{build} ({shown}) runs on {names}", None
-    first = bad[0]
-    fixes = T.variants_for(first["capability"], machine)
     what = "; ".join(f"{g['name']} is {cap_text(g['capability'])}" for g in bad)
     message = (f"{what}, but {build} carries {shown}: no kernel runs on it ('no kernel image is available "
                "for execution on the device'; PyTorch warns 'not compatible with the current PyTorch installation')")
-    if fixes:
-        also = f" (also {', '.join(fixes[1:])})" if len(fixes) > 1 else ""
-        remedy = (f"use a torch build for sm_{first['capability'][0]}{first['capability'][1]}: variant "
-                  f"{fixes[0]}{also} -- torch.variant: {fixes[0]} in the profile "
-                  f"(https://download.pytorch.org/whl/{fixes[0]})")
-    else:
-        remedy = (f"no recorded PyTorch wheel carries sm_{first['capability'][0]}{first['capability'][1]}: build "
-                  f"torch with TORCH_CUDA_ARCH_LIST={first['capability'][0]}.{first['capability'][1]}")
-    return FAIL, message, remedy
+    return FAIL, message, arch_remedy(known, machine, release)
 
 
-def judge_driver(driver: str, cuda: str, windows: bool = False) -> tuple[str, str, str | None, dict]:
-    """``(status, message, remedy, minimum)``: the driver against the minimum for the wheel's CUDA."""
+def arch_remedy(gpus: list[dict], machine: str, release: str | None) -> str:
+    """A (torch version, variant) that exists and runs on every one of ``gpus``: the smallest step from ``release``.
+
+    >>> arch_remedy([{"name": "RTX 5090", "capability": (12, 0)}], "x86_64", "2.5").split(" (")[0]
+    'image.torch: {version: "2.7.1", variant: cu128}'
+    """
+    caps = [g["capability"] for g in gpus]
+    pairs = T.pairs_for(caps, machine, since=release) or T.pairs_for(caps, machine)[-1:]
+    if pairs:
+        rel, variant = pairs[0]
+        version, cuda = T.LATEST_PATCH[rel], T.RELEASES[rel][variant].cuda
+        driver = T.driver_minimum(cuda)["toolkit"] or T.driver_minimum(cuda)["compat"]
+        served = ", ".join(sorted({cap_text(c).split(" ")[0] for c in caps}))
+        return (f"image.torch: {{version: \"{version}\", variant: {variant}}} (torch {version}+{variant} runs on "
+                f"{served}; https://download.pytorch.org/whl/{variant}; its CUDA {cuda} needs driver >= {driver})")
+    each = "; ".join(f"{g['name']} ({cap_text(g['capability']).split(' ')[0]}): "
+                     + (", ".join(f"{T.LATEST_PATCH[r]}+{v}" for r, v in T.pairs_for([g["capability"]], machine)[-2:])
+                        or "none recorded")
+                     for g in gpus)
+    return (f"no recorded PyTorch wheel runs on all of these GPUs together ({each}): give the container the GPUs "
+            "one wheel serves (run.gpus), or build torch with TORCH_CUDA_ARCH_LIST naming each")
+
+
+def judge_driver(driver: str, cuda: str, windows: bool = False,
+                 release: str | None = None) -> tuple[str, str, str | None, dict]:
+    """``(status, message, remedy, minimum)``: the driver against the minimum for the wheel's CUDA; a variant
+    it names instead is one ``release`` (when known) ships."""
     mins = T.driver_minimum(cuda, windows)
     have = T.version_key(driver)
     toolkit, compat = mins["toolkit"], mins["compat"]
     where = "Windows " if windows else ""
     update = ("update the NVIDIA driver on Windows (WSL2 uses it; install no Linux driver inside WSL)" if windows
               else "update the host's NVIDIA driver")
-    runs = T.variants_for_driver(driver, windows)
-    compat_runs = [v for v, e in T.ARCHS.items() if (m := T.driver_minimum(e["cuda"], windows)["compat"])
-                   and have >= T.version_key(m)]
+    runs = T.variants_for_driver(driver, windows, release)
+    compat_runs = sorted({v for rel, ws in T.RELEASES.items() if release in (None, rel) for v, w in ws.items()
+                          if (m := T.driver_minimum(w.cuda, windows)["compat"]) and have >= T.version_key(m)},
+                         key=lambda v: T.version_key(T.variant_cuda(v) or "0"))
     instead = (f", or use a torch variant this driver runs fully: {runs[-1]}" if runs else
                f", or use torch variant {compat_runs[-1]} (its CUDA runs on this driver through minor-version "
                "compatibility)" if compat_runs else "")
@@ -123,7 +141,8 @@ def check_gpu_arch(facts: dict | None = None, machine: str | None = None) -> dic
                           f"not checked: no CUDA device visible ({why}), so there is no capability to compare "
                           f"with the build's archs ({' '.join(facts.get('arch_list') or [])})")
     status, message, remedy = judge_arch(facts["devices"], facts["arch_list"],
-                                         f"torch {facts['torch']} (CUDA {facts['cuda']})", machine_key(machine))
+                                         f"torch {facts['torch']} (CUDA {facts['cuda']})", machine_key(machine),
+                                         T.release_of(facts["torch"]))
     return make_check("gpu_arch", status, measured, expected, message, remedy)
 
 
@@ -144,7 +163,7 @@ def check_gpu_driver(facts: dict | None = None, smi: dict | None = None, wsl: in
                "nvidia-smi is not on PATH here (the NVIDIA runtime mounts it with the 'utility' capability)")
         return make_check("gpu_driver", SKIP, measured, {"cuda": cuda}, f"not checked: {why}, so the driver is unknown")
     driver = measured["drivers"][0]
-    status, message, remedy, mins = judge_driver(driver, cuda, windows=wsl == 2)
+    status, message, remedy, mins = judge_driver(driver, cuda, windows=wsl == 2, release=T.release_of(facts.get("torch")))
     return make_check("gpu_driver", status, measured, mins, message, remedy)
 
 

@@ -21,7 +21,7 @@ Example:
 
 from __future__ import annotations
 
-import subprocess
+from .toolrun import run_tool
 
 SMI_FIELDS = ("name", "compute_cap", "driver_version", "memory.total")
 SMI_ARGS = [f"--query-gpu={','.join(SMI_FIELDS)}", "--format=csv,noheader"]
@@ -30,57 +30,83 @@ SMI_TIMEOUT_S = 15.0
 COHERENT_NAMES = ("GH200", "GB200", "GB300")  # Grace Hopper / Grace Blackwell superchips
 
 
+# What nvidia-smi prints in a field it cannot read: the value is unknown, never a version or a number.
+UNKNOWN_VALUES = ("[N/A]", "[Not Supported]", "[Unknown Error]", "[Insufficient Permissions]", "[GPU is lost]",
+                  "ERR!", "N/A", "")
+MAX_GPUS = 1024  # lines read from nvidia-smi: more is not one host's GPUs
+
+
+def _known(text: str | None) -> str | None:
+    """``text`` stripped, or None for one of nvidia-smi's unknown markers (or anything bracketed like them)."""
+    value = (text or "").strip()
+    return None if value in UNKNOWN_VALUES or (value.startswith("[") and value.endswith("]")) else value
+
+
 def _capability(text: str) -> tuple[int, int] | None:
-    major, _, minor = text.strip().partition(".")
+    major, _, minor = (_known(text) or "").partition(".")
     return (int(major), int(minor or 0)) if major.isdigit() and (minor or "0").isdigit() else None
 
 
 def _mib(text: str) -> int | None:
-    value = text.strip().split(" ")[0]
+    value = (_known(text) or "").split(" ")[0]
     return int(value) if value.isdigit() else None
+
+
+def _driver(text: str | None) -> str | None:
+    """A driver version as nvidia-smi prints one (``570.153.02``); anything else is unknown.
+
+    >>> _driver("570.153.02"), _driver("[Unknown Error]"), _driver("ERR!")
+    ('570.153.02', None, None)
+    """
+    value = _known(text)
+    return value if value and all(p.isdigit() for p in value.split(".")) else None
 
 
 def parse_smi_csv(text: str, fields=SMI_FIELDS) -> list[dict]:
     """One dict per GPU line: ``name``, ``capability`` ((major, minor) or None), ``driver``, ``memory_mib``.
 
-    A header line (``name, compute_cap, ...``) and blank lines are skipped; ``[N/A]`` reads as unknown.
+    A header line (``name, compute_cap, ...``) and blank lines are skipped; a value nvidia-smi could not read
+    (``[N/A]``, ``[Not Supported]``, ``[Unknown Error]``, ``ERR!``) reads as unknown (None).
+
+    >>> parse_smi_csv("NVIDIA A100, [Unknown Error], ERR!, [N/A]\\n")
+    [{'name': 'NVIDIA A100', 'capability': None, 'driver': None, 'memory_mib': None}]
     """
     gpus = []
-    for line in text.splitlines():
+    for line in text.splitlines()[:MAX_GPUS + 1]:
         cells = [c.strip() for c in line.split(",")]
         if not line.strip() or cells[0].lower() in ("name", "gpu_name"):
             continue
         if len(cells) > len(fields):  # a comma inside the name: the rest are the known fields
             cells = [",".join(cells[:len(cells) - len(fields) + 1]), *cells[len(cells) - len(fields) + 1:]]
         row = dict(zip(fields, cells, strict=False))
-        gpus.append({"name": row.get("name"),
+        gpus.append({"name": _known(row.get("name")),
                      "capability": _capability(row.get("compute_cap", "")) if "compute_cap" in row else None,
-                     "driver": row.get("driver_version") if row.get("driver_version") not in (None, "[N/A]") else None,
+                     "driver": _driver(row.get("driver_version")),
                      "memory_mib": _mib(row.get("memory.total", ""))})
-    return gpus
+    return gpus[:MAX_GPUS]
 
 
-def query_smi(path: str | None, run=subprocess.run, timeout: float = SMI_TIMEOUT_S) -> dict:
+def query_smi(path: str | None, run=run_tool, timeout: float = SMI_TIMEOUT_S) -> dict:
     """``{"path", "ok", "gpus", "error", "output"}`` from running ``nvidia-smi`` at ``path``.
 
-    ``path`` None: no nvidia-smi (``ok`` False, ``error`` None). ``run`` is the subprocess seam.
+    ``path`` None: no nvidia-smi (``ok`` False, ``error`` None). ``run`` is the tool seam
+    (:func:`~envkit.harness.toolrun.run_tool`'s signature): bounded in time and size, decoded safely. A
+    failing nvidia-smi ("couldn't communicate with the NVIDIA driver", "No devices were found") is ``ok``
+    False with its own first line as ``error``; so is one that lists no GPU.
     """
     out: dict = {"path": path, "ok": False, "gpus": [], "error": None, "output": None}
     if not path:
         return out
     for args, fields in ((SMI_ARGS, SMI_FIELDS), (SMI_ARGS_OLD, ("name", "driver_version", "memory.total"))):
-        try:
-            p = run([path, *args], capture_output=True, text=True, timeout=timeout)
-        except (OSError, subprocess.SubprocessError) as exc:
-            out["error"] = f"{path} could not run: {exc}"
+        result = run([path, *args], timeout=timeout)
+        text = (result.stdout + result.stderr).strip()
+        out["output"] = text[-2000:] or None
+        if result.ok:
+            gpus = parse_smi_csv(result.stdout, fields)
+            out.update(ok=bool(gpus), gpus=gpus, error=None if gpus else "nvidia-smi listed no GPU")
             return out
-        text = (p.stdout or "") + (p.stderr or "")
-        out["output"] = text.strip()[-2000:]
-        if p.returncode == 0:
-            out.update(ok=True, gpus=parse_smi_csv(p.stdout or "", fields), error=None)
-            return out
-        out["error"] = text.strip().splitlines()[0] if text.strip() else f"exit status {p.returncode}"
-        if "compute_cap" not in text:  # a real failure (NVML, no devices), not an old driver
+        out["error"] = result.error
+        if result.returncode is None or "compute_cap" not in text:  # a real failure (NVML, no devices), not an old driver
             return out
     return out
 
