@@ -60,6 +60,8 @@ def expectation(profile: Profile, rs: RunSettings, node: NodeLoader | None = Non
             "facts": {k: v for k, v in node.facts if k != "cpus"},
         },
     }
+    if profile.cluster is not None and profile.cluster.nodes > 1:  # absent on one node: NCCL's proxy pool is per job
+        doc["run"]["nodes"] = profile.cluster.nodes
     if profile.run.numa != "none":  # absent when off, so expectations without NUMA stay as they were
         doc["run"]["numa"] = profile.run.numa
     return doc

@@ -9,7 +9,7 @@ import yaml
 from envkit.harness.sizing import GIB, MIB, nccl_shm_per_rank
 from envkit.profile import load_profile_bytes
 from envkit.units import parse_size
-from tests.conftest import plan_of, run_envkit
+from tests.conftest import call_envkit, plan_of, run_envkit
 
 NODE8 = """envkit: 1
 name: node8
@@ -86,3 +86,24 @@ def test_profile_docs_worked_example_is_real_output(tmp_path):
                                       tmp_path).profile)
     assert (auto.loader.workers, auto.loader.rank_need // MIB, auto.settings.shm_size // GIB) == (1, 138, 3)
     assert 'sizeLimit: "3Gi"' in docs and f"{auto.loader.memory_need / GIB:.1f} GiB" in docs
+
+
+def test_a_two_node_job_with_one_gpu_per_node_plans_ncclss_proxy_pool(tmp_path):
+    # NCCL's network transport maps its proxy-ops pool from /dev/shm on every rank of a multi-node job
+    # (NVIDIA/nccl v2.30.7-1 src/proxy.cc:1444-1455): one GPU per node used to get no allowance at all.
+    import json
+
+    from envkit.harness.sizing import NCCL_PROXY_POOL_BYTES
+
+    text = ("envkit: 1\nname: one\nimage: {base: 'ubuntu:22.04', torch: {version: '2.5.1', variant: cu124}}\n"
+            "run: {cpus: 8, gpus: all}\nloader: {num_workers: 2, batch_size: 8, sample_shape: [3, 64, 64]}\n"
+            "cluster: {nodes: 2, gpus_per_node: 1, image: r.example/one:1, entrypoint: [train.py]}\n")
+    (tmp_path / "envkit.yaml").write_text(text)
+    res = call_envkit("generate", "-o", "out", "--target", "dockerfile", "--json", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    loader = json.loads(res.stdout)["loader"]
+    single = plan_of(load_profile_bytes(text.replace("nodes: 2", "nodes: 1").encode(), "p.yaml", tmp_path).profile)
+    assert loader["ranks_per_node"] == 1
+    assert loader["shm_need_bytes"] - single.loader.shm_need >= NCCL_PROXY_POOL_BYTES
+    # The harness reads the same facts: the expectation says the job spans two nodes.
+    assert json.loads((tmp_path / "out" / "envkit_expect.json").read_text())["run"]["nodes"] == 2

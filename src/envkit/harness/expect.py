@@ -97,6 +97,7 @@ def validate_expect(doc) -> None:
     for key in ("shm_size_bytes", "cpuset_count", "memory_bytes"):
         _int("run", key, run.get(key), 0)
     _int("run", "ranks_per_node", run.get("ranks_per_node"), 1)
+    _int("run", "nodes", run.get("nodes"), 1)
     if (run.get("ranks_per_node") or 0) > MAX_RANKS:
         raise ExpectError(f"run.ranks_per_node must be at most {MAX_RANKS}, got {run['ranks_per_node']}")
     if run.get("nccl") is not None and not isinstance(run["nccl"], bool):
@@ -169,7 +170,8 @@ def resolve_loader(expect: dict | None, *, usable: int, quota: float | None = No
     node = size_node(num_workers=loader["num_workers"], batch_size=loader["batch_size"],
                      sample_shape=loader["sample_shape"], dtype=loader["dtype"],
                      prefetch_factor=loader["prefetch_factor"], ranks=_ranks(ranks, run),
-                     cpus=_cpus(usable, quota, run), shm=_shm(run), nccl=bool(run.get("nccl")))
+                     cpus=_cpus(usable, quota, run), shm=_shm(run), nccl=bool(run.get("nccl")),
+                     nodes=run.get("nodes") or 1)
     loader["num_workers_requested"] = loader["num_workers"]
     loader["num_workers"] = node.workers
     loader["ranks_per_node"] = node.ranks

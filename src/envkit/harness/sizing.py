@@ -171,26 +171,35 @@ def docker_size(n: int) -> str:
     return str(n)
 
 
-# NCCL's own /dev/shm per training process when its SHM transport carries the node's traffic (no P2P,
-# e.g. PCIe across sockets, or a driver without cuMem host allocations); docs/profile.md cites each
-# constant in NVIDIA/nccl v2.30.7-1. One connection's receive segment holds the LL, LL128 and SIMPLE
-# buffers (src/init.cc:810-814, src/include/device.h); the proxy pool is ncclProxyOpsPool (src/include/proxy.h).
+# NCCL's own /dev/shm per training process; docs/profile.md cites each constant in NVIDIA/nccl v2.30.7-1.
+# - Within a node, when its SHM transport carries the traffic (no P2P: PCIe across sockets, or no cuMem host
+#   memory, which Docker's default seccomp refuses: src/misc/cudawrap.cc:71-72 says to add SYS_NICE): one
+#   receive segment per connection holds the LL, LL128 and SIMPLE buffers (src/init.cc:810-814).
+# - Between nodes: the network transport runs a proxy thread (src/transport/net.cc:529-611), and the first
+#   connection with one maps the proxy-ops pool, ncclProxyOpsPool, from /dev/shm (src/proxy.cc:1206-1219,
+#   1444-1455, 1526-1528; src/include/proxy.h:227-235). SHM's transport has no proxy progress
+#   (src/transport/shm.cc:467-472), so a single node's ranks need no pool, and every multi-node rank does,
+#   one rank per node included.
 NCCL_CONN_BYTES = 9_637_888  # "nccl-shm-recv-... (size 9637888)", as NVIDIA/nccl#342 shows
 NCCL_PROXY_POOL_BYTES = 34_210_176
-NCCL_CHANNELS = 4  # collective channels over PCIe (ring and tree neighbours: 2 per channel)
+# Collective channels over PCIe (ring and tree neighbours: 2 connections per channel). NCCL picks the count
+# from the topology: 4 is an upper bound for the PCIe nodes whose traffic goes through SHM, not a constant.
+NCCL_CHANNELS = 4
 
 
-def nccl_shm_per_rank(ranks: int) -> int:
-    """NCCL's /dev/shm for one of ``ranks`` processes on a node: 2 connections per collective channel,
-    2 per peer for send/recv, and the proxy pool, rounded up to a MiB (0 for one rank: nothing to talk to).
+def nccl_shm_per_rank(ranks: int, nodes: int = 1) -> int:
+    """NCCL's /dev/shm for one of ``ranks`` processes on each of ``nodes``, rounded up to a MiB: with several
+    ranks on the node, 2 SHM connections per collective channel and 2 per peer (an upper bound); with several
+    nodes, the proxy-ops pool.
 
     >>> nccl_shm_per_rank(1), nccl_shm_per_rank(2) // MIB, nccl_shm_per_rank(8) // MIB
-    (0, 125, 235)
+    (0, 92, 203)
+    >>> nccl_shm_per_rank(1, nodes=2) // MIB, nccl_shm_per_rank(8, nodes=2) // MIB
+    (33, 235)
     """
-    if ranks <= 1:
-        return 0
-    need = NCCL_CONN_BYTES * (2 * NCCL_CHANNELS + 2 * (ranks - 1)) + NCCL_PROXY_POOL_BYTES
-    return int(math.ceil(need / MIB) * MIB)
+    conns = NCCL_CONN_BYTES * (2 * NCCL_CHANNELS + 2 * (ranks - 1)) if ranks > 1 else 0
+    pool = NCCL_PROXY_POOL_BYTES if nodes > 1 else 0
+    return _round_up(conns + pool, MIB)
 
 
 def check_bytes(n: int, what: str) -> int:
@@ -261,25 +270,29 @@ class NodeLoader:
 
 def size_node(*, num_workers, batch_size: int, sample_shape, dtype: str, prefetch_factor: int,
               ranks: tuple[int, str], cpus: tuple[int | None, str], shm: tuple[int | None | str, str],
-              nccl: bool) -> NodeLoader:
+              nccl: bool, nodes: int = 1) -> NodeLoader:
     """Resolve one node's loaders from named facts: the one rule every command applies.
 
     ``ranks``, ``cpus`` and ``shm`` are ``(value, where it came from)``; ``shm``'s value is the
     container's /dev/shm in bytes, None for the host's (``ipc: host``), or :data:`SIZED` to size
-    it from the need (:func:`recommended_shm_bytes`). ``nccl``: the ranks talk over NCCL (GPUs),
-    which keeps :func:`nccl_shm_per_rank` of its own in /dev/shm when there are several.
+    it from the need (:func:`recommended_shm_bytes`). ``nccl``: the ranks talk over NCCL (GPUs), which
+    keeps :func:`nccl_shm_per_rank` of its own in /dev/shm with several ranks on the node or ``nodes`` > 1.
 
     >>> n = size_node(num_workers="auto", batch_size=64, sample_shape=(3, 224, 224), dtype="float32",
     ...               prefetch_factor=2, ranks=(8, "cluster.gpus_per_node"), cpus=(16, "run.cpus"),
     ...               shm=(SIZED, "sized"), nccl=True)
     >>> n.workers, n.rank_need // MIB, n.shm_need // MIB, n.shm_bytes // GIB
-    (1, 138, 2984, 3)
+    (1, 138, 2728, 3)
+    >>> one = size_node(num_workers=2, batch_size=8, sample_shape=(3, 64, 64), dtype="float32", prefetch_factor=2,
+    ...                 ranks=(1, "cluster.gpus_per_node"), cpus=(8, "run.cpus"), shm=(SIZED, "sized"), nccl=True, nodes=2)
+    >>> one.nccl_bytes // MIB  # one GPU per node: no peer on the node, but the network's proxy pool
+    33
     """
     r = max(1, int(ranks[0]))
     workers = plan_workers(num_workers, cpus[0], r)
     rank_need = shm_required_bytes(batch_size=batch_size, sample_shape=sample_shape, dtype=dtype,
                                    num_workers=workers, prefetch_factor=prefetch_factor)
-    nccl_bytes = nccl_shm_per_rank(r) * r if nccl else 0
+    nccl_bytes = nccl_shm_per_rank(r, nodes) * r if nccl else 0
     need = r * rank_need + nccl_bytes
     value, source = shm
     shm_bytes = recommended_shm_bytes(need) if value == SIZED else value

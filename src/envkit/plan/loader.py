@@ -45,7 +45,7 @@ def loader_plan(profile: Profile, *, host_cpus: int | None = None, host_quota: f
     return size_node(num_workers=ld.num_workers, batch_size=ld.batch_size, sample_shape=ld.sample_shape,
                      dtype=ld.dtype, prefetch_factor=ld.prefetch_factor, ranks=ranks_per_node(profile),
                      cpus=_cpus(profile, host_cpus, host_quota, wsl_vm), shm=shm or _shm(profile),
-                     nccl=_uses_nccl(profile))
+                     nccl=_uses_nccl(profile), nodes=profile.cluster.nodes if profile.cluster else 1)
 
 
 def _cpus(profile: Profile, host_cpus: int | None, host_quota: float | None, wsl_vm: bool) -> tuple[int | None, str]:
