@@ -4,13 +4,15 @@ machines through envkit.harness.gpufacts (tests/gpu_recordings.py names each sou
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from envkit.harness import cudatable as T
 from envkit.harness import transfer
 from envkit.harness.expect import resolve_loader
-from envkit.harness.gpu import (MB, check_gpu_arch, check_gpu_driver, fit_pinned, largest_pinned, pinned_need)
+from envkit.harness.gpu import (MB, check_gpu_arch, check_gpu_driver, fit_pinned, largest_pinned, pinned_block, pinned_need,
+                                torch_pin_probe)
 from envkit.harness.gpufacts import docker_facts, parse_smi_csv, query_smi, torch_facts
 from envkit.harness.runtime import loader_kwargs
 from envkit.harness.toolrun import ToolResult
@@ -149,7 +151,7 @@ def test_pinned_transfer_on_wsl_measures_the_budget_and_sizes_copies_to_it(monke
     import envkit.harness.loader as loader
     monkeypatch.setattr(loader, "run_loader_child", lambda *a, **k: {})
     monkeypatch.setattr(loader, "evaluate", lambda child, i: ({"samples_per_s": 100.0}, {}))
-    settings = resolve_loader({"envkit_expect": 1, "loader": {"batch_size": 128, "sample_shape": [3, 224, 224],
+    settings = resolve_loader({"envkit_expect": 1, "loader": {"batch_size": 64, "sample_shape": [3, 224, 224],
                                                                "num_workers": 4, "prefetch_factor": 2}}, usable=8)
     try_pin, _ = _capped(R.WSL_PIN_CAP_BYTES)
     c = transfer.check_pinned_transfer(settings, cuda_available=True, wsl=2, try_pin=try_pin)
@@ -163,7 +165,7 @@ def test_pinned_transfer_on_wsl_measures_the_budget_and_sizes_copies_to_it(monke
 def test_loader_kwargs_keeps_pinning_with_a_prefetch_that_fits_or_turns_it_off():
     common = dict(expect=False, cuda=True, affinity=5, quota_cpus=None, shm_free=64 << 30, system="Linux",
                   python=(3, 12), sample_bytes=3 * 224 * 224 * 4)
-    kw = loader_kwargs(batch_size=128, pin_budget=R.WSL_PIN_CAP_BYTES, **common)
+    kw = loader_kwargs(batch_size=64, pin_budget=R.WSL_PIN_CAP_BYTES, **common)
     assert kw["pin_memory"] is True and kw["prefetch_factor"] == 1
     assert "pinned-memory budget" in kw.reasons["prefetch_factor"] and "microsoft/WSL#14078" in kw.reasons["pin_memory"]
     off = loader_kwargs(batch_size=512, pin_budget=R.WSL_PIN_CAP_BYTES, **common)
@@ -173,9 +175,49 @@ def test_loader_kwargs_keeps_pinning_with_a_prefetch_that_fits_or_turns_it_off()
 
 
 def test_fit_pinned_counts_every_prefetched_batch_plus_the_one_in_use():
-    assert pinned_need(10, 4, 2) == 90
-    assert fit_pinned(90, 10, 4, 2)["prefetch_factor"] == 2
-    assert fit_pinned(89, 10, 4, 2)["prefetch_factor"] == 1
+    assert pinned_need(10, 4, 2) == 9 * 16  # each batch pinned as a 16-byte block
+    assert fit_pinned(144, 10, 4, 2)["prefetch_factor"] == 2
+    assert fit_pinned(143, 10, 4, 2)["prefetch_factor"] == 1
+
+
+# Batches of recorded workloads (bytes): 64x3x224x224 float32 (the docs' tour) and 256x3x224x224 uint8
+# (examples/cluster-2node.yaml) are the same size; 128x3x224x224 float32; 32x3x64x64 float32 (bench_worker_rss.py).
+RECORDED_BATCHES = {38_535_168: 2**26, 77_070_336: 2**27, 1_572_864: 2**21}
+
+
+def test_the_pinned_need_is_torchs_rounding_of_each_batch():
+    for size, block in RECORDED_BATCHES.items():
+        assert pinned_block(size) == block and block // 2 < size <= block
+    # The rule is torch's own: its caching host allocator rounds each request with PowerOf2Ceil.
+    import torch
+
+    header = Path(torch.__file__).parent / "include" / "ATen" / "core" / "CachingHostAllocator.h"
+    if header.exists():
+        assert "c10::llvm::PowerOf2Ceil(size)" in header.read_text()
+    # A 64-image float32 batch with 4 workers x prefetch 2: 9 blocks of 64 MiB = 576 MiB pinned, not the 347 MB
+    # the unrounded total said; under WSL2's 500 MB it no longer fits, and prefetch 1 (5 blocks, 320 MiB) does.
+    assert pinned_need(38_535_168, 4, 2) == 9 * 2**26 > 500 * MB > 9 * 38_535_168
+    assert fit_pinned(500 * MB, 38_535_168, 4, 2)["prefetch_factor"] == 1
+
+
+def test_the_pin_probe_holds_the_loaders_blocks_together():
+    allocated = []
+
+    class FakeTorch:
+        uint8 = "u8"
+
+        class _C:
+            @staticmethod
+            def _host_emptyCache():
+                allocated.append("emptied")
+
+        @staticmethod
+        def empty(n, dtype, pin_memory):
+            allocated.append(n)
+            return object()
+
+    try_pin = torch_pin_probe(FakeTorch, block=2**26)
+    assert try_pin(5 * 2**26) and allocated == [2**26] * 5 + ["emptied"]
 
 
 # ---------------------------------------------------------------- coherent memory (GH200)

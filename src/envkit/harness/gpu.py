@@ -6,15 +6,18 @@ harness checks here (in the image) and ``envkit doctor``'s (on the host, :mod:`e
 call the same ones. Standard library only; torch is imported only by :func:`torch_pin_probe`.
 
 Sources: PyTorch's arch rule and the wheels' arch lists (:mod:`.cudatable`); the driver minimums
-from NVIDIA's CUDA Toolkit Release Notes (Table 3) and CUDA Compatibility guide; the WSL2 pinned
-limit from microsoft/WSL#14078 (an allocation above ~500 MB fails in Docker on WSL2) and
-NVIDIA/nvidia-docker#1725.
+from NVIDIA's CUDA Toolkit Release Notes (Table 3) and CUDA Compatibility guide. WSL2's pinned limit
+in Docker is documented nowhere and is not one number: microsoft/WSL#14078 reports allocations above
+500 MB failing, NVIDIA/nvidia-docker#1725 a block past about 1 GB; so it is measured, the way the
+loader pins (:func:`pinned_need`, :func:`torch_pin_probe`).
 
 Example:
     >>> judge_arch([{"name": "RTX 5090", "capability": (12, 0)}], ["sm_80", "sm_90", "compute_90"], "cu124")[0]
     'fail'
     >>> largest_pinned(1200 * MB, lambda n: n <= 500 * MB)["budget_bytes"] <= 500 * MB
     True
+    >>> pinned_block(38_535_168) // MIB, pinned_need(38_535_168, 4, 2) // MIB  # a 64x3x224x224 float32 batch
+    (64, 576)
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from .report import FAIL, PASS, SKIP, WARN, human_bytes, make_check
 MB = 1000 * 1000
 MIB = 1024 * 1024
 PIN_STEPS = 6  # bisection steps at most: the answer to within need / 2**5
-WSL_PIN_SOURCE = "WSL2 caps pinned memory: allocations above ~500 MB fail in Docker, microsoft/WSL#14078"
+WSL_PIN_SOURCE = ("WSL2 caps pinned memory in Docker at a limit no document states: microsoft/WSL#14078 reports "
+                  "allocations above 500 MB failing, NVIDIA/nvidia-docker#1725 about 1 GB")
 
 
 def cap_text(capability) -> str:
@@ -168,13 +172,31 @@ def check_gpu_driver(facts: dict | None = None, smi: dict | None = None, wsl: in
 
 
 # ---------------------------------------------------------------- the pinned-memory budget (WSL2)
+def pinned_block(batch_bytes: int) -> int:
+    """The pinned block torch allocates for a batch of ``batch_bytes``: the next power of two. Its caching host
+    allocator rounds every request so (torch 2.13 include/ATen/core/CachingHostAllocator.h:300-309, with
+    the default round threshold and cache size unlimited: c10/core/AllocatorConfig.h:361-363; torch 2.5's
+    aten/src/ATen/core/CachingHostAllocator.h rounds the same, unconditionally).
+
+    >>> pinned_block(100), pinned_block(128), pinned_block(0)
+    (128, 128, 0)
+    """
+    return 1 << (batch_bytes - 1).bit_length() if batch_bytes > 0 else 0
+
+
+def pinned_batches(workers: int, prefetch: int) -> int:
+    """Batches a pinning DataLoader holds pinned at once: every prefetched batch plus the one in use."""
+    return max(1, workers * prefetch) + 1
+
+
 def pinned_need(batch_bytes: int, workers: int, prefetch: int) -> int:
-    """Bytes a pinning DataLoader holds pinned at once: every prefetched batch plus the one in use.
+    """Bytes a pinning DataLoader holds pinned at once: one power-of-two block per batch held
+    (:func:`pinned_block`; the pin thread pins each batch's tensor on its own).
 
     >>> pinned_need(100, 4, 2), pinned_need(100, 0, 2)
-    (900, 200)
+    (1152, 256)
     """
-    return batch_bytes * (max(1, workers * prefetch) + 1)
+    return pinned_block(batch_bytes) * pinned_batches(workers, prefetch)
 
 
 def largest_pinned(need: int, try_pin, steps: int = PIN_STEPS, grain: int = MIB) -> dict:
@@ -204,20 +226,24 @@ def largest_pinned(need: int, try_pin, steps: int = PIN_STEPS, grain: int = MIB)
     return {"need_bytes": need, "budget_bytes": lo, "capped": True, "trials": trials}
 
 
-def torch_pin_probe(torch=None):
+def torch_pin_probe(torch=None, block: int | None = None):
     """``try_pin`` for :func:`largest_pinned` with torch's pinned allocator (what DataLoader's pin thread
-    uses); the cached block is released after each try so tries do not add up."""
+    uses): ``try_pin(n)`` holds ``n`` bytes as the loader would, in blocks of ``block`` bytes held at once
+    (None: one allocation of ``n``); the cached blocks are released after each try so tries do not add up."""
     if torch is None:
         import torch
 
     def try_pin(n: int) -> bool:
+        size = block or n
+        held = []
         try:
-            t = torch.empty(n, dtype=torch.uint8, pin_memory=True)
-            del t
+            for _ in range(max(1, -(-n // size))):
+                held.append(torch.empty(size, dtype=torch.uint8, pin_memory=True))
             return True
         except RuntimeError:
             return False
         finally:
+            held.clear()
             empty = getattr(torch._C, "_host_emptyCache", None)
             if empty is not None:
                 empty()
@@ -253,4 +279,5 @@ def fit_pinned(budget: int, batch_bytes: int, workers: int, prefetch: int) -> di
 def _need_text(batch_bytes: int, workers: int, prefetch: int) -> str:
     held = max(1, workers * prefetch)
     how = f"{workers} workers x prefetch {prefetch}" if workers else "main-process loading"
-    return f"{held} prefetched batch(es) of {human_bytes(batch_bytes)} ({how}) + 1 in use"
+    return (f"{held} prefetched batch(es) of {human_bytes(batch_bytes)} ({how}) + 1 in use, each pinned as a "
+            f"{human_bytes(pinned_block(batch_bytes))} block (torch rounds to a power of two)")

@@ -278,8 +278,10 @@ def loader_kwargs(dataset=None, batch_size: int | None = None, *, num_workers="a
                              "the profile turns it off" if cuda else
                              "no CUDA device; pinning would only cost page-locked memory")
     if pin and bbytes and pin_budget == "read" and envmod.detect_wsl():
-        from .gpu import largest_pinned, pinned_need, torch_pin_probe
-        pin_budget = largest_pinned(pinned_need(bbytes, workers, prefetch), torch_pin_probe())["budget_bytes"]
+        from .gpu import largest_pinned, pinned_block, pinned_need, torch_pin_probe
+        block = pinned_block(bbytes)  # probed as the loader pins: one power-of-two block per batch, held together
+        pin_budget = largest_pinned(pinned_need(bbytes, workers, prefetch), torch_pin_probe(block=block),
+                                    grain=block)["budget_bytes"]
     if pin and bbytes and isinstance(pin_budget, int):  # WSL2 caps pinned memory (microsoft/WSL#14078)
         from .gpu import fit_pinned
         fit = fit_pinned(pin_budget, bbytes, workers, prefetch)

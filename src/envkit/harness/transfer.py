@@ -16,10 +16,11 @@
 Every number in the report carries the method actually used (``methods``) and the placement
 (``affinity``); without CUDA the check is a skip that says nothing was measured.
 
-- **WSL2's pin budget**: on WSL the largest pinned allocation that succeeds, up to what the loader
-  pins (:func:`.gpu.largest_pinned`), is measured first and reported (``pin_budget``); the copies are
-  sized to fit it, and a budget below the loader's need is a warning naming the prefetch that fits
-  (microsoft/WSL#14078: allocations above ~500 MB fail in Docker on WSL2).
+- **WSL2's pin budget**: on WSL the most pinned memory that succeeds, held as the loader holds it (one
+  power-of-two block per batch, :func:`.gpu.pinned_need`), up to its need (:func:`.gpu.largest_pinned`),
+  is measured first and reported (``pin_budget``); the copies are sized to fit it, and a budget below
+  the loader's need is a warning naming the prefetch that fits (microsoft/WSL#14078 reports allocations
+  above 500 MB failing in Docker on WSL2, NVIDIA/nvidia-docker#1725 about 1 GB).
 - **Coherent memory**: on Grace Hopper/Blackwell (NVLink-C2C) and integrated GPUs pageable copies
   run near pinned speed (GH200: 97.4 vs 93.0 GiB/s pinned vs pageable, vortex-data/vortex#7815), so
   "pinned must beat pageable" is not applied there and the report says why.
@@ -180,12 +181,13 @@ def placement_text(affinity: dict) -> str:
 
 def wsl_pin_budget(settings: dict, try_pin=None) -> dict:
     """The WSL2 pin budget for the loader in ``settings``: :func:`.gpu.largest_pinned` up to its need."""
-    from .gpu import largest_pinned, pinned_need, torch_pin_probe
+    from .gpu import largest_pinned, pinned_block, pinned_need, torch_pin_probe
     from .sizing import batch_bytes
 
     per_batch = batch_bytes(settings["batch_size"], settings["sample_shape"], settings["dtype"])
     need = pinned_need(per_batch, settings["num_workers"], settings["prefetch_factor"])
-    out = largest_pinned(need, try_pin or torch_pin_probe())
+    block = pinned_block(per_batch)  # the loader's blocks, held together, not one allocation of the total
+    out = largest_pinned(need, try_pin or torch_pin_probe(block=block), grain=block)
     out["batch_bytes"] = per_batch
     return out
 
