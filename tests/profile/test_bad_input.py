@@ -205,3 +205,20 @@ def test_the_largest_valid_workload_writes_only_sizes_docker_can_store(tmp_path)
     flags = call_envkit("flags", cwd=tmp_path)
     shm = re.search(r"--shm-size=(\S+)", flags.stdout)
     assert shm and parse_size(shm.group(1)) <= MAX_BYTES
+
+
+@pytest.mark.parametrize("cluster, env, refused", [
+    ("{procs_per_node: 4, gpus_per_node: 2, entrypoint: [t.py]}", "", True),   # rendered --nproc-per-node=4 on 2 GPUs
+    ("{procs_per_node: 3, entrypoint: [t.py]}", "", True),                     # run.gpus: 2 counts as 2 per node
+    ("{procs_per_node: 2, gpus_per_node: 2, entrypoint: [t.py]}", "", False),
+    ("{procs_per_node: 4, gpus_per_node: 0, entrypoint: [t.py]}", "", False),  # a CPU job (gloo): any number
+    ("{procs_per_node: 4, gpus_per_node: 2, entrypoint: [t.py]}", "  env: {NCCL_MULTI_RANK_GPU_ENABLE: '1'}\n", False),
+])
+def test_more_ranks_than_gpus_per_node_is_refused_where_nccl_would(cluster, env, refused):
+    text = GOOD + f"run:\n  gpus: 2\n{env}cluster: {cluster}\n"
+    if not refused:
+        load_profile_bytes(text.encode(), "p.yaml", Path("."))
+        return
+    message = _error(text)
+    assert "cluster.procs_per_node" in message and "Multiple Ranks are using the same GPU" in message
+    assert "at most 2 (one per GPU)" in message

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from envkit.errors import ProfileError
 from envkit.harness.sizing import cpu_limit
 from envkit.profile.model import Profile
+from envkit.profile.rules import node_gpu_count
 
 
 @dataclass(frozen=True)
@@ -182,18 +183,12 @@ def gpus_per_node(p: Profile, source: str = "profile") -> int:
     2
     """
     assert p.cluster is not None
-    if p.cluster.gpus_per_node is not None:
-        return p.cluster.gpus_per_node
-    gpus = p.run.gpus
-    if gpus == "none":
-        return 0
-    if isinstance(gpus, int):
-        return gpus
-    if gpus == "all":
+    count = node_gpu_count(p)
+    if count is None:
         raise ProfileError(
             f"{source}: run.gpus: 'all' cannot be scheduled on a cluster, which hands out GPU counts; "
             "set cluster.gpus_per_node (e.g. 8)")
-    return len(gpus)
+    return count
 
 
 def registry_host(ref: str) -> str | None:

@@ -73,6 +73,47 @@ def gpu_id_problems(profile: Profile) -> Problems:
              "list each id once") for i, first in twice]
 
 
+def node_gpu_count(profile: Profile) -> int | None:
+    """GPUs each cluster node asks for: ``cluster.gpus_per_node``; else ``run.gpus`` as a count (a list of ids
+    counts as that many, ``none`` as 0); None where no count follows (``all``, or no cluster: section).
+
+    >>> from envkit.profile.model import Profile
+    >>> base = {"envkit": 1, "name": "t", "image": {"base": "debian"}, "cluster": {"entrypoint": ["t.py"]}}
+    >>> node_gpu_count(Profile.model_validate({**base, "run": {"gpus": [0, 3]}}))
+    2
+    """
+    cluster = profile.cluster
+    if cluster is None:
+        return None
+    if cluster.gpus_per_node is not None:
+        return cluster.gpus_per_node
+    gpus = profile.run.gpus
+    if gpus == "all":
+        return None
+    return 0 if gpus == "none" else gpus if isinstance(gpus, int) else len(gpus)
+
+
+# NCCL refuses two ranks on one GPU unless told otherwise: "Multiple Ranks are using the same GPU/Partition. Set
+# NCCL_MULTI_RANK_GPU_ENABLE=1" (NVIDIA/nccl v2.30.7-1 src/init.cc:68, 1055-1057); before, "Duplicate GPU
+# detected : rank %d and rank %d both on CUDA device" (v2.21.5-1 src/init.cc:943).
+NCCL_MULTI_RANK = "NCCL_MULTI_RANK_GPU_ENABLE"
+
+
+def ranks_per_gpu_problems(profile: Profile) -> Problems:
+    """More training processes per node than GPUs, where the ranks use NCCL (the node has GPUs)."""
+    cluster = profile.cluster
+    gpus = node_gpu_count(profile)
+    if cluster is None or cluster.procs_per_node is None or not gpus or cluster.procs_per_node <= gpus:
+        return []
+    if dict(profile.run.env).get(NCCL_MULTI_RANK) == "1":
+        return []
+    return [(("cluster", "procs_per_node"),
+             f"{cluster.procs_per_node} training processes per node on {gpus} GPU(s) put two ranks on one GPU, "
+             "which NCCL refuses at its first collective ('Multiple Ranks are using the same GPU/Partition'; "
+             f"older NCCL: 'Duplicate GPU detected'); set procs_per_node to at most {gpus} (one per GPU), or "
+             f"leave it out; to share GPUs on purpose set run.env {NCCL_MULTI_RANK}: \"1\" (NCCL >= 2.30)")]
+
+
 def run_env_problems(profile: Profile) -> Problems:
     """run.env entries over the kernel's argument limits (ENV_ENTRY_MAX each, ENV_TOTAL_MAX together).
 
