@@ -5,7 +5,11 @@ pulls batches of the harness's default shape (32 x 3 x 64 x 64 float32), and whi
 the workers are alive reads each worker's ``VmRSS`` and ``Pss`` from /proc (Linux
 only). Also prints the main process's RSS after ``import torch``.
 
-Run: ``.venv/bin/python benchmarks/bench_worker_rss.py``
+With ``--cuda`` it also measures a training process's host memory once CUDA is initialised (the context,
+a cuBLAS handle and one matmul on GPU 0): what PROCESS_RSS must cover for a GPU rank, which the CPU wheel
+cannot show. ``benchmarks/gpu_check.sh`` runs it so on a lent GPU machine.
+
+Run: ``.venv/bin/python benchmarks/bench_worker_rss.py [--cuda]``
 """
 
 from __future__ import annotations
@@ -61,10 +65,25 @@ def _ppid(pid: int) -> int:
         return -1
 
 
+def cuda_rss() -> None:
+    """The main process's VmRSS after CUDA starts (context, cuBLAS, one matmul), or why it was not measured."""
+    import torch
+    if not torch.cuda.is_available():
+        print("cuda process: not measured (torch.cuda.is_available() is False)")
+        return
+    x = torch.randn(1024, 1024, device="cuda")
+    (x @ x).sum().item()
+    torch.cuda.synchronize()
+    print(f"cuda process after CUDA init + a matmul on {torch.cuda.get_device_name(0)}: "
+          f"VmRSS {_kib(os.getpid(), 'VmRSS') / 1024:.0f} MiB")
+
+
 def main() -> int:
     import torch
     print(f"torch {torch.__version__}, Python {sys.version.split()[0]}, {os.uname().machine}")
     print(f"main process after import torch: VmRSS {_kib(os.getpid(), 'VmRSS') / 1024:.0f} MiB")
+    if "--cuda" in sys.argv[1:]:
+        cuda_rss()  # before the loaders: their workers fork from a process without a CUDA context
     for method in ("fork", "spawn", "forkserver"):
         if method not in multiprocessing.get_all_start_methods():
             continue

@@ -3,7 +3,9 @@
 #   1. `envkit harness --json`: every check (gpu_arch, gpu_driver, pinned_transfer with its NUMA placement
 #      and, on WSL, its pin budget) on GPU 0;
 #   2. ../shared/gpu/reference_h2d.py: an independent H2D/D2H reference (torch only), on the same GPU;
-#   3. the ratio of envkit's pinned/pageable H2D to the reference's.
+#   3. benchmarks/bench_worker_rss.py --cuda: a CUDA training process's host memory beside a loader worker's
+#      (the basis of sizing.PROCESS_RSS, measured on the CPU wheel only until a GPU run records it);
+#   4. the ratio of envkit's pinned/pageable H2D to the reference's.
 # On a host without CUDA it still runs the harness (quick) and says, in one line, which GPU parts it skipped.
 #
 # Usage: benchmarks/gpu_check.sh              (OUT=folder keeps the JSON documents; PYTHON=... picks the interpreter)
@@ -57,7 +59,14 @@ if [ "$cuda" = 1 ]; then
     fi
 fi
 
-# 3. the summary and the ratio
+# 3. a CUDA process's host memory (bounded: 60 s): what PROCESS_RSS must cover for a GPU rank
+if [ "$cuda" = 1 ]; then
+    timeout 60 "$PY" "$ROOT/benchmarks/bench_worker_rss.py" --cuda > "$OUT/worker_rss.txt" 2>&1 \
+        || echo "gpu_check: bench_worker_rss.py --cuda failed; see $OUT/worker_rss.txt" >&2
+    sed 's/^/gpu_check: rss: /' "$OUT/worker_rss.txt"
+fi
+
+# 4. the summary and the ratio
 "$PY" - "$OUT" <<'PYEOF'
 import json, sys
 from pathlib import Path
