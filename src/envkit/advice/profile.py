@@ -28,7 +28,7 @@ from envkit.harness.report import human_bytes, plural
 from envkit.advice.image import image_warnings
 from envkit.advice.wsl import wsl_warnings
 from envkit.findings import Finding
-from envkit.harness.sizing import GIB, PROCESS_RSS, batch_bytes, recommended_shm_bytes
+from envkit.harness.sizing import GIB, PROCESS_RSS, batch_bytes, contention_remedy, recommended_shm_bytes
 from envkit.plan.image import ImagePlan
 from envkit.plan.loader import LoaderPlan
 from envkit.profile.model import Profile
@@ -95,13 +95,13 @@ def profile_warnings(profile: Profile, rs: RunSettings, p: LoaderPlan) -> list[F
             f"will fail with 'unable to allocate shared memory(shm)' or 'Bus error'; use shm_size: {rec} "
             "(or drop run.shm_size and envkit sizes it)")
         )
-    if p.cpus is not None and ld.num_workers != "auto" and p.processes > p.cpus:
+    if p.cpus is not None and p.processes > p.cpus:
         who = ("the training process" if p.ranks == 1 else f"each of the {p.ranks} training processes "
                f"({dict(p.facts)['ranks_per_node']})")
-        out.append(Finding("loader.num_workers", f"{plural(ld.num_workers, 'worker')} for {who} make "
+        key, remedy = contention_remedy(ld.num_workers, p.cpus, p.ranks)
+        out.append(Finding(key, f"{plural(p.workers, 'worker')} for {who} make "
                    f"{p.processes} processes on the {p.cpus} CPUs of {dict(p.facts)['cpus']}; they will contend "
-                   f"for CPUs; use num_workers: auto ({max(0, p.cpus // p.ranks - 1)} per training process) "
-                   "or give the node more CPUs"))
+                   f"for CPUs; {remedy}"))
     if run.cpus is not None and run.cpuset and run.cpus > len(run.cpuset_cpus):
         out.append(Finding("run.cpus", f"{run.cpus:g} is more than the {len(run.cpuset_cpus)} CPUs in run.cpuset "
                    f"{run.cpuset!r}; the quota can never be used"))

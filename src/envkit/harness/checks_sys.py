@@ -19,7 +19,9 @@ from collections.abc import Mapping
 
 from . import env as envmod
 from .report import FAIL, PASS, SKIP, WARN, human_bytes, make_check, plural
-from .sizing import DOCKER_DEFAULT_SHM, cpu_limit, docker_size, plan_workers, recommended_shm_bytes, shm_required_bytes
+from .sizing import (
+    DOCKER_DEFAULT_SHM, contention_remedy, cpu_limit, docker_size, plan_workers, recommended_shm_bytes, shm_required_bytes,
+)
 
 # tmpfs sizes are page-rounded; anything within 1 % of the asked size counts as applied.
 SHM_MATCH_TOLERANCE = 0.01
@@ -142,8 +144,7 @@ def check_cpus(loader: dict, run: dict, usable: int | None = None, quota: dict |
         status = FAIL if status == FAIL else WARN
         problems.append(f"{ranks} training processes x (1 + {nw} workers) = {ranks * (nw + 1)} processes share "
                         f"{effective} CPUs: they will contend for them")
-        remedies.append(f"use num_workers: auto ({plan_workers('auto', effective, ranks)} per training process) or "
-                        "give the node more CPUs")
+        remedies.append(contention_remedy(loader.get("num_workers_requested", nw), effective, ranks)[1])
     elif nw > usable:
         status = FAIL if status == FAIL else WARN
         problems.append(f"num_workers={nw} exceeds the {usable} usable CPUs (torch warns about this too)")

@@ -105,6 +105,28 @@ def plan_workers(requested, cpus: int | None, ranks: int = 1) -> int:
     return max(0, min(cpus // max(1, ranks) - 1, AUTO_WORKERS_CAP))
 
 
+def contention_remedy(requested, cpus: int, ranks: int) -> tuple[str, str]:
+    """What ends "R x (W + 1) processes on C CPUs", as (the profile key to change, the remedy): followed, it fits
+    the CPUs. ``auto``'s workers where they fit and differ from ``requested``; where even no workers
+    over-subscribe the CPUs (more ranks than CPUs), fewer training processes per node or more CPUs.
+
+    >>> contention_remedy(8, 16, 8)
+    ('loader.num_workers', 'use num_workers: auto (1 per training process) or give the node more CPUs')
+    >>> contention_remedy(0, 2, 8)[1]
+    'run at most 2 training processes per node (cluster.procs_per_node) or give the node at least 8 CPUs'
+    >>> contention_remedy(3, 1, 8)[1]
+    'run at most 1 training process per node (cluster.procs_per_node) with num_workers: auto or give the node at least 32 CPUs'
+    """
+    auto = plan_workers("auto", cpus, ranks)
+    if ranks * (auto + 1) <= cpus and auto != requested:
+        return "loader.num_workers", f"use num_workers: auto ({auto} per training process) or give the node more CPUs"
+    per_rank = plan_workers(requested, cpus, ranks) + 1  # the processes each rank brings with these workers
+    fit = cpus // per_rank
+    most = (f"{fit} training process{'es' if fit != 1 else ''} per node (cluster.procs_per_node)" if fit else
+            f"{cpus} training process{'es' if cpus != 1 else ''} per node (cluster.procs_per_node) with num_workers: auto")
+    return "cluster.procs_per_node", f"run at most {most} or give the node at least {ranks * per_rank} CPUs"
+
+
 def memory_need_bytes(*, shm_need: int, workers: int, shm_size: int | None = None, ranks: int = 1) -> int:
     """Memory the container needs: the /dev/shm pages the loaders write plus :data:`PROCESS_RSS`
     for each of the ``ranks`` training processes and each of their workers.
