@@ -36,6 +36,7 @@ MEMORY_CAP = 32 * GIB  # the default profile's container: a bigger one is the us
 SHM_CAP = 2 * GIB
 WORKERS_CAP = 6
 WSL_ROOM = 8 * GIB  # the VM beside the container: page cache, Docker, the distribution
+DEFAULT_NOFILE = 65536  # the default profile's run.ulimits.nofile
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class Machine:
     windows: bool = False
     cluster: bool = False
     memory_cap: int | None = MEMORY_CAP
+    nofile_limit: int | None = None  # the engine's hard nofile (the Docker daemon's), where it could be read
 
 
 PRESETS = {
@@ -79,7 +81,8 @@ def this_machine(host) -> Machine:
                                                    or host.exists("/usr/lib/wsl/lib/libcuda.so"))
     windows = host.platform.startswith("win")
     where = "this PC" if windows else ("this WSL 2 VM" if detect_wsl(host)["version"] == 2 else "this host")
-    return Machine(where, tuple(ids), memory, gpus, windows=windows)
+    nofile = (host.daemon().limits or {}).get("nofile")  # what this engine grants a container (its hard limit)
+    return Machine(where, tuple(ids), memory, gpus, windows=windows, nofile_limit=nofile[1] if nofile else None)
 
 
 def _gib(n: int) -> str:
@@ -122,9 +125,15 @@ def fitted_profile(m: Machine, default_text: str | None = None) -> tuple[str, st
     t = _set(t, r"^  memory: \S+$", f"  memory: {docker_size(memory)}")
     t = _set(t, r"^  shm_size: \S+", f"  shm_size: {docker_size(shm)}")
     t = _set(t, r"^  num_workers: \S+$", f"  num_workers: {workers}")
+    if m.nofile_limit is not None and m.nofile_limit != -1 and m.nofile_limit < DEFAULT_NOFILE:
+        # A container asking above the daemon's hard limit may not start ('error setting rlimit type 7').
+        t = _set(t, rf"^    nofile: {DEFAULT_NOFILE}$", f"    nofile: {m.nofile_limit}             # the Docker daemon's "
+                 "hard limit here; raise it (LimitNOFILE) for more")
     chosen = [f"run.cpus {cpus}" if m.cluster else f"run.cpuset {cpuset}", f"run.memory {docker_size(memory)}",
               f"run.shm_size {docker_size(shm)}",
               f"loader.num_workers {workers}"]
+    if m.nofile_limit is not None and m.nofile_limit != -1 and m.nofile_limit < DEFAULT_NOFILE:
+        chosen.append(f"run.ulimits.nofile {m.nofile_limit} (the Docker daemon's hard limit)")
     if not m.gpus:
         t = _set(t, r"^    variant: cu\d+ .*$", "    variant: cpu                # cpu | cuXYZ | rocmX.Y -> the matching "
                  "PyTorch wheel index (no NVIDIA GPU here)")

@@ -186,3 +186,51 @@ def test_remove_labeled(docker_engine, base):
     assert docker_engine.remove_labeled(mark) == 0
     with pytest.raises(docker.errors.NotFound):
         c.reload()
+
+
+def _over_the_daemons_nofile():
+    """A nofile just above the local dockerd's hard limit (None where it is unlimited or unreadable)."""
+    from envkit.engine.dockerd import read_daemon
+
+    lim = (read_daemon(Path("/")).limits or {}).get("nofile")
+    if not lim or lim[1] == -1 or lim[1] >= int(Path("/proc/sys/fs/nr_open").read_text()):
+        return None
+    return lim[1] + 1
+
+
+def test_the_ulimit_probe_says_what_a_real_start_does(docker_engine, base):
+    asked = _over_the_daemons_nofile()
+    if asked is None:
+        pytest.skip("the local dockerd's nofile is unlimited or unreadable: nothing to go above")
+    ulimits = (Ulimit("nofile", asked, asked),)
+    granted, said = docker_engine.probe_ulimits(ulimits)
+    try:
+        r = run_py(docker_engine, base, "import resource; print(resource.getrlimit(resource.RLIMIT_NOFILE)[1])",
+                   ulimits=ulimits)
+        started = r.exit_code == 0 and r.stdout.strip() == str(asked)
+    except EngineError as exc:
+        started = False
+        assert "rlimit" in str(exc)
+    assert granted is started, said
+
+
+def test_doctor_and_validate_refuse_a_nofile_the_engine_will_not_grant_within_seconds(docker_engine, base, tmp_path):
+    # The README's Quick start: init wrote nofile 65536, doctor passed, validate built for a minute and failed at
+    # container start. Now both answer before any build, naming the key and the daemon's limit.
+    asked = _over_the_daemons_nofile()
+    if asked is None:
+        pytest.skip("the local dockerd's nofile is unlimited or unreadable: nothing to go above")
+    if docker_engine.probe_ulimits((Ulimit("nofile", asked, asked),))[0] is not False:
+        pytest.skip("this engine raises nofile above the daemon's own limit: nothing to refuse")
+    (tmp_path / "envkit.yaml").write_text(f"envkit: 1\nname: nf\nimage: {{base: {base}}}\n"
+                                          f"run: {{ulimits: {{nofile: {asked}}}}}\n")
+    from envkit.engine.dockerd import read_daemon
+
+    hard = str(read_daemon(Path("/")).limits["nofile"][1])
+    for argv in (["doctor"], ["validate", "--quick"]):
+        res = subprocess.run([os.path.join(os.path.dirname(os.sys.executable), "envkit"), *argv], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=120)
+        assert res.returncode == 1, (argv, res.stdout, res.stderr)
+        assert f"run.ulimits.nofile {asked}" in res.stdout + res.stderr and hard in res.stdout + res.stderr
+    assert "nothing was built" in res.stderr
+    assert subprocess.run(["docker", "image", "inspect", "localhost/envkit/nf"], capture_output=True).returncode != 0

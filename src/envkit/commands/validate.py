@@ -7,7 +7,7 @@ defaults" means no --shm-size, --ipc, --init, --cpuset-cpus, --cpus, --memory, -
 volume; a GPU request and the environment are kept, so the comparison isolates what envkit tunes.
 
 Before it builds, it runs doctor's checks of what the container asks of this host (memory, the
-cpuset, GPUs, memlock: :func:`envkit.doctor.host_fit`); one that fails ends the run in seconds,
+cpuset, GPUs, each ulimit: :func:`envkit.doctor.host_fit`); one that fails ends the run in seconds,
 naming it, before any build. With a remote engine (``DOCKER_HOST`` tcp:// or ssh://) this host is not
 where the container runs, and the checks are skipped with a note.
 

@@ -104,7 +104,9 @@ def diagnose(host: Host, loaded: LoadedProfile, scripts: list[Path], data_paths:
     plan = C.host_plan(host, profile, container)  # the loader's plan on this host, decided once for every check
     results = [C.check_os(host, wsl), C.check_memory(host, profile, wsl, plan),
                C.check_cpus(host, profile, plan, container),
-               C.check_numa(host, profile), C.check_shm(host, profile, plan), C.check_memlock(host, profile)]
+               C.check_numa(host, profile), C.check_shm(host, profile, plan)]
+    daemon = host.daemon()
+    results += [C.check_memlock(host, profile, daemon), C.check_ulimits(host, profile, daemon)]
     if host.platform.startswith("win"):  # the VM is cut from this PC: compare the profile's wsl.* with it
         results.append(C.check_wsl_fit(host, profile))
     docker = C.check_docker(host, profile)
@@ -126,7 +128,7 @@ def diagnose(host: Host, loaded: LoadedProfile, scripts: list[Path], data_paths:
 
 
 def host_fit(host: Host, loaded: LoadedProfile) -> list[dict]:
-    """doctor's checks of what the container asks of this host: memory, cpus (the cpuset), GPUs and memlock.
+    """doctor's checks of what the container asks of this host: memory, cpus (the cpuset), GPUs and every ulimit.
 
     Each is the same check :func:`diagnose` runs; ``envkit validate`` runs them before it builds, so a
     profile the host cannot start fails in seconds instead of after the build.
@@ -134,7 +136,7 @@ def host_fit(host: Host, loaded: LoadedProfile) -> list[dict]:
     >>> h = Host(Path("/nonexistent"), environ={}, cwd="/home/me", docker_probe=lambda: None)
     >>> from envkit.profile import load_profile
     >>> [c["name"] for c in host_fit(h, load_profile(None))]
-    ['memory', 'cpus', 'gpu', 'memlock']
+    ['memory', 'cpus', 'gpu', 'memlock', 'ulimits']
     """
     profile = loaded.profile
     container = envplan.build_plan(loaded).loader
@@ -142,7 +144,7 @@ def host_fit(host: Host, loaded: LoadedProfile) -> list[dict]:
     plan = C.host_plan(host, profile, container)
     return [C.check_memory(host, profile, wsl, plan), C.check_cpus(host, profile, plan, container),
             C.check_gpu(host, profile, wsl, host_smi(host)),
-            C.check_memlock(host, profile)]
+            C.check_memlock(host, profile, daemon := host.daemon()), C.check_ulimits(host, profile, daemon)]
 
 
 def render_table(doc: dict, width: int = 100) -> str:

@@ -23,8 +23,10 @@ from envkit.advice.wsl import VM_HEADROOM, container_memory_need
 from envkit.doctor.host import Host
 from envkit.harness.env import WSL_ENV_VARS, WSL_INTEROP_FILE, read_cgroup_cpu_quota, wsl_version
 from envkit.harness.report import FAIL, PASS, SKIP, WARN, human_bytes, make_check
+from envkit.engine.dockerd import fmt_limit
 from envkit.harness.sizing import GIB, MIB, cpu_limit, docker_size, recommended_shm_bytes
 from envkit.profile.model import Profile
+from envkit.runsettings import Ulimit
 
 READ_MAX_BYTES = 64 * MIB
 READ_BUDGET_S = 3.0
@@ -248,52 +250,82 @@ def check_shm(host: Host, profile: Profile, the_plan: LoaderPlan) -> dict:
         "raise the VM's memory (/dev/shm is a tmpfs of half the VM's RAM)")
 
 
-def check_memlock(host: Host, profile: Profile) -> dict:
-    """Can the container get the profile's memlock? The Docker daemon's limit decides, not this shell's.
+RAISE_DAEMON = ("raise dockerd's limit (systemd: `sudo systemctl edit docker` -> [Service] Limit{NAME}=infinity, then "
+                "restart docker; without systemd raise `ulimit -H` in the shell that starts dockerd; rootless Docker "
+                "cannot exceed its own)")
 
-    runc sets a container's rlimits from the daemon's side: asking above the daemon's hard limit
-    fails to start only when the daemon lacks CAP_SYS_RESOURCE (rootless, or itself in a
-    container). So compare with /proc/<dockerd>/limits and CapEff bit 24 where readable, and say
-    which limit was compared when they are not.
+
+def ulimit_fit(host: Host, daemon, name: str, want) -> tuple[str, str, str | None, dict]:
+    """``(status, sentence, remedy, measured)``: does the engine grant ulimit ``name`` as the profile asks (``want``)?
+
+    runc applies a container's rlimits from the daemon's side, so the daemon's hard limit is the ceiling a
+    container starts under; going above it needs the kernel to let the daemon raise it, which CAP_SYS_RESOURCE
+    does not always decide (here, a dockerd holding it still got "error setting rlimit type 7: operation not
+    permitted"). So above the daemon's limit the engine is asked (:meth:`Host.probe_ulimits`: a probe container,
+    seconds, no pull), and only where it cannot be asked is the capability the guess.
     """
+    lim = (daemon.limits or {}).get(name)
+    where = f"the Docker daemon's (dockerd pid {daemon.pid})" if lim else "this shell's (the daemon's limits were not readable)"
+    if lim is None:
+        lim = host.getrlimit(name)
+    measured: dict = {"soft": lim[0] if lim else None, "hard": lim[1] if lim else None, "source": where,
+                      "daemon_pid": daemon.pid, "daemon_cap_sys_resource": daemon.cap_sys_resource}
+    asked, hard = want.hard, (lim[1] if lim else None)
+    shown = f"run.ulimits.{name} {fmt_limit(name, asked)}"
+    if hard is not None and (hard == -1 or (asked != -1 and asked <= hard)):
+        return PASS, f"{where} hard limit {fmt_limit(name, hard)} covers {shown}", None, measured
+    granted, said = host.probe_ulimits((Ulimit(name, want.soft, want.hard),))
+    measured["probe"] = said
+    remedy = (f"{RAISE_DAEMON.replace('{NAME}', name.upper())}, or lower run.ulimits.{name} to at most "
+              f"{fmt_limit(name, hard) if hard is not None else 'that limit'}")
+    limit_words = f"{where} hard limit {fmt_limit(name, hard)}" if hard is not None else "a limit envkit could not read"
+    if granted:
+        return PASS, f"{shown} is above {limit_words}, but the engine granted it (a probe container started)", None, measured
+    if granted is False:
+        return FAIL, f"{shown} is above {limit_words}: the engine refuses to start such a container ({said})", remedy, measured
+    certain = daemon.limits is not None and daemon.cap_sys_resource is False
+    if certain:
+        return (FAIL, f"{shown} is above {limit_words} and the daemon lacks CAP_SYS_RESOURCE: the container will "
+                f"not start ('error setting rlimit'); the engine could not be asked ({said})", remedy, measured)
+    return (WARN, f"{shown} is above {limit_words}: the container may not start ('error setting rlimit'); the engine "
+            f"could not be asked ({said})", remedy, measured)
+
+
+def check_memlock(host: Host, profile: Profile, daemon=None) -> dict:
+    """Can the container get the profile's memlock? The Docker daemon's limit decides, not this shell's
+    (:func:`ulimit_fit`)."""
     want = profile.run.ulimits.get("memlock")
     expected = {"profile_memlock": [want.soft, want.hard] if want else None}
     why = ("CUDA pinned memory (pin_memory=True) does not need memlock: the NVIDIA driver page-locks on its own; "
            "NCCL over InfiniBand/RDMA does (ibv_reg_mr)")
-    daemon = host.daemon()
-    lim, where = None, None
-    if daemon.limits and "memlock" in daemon.limits:
-        lim, where = daemon.limits["memlock"], f"the Docker daemon's (dockerd pid {daemon.pid})"
-    else:
-        lim, where = host.getrlimit("memlock"), "this shell's (the daemon's limits were not readable)"
+    daemon = daemon or host.daemon()
+    lim = (daemon.limits or {}).get("memlock") or host.getrlimit("memlock")
     if lim is None:
         return make_check("memlock", SKIP, {}, expected, "cannot read the locked-memory limit here. " + why)
-    soft, hard = lim
-    measured = {"soft_bytes": soft, "hard_bytes": hard, "source": where, "daemon_pid": daemon.pid,
-                "daemon_cap_sys_resource": daemon.cap_sys_resource}
     if want is None:
-        return make_check("memlock", PASS, measured, expected,
-                          f"{where} locked-memory limit is {human_bytes(soft)}; the profile sets none. {why}")
-    asked = want.hard
-    above = hard != -1 and (asked == -1 or asked > hard)
-    if above and daemon.cap_sys_resource:
-        return make_check("memlock", PASS, measured, expected,
-                          f"the profile asks memlock {human_bytes(asked)}, above {where} hard limit "
-                          f"{human_bytes(hard)}, but the daemon holds CAP_SYS_RESOURCE, so runc may raise it. {why}")
-    if above:
-        certain = daemon.limits is not None and daemon.cap_sys_resource is False
-        return make_check("memlock", WARN, measured, expected,
-                          f"the profile asks memlock {human_bytes(asked)} but {where} hard limit is "
-                          f"{human_bytes(hard)}" + ("" if not certain else " and the daemon lacks CAP_SYS_RESOURCE")
-                          + ": containers get their rlimits from the daemon, so the container "
-                          + ("will fail" if certain else "may fail") + " to start ('error setting rlimit type 8'). "
-                          + why,
-                          "raise dockerd's limit (systemd: LimitMEMLOCK=infinity in docker.service, then restart "
-                          "docker; rootless Docker cannot exceed its own), or lower/drop run.ulimits.memlock if you "
-                          "do not use RDMA/NCCL")
-    return make_check("memlock", PASS, measured, expected,
-                      f"{where} locked-memory hard limit {human_bytes(hard)} covers the profile's "
-                      f"{human_bytes(asked)}. {why}")
+        where = "the Docker daemon's" if (daemon.limits or {}).get("memlock") else "this shell's"
+        return make_check("memlock", PASS, {"soft_bytes": lim[0], "hard_bytes": lim[1], "source": where},
+                          expected, f"{where} locked-memory limit is {human_bytes(lim[0])}; the profile sets none. {why}")
+    status, sentence, remedy, measured = ulimit_fit(host, daemon, "memlock", want)
+    measured.update(soft_bytes=measured.pop("soft"), hard_bytes=measured.pop("hard"))
+    return make_check("memlock", status, measured, expected, f"{sentence}. {why}",
+                      remedy and f"{remedy}; or drop run.ulimits.memlock if you do not use RDMA/NCCL over InfiniBand")
+
+
+def check_ulimits(host: Host, profile: Profile, daemon=None) -> dict:
+    """Every other ulimit the profile asks (nofile, nproc, stack, ...) against what the engine grants (:func:`ulimit_fit`)."""
+    asked = {n: u for n, u in profile.run.ulimits.items() if n != "memlock"}
+    expected = {n: [u.soft, u.hard] for n, u in asked.items()}
+    if not asked:
+        return make_check("ulimits", SKIP, {}, expected, "the profile asks no ulimit but memlock (checked on its own)")
+    daemon = daemon or host.daemon()
+    results = {n: ulimit_fit(host, daemon, n, u) for n, u in asked.items()}
+    order = {FAIL: 0, WARN: 1, PASS: 2}
+    status = min((r[0] for r in results.values()), key=order.__getitem__)
+    worst = [r for r in results.values() if r[0] == status]
+    message = "; ".join(r[1] for r in (worst if status != PASS else results.values()))
+    remedy = "; ".join(r[2] for r in worst if r[2]) or None
+    return make_check("ulimits", status, {n: r[3] for n, r in results.items()}, expected, message, remedy)
 
 
 def check_docker(host: Host, profile: Profile) -> list[dict]:

@@ -65,6 +65,7 @@ class Host:
     cwd: str = field(default_factory=os.getcwd)
     docker_probe: Callable[[], dict | None] | None = None
     engine_ping: Callable[[], dict[str, Any]] | None = None
+    ulimit_probe: Callable[[tuple], tuple[bool | None, str]] | None = None
 
     @property
     def is_real(self) -> bool:
@@ -172,6 +173,25 @@ class Host:
         status,environ,cmdline}``, ``etc/docker/daemon.json`` and ``etc/cdi/``.
         """
         return read_daemon(self.root, dict(self.environ))
+
+    def probe_ulimits(self, ulimits: tuple) -> tuple[bool | None, str]:
+        """Does this host's engine start a container with ``ulimits``? (:meth:`envkit.engine.Engine.probe_ulimits`;
+        a fixture host answers from ``ulimit_probe.json``: ``{"granted": bool|null, "said": "..."}``)."""
+        if self.ulimit_probe is not None:
+            return self.ulimit_probe(ulimits)
+        if not self.is_real:
+            doc = self._fixture("ulimit_probe.json") or {"granted": None, "said": "no probe in the fixture"}
+            return doc.get("granted"), doc.get("said", "")
+        from envkit.engine import connect  # lazily: loads docker-py only when a ulimit needs asking
+
+        try:
+            engine = connect()
+        except EngineError as exc:
+            return None, f"no engine to ask ({exc})"
+        try:
+            return engine.probe_ulimits(ulimits)
+        finally:
+            engine.close()
 
     def docker(self) -> dict | None:
         """``{"reachable", "runtimes", "nvidia_runtime", "server_version", "os", "error"}``, or None when not probed."""

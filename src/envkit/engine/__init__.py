@@ -114,6 +114,13 @@ class Engine(abc.ABC):
         """Remove one image (never forced); False when it is gone or a container still uses it."""
         return False
 
+    def probe_ulimits(self, ulimits: tuple[Any, ...]) -> tuple[bool | None, str]:
+        """Does the engine start a container with these ulimits? ``(True|False, what it said)``, or ``(None, why
+        it could not tell)``: a container of a local image, its command a path that does not exist, is started
+        with them and removed; the engine applies rlimits before it looks for the command, so "executable
+        file not found" means they were granted and "error setting rlimit" that they were not. Seconds, no pull."""
+        return None, "this engine cannot probe ulimits"
+
     def image_labels(self, image: str) -> dict[str, str]:
         """The labels of ``image`` ({} when the engine cannot tell); ``validate --image`` compares them."""
         return {}

@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 import uuid
@@ -24,8 +25,7 @@ from typing import Any, Callable
 
 from envkit.engine import LABEL, BuildEvent, BuildFailed, Engine, EngineSilent, RunResult
 from envkit.engine.pullerror import base_of, explain as explain_pull
-from envkit.engine.dockerd import _RLIMITS, find_dockerd, parse_proc_limits, read_daemon
-from envkit.harness.bytesize import exact_bytes
+from envkit.engine.dockerd import _RLIMITS, find_dockerd, fmt_limit, parse_proc_limits, read_daemon
 from envkit.errors import EngineError
 from envkit.leftovers import owner_labels
 from envkit.runsettings import RunSettings, Ulimit
@@ -58,7 +58,6 @@ GPU_HINT = ("dockerd found no nvidia-container-runtime-hook on its PATH and no C
 CONNECT_TIMEOUT_S = 10
 API_TIMEOUT_S = 60
 
-_BYTE_LIMITS = {"fsize", "data", "stack", "core", "rss", "memlock", "as", "msgqueue"}
 _STEP_RE = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
 
 
@@ -125,16 +124,6 @@ class BuildStreamParser:
                 events.append(BuildEvent("log", self.step, self.total, line))
             self.tail.append(line)
         return events
-
-
-def fmt_limit(name: str, value: int) -> str:
-    """Human form of a limit value: bytes for byte limits, ``unlimited`` for -1."""
-    if value < 0 or value >= 2**63 - 1:  # RLIM_INFINITY as read by resource.getrlimit
-        return "unlimited"
-    if name in _BYTE_LIMITS:
-        text = exact_bytes(value)
-        return text if text.endswith(" bytes") else f"{text} ({value} bytes)"
-    return str(value)
 
 
 def explain_start_error(message: str, ulimits: tuple[Ulimit, ...],
@@ -378,6 +367,34 @@ class DockerEngine(Engine):
         finally:
             # Always, also after start failures, timeouts and KeyboardInterrupt. APIError:
             # never created (NotFound) or a removal already in progress.
+            with contextlib.suppress(errors.APIError):
+                self.client.api.remove_container(name, force=True)
+
+    def probe_ulimits(self, ulimits: tuple[Ulimit, ...]) -> tuple[bool | None, str]:
+        errors = self._errors
+        try:
+            images = [i for i in self.client.images.list() if i.attrs.get("Os", "linux") == "linux"]
+        except errors.DockerException as exc:
+            return None, f"the engine did not list its images: {exc}"
+        if not images:
+            return None, "no local image to start a probe container from (nothing is pulled for a probe)"
+        image = min(images, key=lambda i: i.attrs.get("Size") or 0)
+        name = f"envkit-ulimit-probe-{uuid.uuid4().hex[:12]}"
+        kwargs = create_kwargs(dataclasses.replace(RunSettings.engine_defaults(), ulimits=tuple(ulimits)))
+        try:
+            self.client.containers.create(
+                image.id, ["/envkit-ulimit-probe/does-not-exist"], name=name, network_disabled=True,
+                labels={**self.labels, **owner_labels()}, **kwargs).start()
+            return True, "the probe container started"  # an image whose entrypoint ignores the command
+        except errors.APIError as exc:
+            said = str(exc.explanation or exc)
+            low = said.lower()
+            if "rlimit" in low:
+                return False, said
+            if "executable file not found" in low or "no such file or directory" in low:
+                return True, "the engine set the ulimits (the probe's command is deliberately missing)"
+            return None, f"the probe container did not start for another reason: {said}"
+        finally:
             with contextlib.suppress(errors.APIError):
                 self.client.api.remove_container(name, force=True)
 

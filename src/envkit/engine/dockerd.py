@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from envkit.harness.bytesize import exact_bytes
 from envkit.harness.sizing import DOCKER_DEFAULT_SHM
 
 CAP_SYS_RESOURCE = 24  # linux/capability.h
@@ -46,6 +47,19 @@ _ROWS = ("cpu time|file size|data size|stack size|core file size|resident set|pr
 _RLIMITS = {n: (i, "Max " + _ROWS[i]) for i, n in enumerate(
     "cpu fsize data stack core rss nproc nofile memlock as locks sigpending msgqueue nice "
     "rtprio rttime".split())}
+
+_BYTE_LIMITS = {"fsize", "data", "stack", "core", "rss", "memlock", "as", "msgqueue"}
+
+
+def fmt_limit(name: str, value: int) -> str:
+    """Human form of a limit value: bytes for byte limits, ``unlimited`` for -1."""
+    if value < 0 or value >= 2**63 - 1:  # RLIM_INFINITY as read by resource.getrlimit
+        return "unlimited"
+    if name in _BYTE_LIMITS:
+        text = exact_bytes(value)
+        return text if text.endswith(" bytes") else f"{text} ({value} bytes)"
+    return str(value)
+
 
 def parse_proc_limits(text: str) -> dict[str, tuple[int, int]]:
     """Parse /proc/<pid>/limits into ``{docker_name: (soft, hard)}`` (-1 = unlimited)."""
