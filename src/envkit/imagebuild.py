@@ -24,9 +24,12 @@ from envkit.leftovers import make_build_dir, sweep
 from envkit.output import write_outputs
 from envkit.plan.envplan import EnvPlan, build_plan
 from envkit.profile import LoadedProfile
-from envkit.termtext import neutralise
+from envkit.engine.buildcause import cause
+from envkit.harness.text import shorten
+from envkit.termtext import neutralise, strip_escapes
 
 LOG_TAIL = 25
+STEP_SHOWN = 160  # characters of the failing step shown: a RUN line is over a thousand
 
 
 def connect(engine: Engine | None) -> Engine:
@@ -36,6 +39,19 @@ def connect(engine: Engine | None) -> Engine:
     from envkit.engine import connect as connect_engine
 
     return connect_engine()
+
+
+def build_error(e: BuildFailed) -> EngineError:
+    """The failed build as the user reads it: the engine's words, the failing step once (shortened: a RUN is
+    over a thousand characters), the last lines of its output without colour codes, and one hint naming the
+    profile key where the output shows a cause the profile can fix (:mod:`envkit.engine.buildcause`)."""
+    lines = [strip_escapes(line) for line in e.log[-LOG_TAIL:]]
+    tail = "\n".join(f"    {neutralise(line)}" for line in lines)
+    found = cause(lines + [str(e)])
+    step = neutralise(shorten(strip_escapes(e.step or "unknown"), STEP_SHOWN))
+    hint = e.hint or (found[1] if found else None)
+    return EngineError(f"{neutralise(strip_escapes(str(e)))}\nfailing step: {step}\nlast lines of its output:\n{tail}",
+                       hint=hint)
 
 
 class Built(NamedTuple):
@@ -70,9 +86,7 @@ def build_image(loaded: LoadedProfile, engine: Engine, *, tag: str | None, no_ca
             image_id = engine.build(context, tag, labels=labels, nocache=no_cache, on_event=progress,
                          buildargs=dict(plan.image.spec.proxy_build_args))
         except BuildFailed as e:
-            tail = "\n".join(f"    {neutralise(line)}" for line in e.log[-LOG_TAIL:])
-            raise EngineError(f"{neutralise(str(e))}\nfailing step: {neutralise(e.step or 'unknown')}\n"
-                              f"last lines of its output:\n{tail}", hint=e.hint) from None
+            raise build_error(e) from None
     finally:
         shutil.rmtree(context, ignore_errors=True)
     print(f"envkit: built {tag}", file=err, flush=True)

@@ -35,6 +35,20 @@ _INVISIBLE = frozenset({0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x3164, 0xFFA0})
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@\"'<>]+@")
 
 
+# Terminal control sequences a tool writes for colour or cursor moves: CSI (ESC [ ... final byte) and OSC
+# (ESC ] ... BEL or ESC \\). Quoted from a build log they are noise, so they go before neutralise sees the rest.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+
+
+def strip_escapes(text: str) -> str:
+    """``text`` without its colour and cursor sequences (any other control character is :func:`neutralise`'s).
+
+    >>> strip_escapes("\x1b[31mERROR\x1b[0m: no")
+    'ERROR: no'
+    """
+    return _ESCAPES.sub("", text)
+
+
 def redact_userinfo(text: str) -> str:
     """``text`` with every URL's userinfo (user, password or token) shown as ``***``.
 

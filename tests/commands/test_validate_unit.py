@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -198,3 +199,24 @@ def test_a_fitting_profile_goes_on_to_build_and_a_remote_engine_skips_the_host(t
     assert validate.run(profile, image=None, compare_default=False, as_json=True, timeout=60, quick=True,
                         out=io.StringIO(), err=err, engine=eng, host=remote) == 0
     assert "the engine at tcp://gpu-box:2376 runs elsewhere" in err.getvalue()
+
+
+RECORDED = Path(__file__).resolve().parents[1] / "engine" / "recorded"
+# The step as envkit's Dockerfile prints it: one RUN of well over a thousand characters.
+LONG_RUN = "Step 7/19 : RUN " + " && ".join(f"uv pip install --python /opt/venv/bin/python pkg{i}==1.0" for i in range(40))
+
+
+@pytest.mark.parametrize("recording", ["pip-certificate-verify-failed.log", "uv-invalid-peer-certificate.log"])
+def test_a_certificate_failure_names_image_ca_certificates_once(profile, recording):
+    # Recorded here: pip and uv against an index on 127.0.0.1 with a self-signed certificate, as behind a
+    # TLS-intercepting proxy. Before: no hint, the RUN line twice, colour codes printed as text.
+    log = ["\x1b[31mERROR:\x1b[0m " + line if line.startswith("ERROR") else line
+           for line in (RECORDED / recording).read_text().splitlines()]
+    failing = FakeEngine(failures={"build": BuildFailed("docker build of t:1 failed: The command returned a non-zero code: 1",
+                                                        step=LONG_RUN, log=log)})
+    with pytest.raises(EngineError) as exc:
+        build.run(profile, tag="t:1", no_cache=False, out=io.StringIO(), err=io.StringIO(), engine=failing)
+    text = str(exc.value)
+    assert "image.ca_certificates" in exc.value.hint and exc.value.hint.count("\n") == 0
+    assert text.count("Step 7/19") == 1 and "pkg39" not in text and "characters)" in text
+    assert "\\x1b" not in text and "\x1b" not in text

@@ -323,8 +323,7 @@ class DockerEngine(Engine):
             if base is not None:  # a FROM that failed is a pull that failed: say which failure, and the way out
                 what, hint = explain_pull(base, error)
                 error = f"{what}; the engine said: {error}"
-            raise BuildFailed(f"docker build of {tag} failed at {step or 'start'}: {error}", step=step,
-                              log=list(parser.tail), hint=hint)
+            raise BuildFailed(f"docker build of {tag} failed: {error}", step=step, log=list(parser.tail), hint=hint)
         return parser.image_id
 
     def run(self, image: str, command: list[str], run: RunSettings, *,
