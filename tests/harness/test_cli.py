@@ -146,8 +146,10 @@ def harness_env(**extra):
     env.update(extra)
     return env
 
-NO_TORCH = ("torch is not installed here: pip install 'envkit-torch[harness]' "
-            "(or run the harness inside the container)")
+def no_torch_for(python: str) -> str:
+    return (f"torch is not installed here: {python} -m pip install torch numpy --index-url "
+            "https://download.pytorch.org/whl/cpu (the CPU wheel; a cuXYZ index for a GPU), or run the harness inside "
+            "the container")
 
 
 def _fake_package(root, name, message):
@@ -167,7 +169,7 @@ def test_without_torch_exits_2_with_one_line_naming_the_extra(tmp_path):
     p = subprocess.run([sys.executable, "-S", "-m", "envkit.harness", "--quick", "--json"], env=env,
                        capture_output=True, text=True, cwd=tmp_path, timeout=60)
     assert p.returncode == 2, p.stderr
-    assert p.stderr.strip().splitlines() == [NO_TORCH] and p.stdout == ""
+    assert p.stderr.strip().splitlines() == [no_torch_for(sys.executable)] and p.stdout == ""
     # --help still works without torch
     h = subprocess.run([sys.executable, "-S", "-m", "envkit.harness", "--help"], env=env, capture_output=True,
                        text=True, cwd=tmp_path, timeout=60)
@@ -181,7 +183,7 @@ def test_envkit_harness_with_profile_without_torch(tmp_path):
     p = subprocess.run([sys.executable, "-m", "envkit", "harness", "--profile", str(REPO / "examples" / "cpu-minimal.yaml"),
                         "--quick"], env=env, capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert p.returncode == 2, p.stderr
-    assert p.stderr.strip().splitlines() == [NO_TORCH] and p.stdout == ""
+    assert p.stderr.strip().splitlines() == [no_torch_for(sys.executable)] and p.stdout == ""
 
 
 def test_torch_missing_only_when_torch_itself_is_absent(monkeypatch):

@@ -129,5 +129,6 @@ def test_zipapp_under_a_python_without_torch_exits_2_in_one_line(tmp_path):
                        env=env, timeout=60)
     assert p.returncode == 2, p.stderr
     assert p.stderr.strip().splitlines() == [
-        "torch is not installed here: pip install 'envkit-torch[harness]' (or run the harness inside the container)"]
+        f"torch is not installed here: {py} -m pip install torch numpy --index-url https://download.pytorch.org/whl/cpu "
+        "(the CPU wheel; a cuXYZ index for a GPU), or run the harness inside the container"]
     assert p.stdout == ""

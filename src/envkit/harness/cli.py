@@ -103,8 +103,25 @@ def check_plot_path(path: str) -> None:
 
 
 # The harness imports nothing outside its package (it runs as a zipapp): the distribution's name is spelled here.
-NO_TORCH = ("torch is not installed here: pip install 'envkit-torch[harness]' "
-            "(or run the harness inside the container)")
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"  # a plain `torch` from PyPI is the multi-GB CUDA build
+
+
+def no_torch(prefix: str | None = None, executable: str | None = None) -> str:
+    """What to run where torch is missing, for the way this Python was installed: a pipx venv gets ``pipx inject``,
+    anything else pip for this very interpreter; both from the CPU wheel's index.
+
+    >>> no_torch("/home/me/.local/share/pipx/venvs/envkit-torch", "/x/bin/python").split(" (")[0]
+    'torch is not installed here: pipx inject envkit-torch torch numpy --pip-args=--index-url=https://download.pytorch.org/whl/cpu'
+    >>> no_torch("/work/.venv", "/work/.venv/bin/python").split(" --index-url")[0]
+    'torch is not installed here: /work/.venv/bin/python -m pip install torch numpy'
+    """
+    prefix, executable = prefix or sys.prefix, executable or sys.executable
+    venv = os.path.basename(prefix.rstrip("/\\"))
+    if "pipx" in prefix.replace("\\", "/").split("/"):
+        how = f"pipx inject {venv} torch numpy --pip-args=--index-url={CPU_INDEX}"
+    else:
+        how = f"{executable} -m pip install torch numpy --index-url {CPU_INDEX}"
+    return f"torch is not installed here: {how} (the CPU wheel; a cuXYZ index for a GPU), or run the harness inside the container"
 
 
 def torch_missing() -> bool:
@@ -175,7 +192,7 @@ def _run(args: argparse.Namespace, prog: str) -> dict | int:
             check_plot_path(args.plot)
         expect = load_expect(args.expect) if args.expect else None
         if torch_missing():  # before any check: otherwise every torch-based one fails with ModuleNotFoundError
-            print(NO_TORCH, file=sys.stderr)
+            print(no_torch(), file=sys.stderr)
             return 2
         report = run_checks(expect, dataset=args.dataset, num_workers=args.num_workers,
                             batch_size=args.batch_size, timeout=args.timeout, quick=args.quick,
