@@ -71,9 +71,9 @@ def build_image(loaded: LoadedProfile, engine: Engine, *, tag: str | None, no_ca
 
     def progress(ev: BuildEvent) -> None:
         if ev.kind == "step":
-            print(f"[step {ev.step}/{ev.total}] {neutralise(ev.text)}", file=err, flush=True)
+            print(f"[step {ev.step}/{ev.total}] {neutralise(strip_escapes(ev.text))}", file=err, flush=True)
         else:
-            print(f"    {neutralise(ev.text)}", file=err, flush=True)
+            print(f"    {neutralise(strip_escapes(ev.text))}", file=err, flush=True)
 
     sweep(engine, err)  # containers and build folders of killed envkit runs
     context = make_build_dir()  # records its owner, so a killed build's folder is swept later
