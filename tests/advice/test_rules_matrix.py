@@ -159,7 +159,14 @@ def test_generate_doctor_and_harness_plan_alike(tmp_path, host_name, profile_nam
         # tighter quota, not the VM of the wsl: section). Only the doctor and the harness see it, and
         # the doctor says so.
         if gen.workers != doctor[1]:
-            assert f"generate planned {gen.workers} per training process" in doc["cpus"]["message"]
+            message = doc["cpus"]["message"]
+            worded = f"{gen.workers} {'worker' if gen.workers == 1 else 'workers'}"
+            assert f"generate planned {worded} per training process" in message
+            assert f"here it is {doctor[1]}, from this host's" in message
+            # Each number beside its own fact: never "from not known" in a sentence that states one.
+            assert "not known" not in message
+            if gen.cpus is not None:
+                assert f"for the {gen.cpus} CPUs of" in message
         return
     assert (gen.ranks, gen.workers, gen.shm_need, gen.shm_bytes, gen.memory_need) == doctor
     # ... and generate's warnings speak of exactly these numbers.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -228,7 +229,7 @@ def _docker_py_failure(os_error):
     (FileNotFoundError(2, "No such file or directory"), {},
      "no Docker engine answers at /var/run/docker.sock (file not found)"),
     (PermissionError(13, "Permission denied"), {},
-     "no Docker engine answers at /var/run/docker.sock (permission denied)"),
+     "the Docker engine's socket /var/run/docker.sock is there, but this user may not open it (permission denied)"),
     (ConnectionRefusedError(111, "Connection refused"), {"DOCKER_HOST": "unix:///run/user/1000/docker.sock"},
      "no Docker engine answers at /run/user/1000/docker.sock (connection refused)"),
 ])
@@ -401,3 +402,37 @@ def test_a_profile_init_sized_for_the_pc_fits_it(tmp_path):
     fit = next(c for c in doc["checks"] if c["name"] == "wsl_fit")
     assert fit["status"] == "pass", fit
     assert "wsl_fit" not in [c["name"] for c in diagnose(_host("linux", tmp_path), _profile(text), [], [])["checks"]]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to drop to another user")
+def test_a_socket_the_user_may_not_open_is_answered_with_the_docker_group_first():
+    # Before: "sudo systemctl start docker (or sudo dockerd &)" first: a second daemon, where one runs.
+    import socket
+    import subprocess
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="envkit-sock-") as top:  # pytest's own folders are root's alone (0700)
+        folder = Path(top)
+        os.chmod(folder, 0o755)
+        res = _doctor_as_nobody(folder, socket, subprocess, sys)
+    docker = {c["name"]: c for c in json.loads(res.stdout)["checks"]}["docker"]
+    assert docker["status"] == "fail" and "may not open it (permission denied)" in docker["message"]
+    assert docker["remedy"].startswith("The Docker socket exists but this user may not open it: add yourself to the "
+                                       "docker group")
+    assert "dockerd &" not in docker["remedy"] and "systemctl start" not in docker["remedy"]
+
+
+def _doctor_as_nobody(folder, socket, subprocess, sys):
+    """``envkit doctor --json`` run as nobody, against a listening socket only root may open."""
+    path = folder / "docker.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(path))
+        listener.listen(1)
+        os.chmod(path, 0o600)  # root's, as /var/run/docker.sock is root:docker 0660 to a user outside the group
+        src = Path(__file__).resolve().parents[2] / "src"
+        res = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable, "-m",
+                              "envkit", "doctor", "--json"], cwd=folder, capture_output=True, text=True, timeout=120,
+                             env={"PATH": os.environ["PATH"], "PYTHONPATH": str(src), "HOME": str(folder),
+                                  "DOCKER_HOST": f"unix://{path}"})
+    return res

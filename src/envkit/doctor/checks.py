@@ -22,9 +22,9 @@ from envkit.plan.loader import LoaderPlan, loader_plan
 from envkit.advice.wsl import VM_HEADROOM, container_memory_need
 from envkit.doctor.host import Host
 from envkit.harness.env import WSL_ENV_VARS, WSL_INTEROP_FILE, read_cgroup_cpu_quota, wsl_version
-from envkit.harness.report import FAIL, PASS, SKIP, WARN, human_bytes, make_check
+from envkit.harness.report import FAIL, PASS, SKIP, WARN, human_bytes, make_check, plural
 from envkit.engine.dockerd import fmt_limit
-from envkit.harness.sizing import GIB, MIB, cpu_limit, docker_size, recommended_shm_bytes
+from envkit.harness.sizing import GIB, MIB, contention_remedy, cpu_limit, docker_size, recommended_shm_bytes
 from envkit.profile.model import Profile
 from envkit.runsettings import Ulimit
 
@@ -138,6 +138,19 @@ def cpu_quota(host: Host) -> float | None:
     return read_cgroup_cpu_quota(host.root)["quota_cpus"]
 
 
+def planned_differs(planned: LoaderPlan, here: LoaderPlan) -> str:
+    """Where generate's plan (made without this host) gives other workers than this host's, each number with its
+    fact: ``"; generate planned 7 workers per training process for the 8 CPUs of wsl.processors 8; here it is 1,
+    from this host's 2 CPUs"``; empty where the workers agree."""
+    if planned.workers == here.workers:
+        return ""
+    source = dict(planned.facts)["cpus"]
+    sized = (f"for the {planned.cpus} CPUs of {source}" if planned.cpus is not None else
+             "with no CPU count in the profile (no run.cpuset, run.cpus or wsl.processors: auto plans for the most)")
+    return (f"; generate planned {plural(planned.workers, 'worker')} per training process {sized}; "
+            f"here it is {here.workers}, from {dict(here.facts)['cpus']}")
+
+
 def check_cpus(host: Host, profile: Profile, the_plan: LoaderPlan, planned: LoaderPlan) -> dict:
     """The host's CPUs against ``the_plan`` (this host's loaders), saying where ``planned`` (the
     container's, as generate planned it without seeing this host) differs."""
@@ -157,16 +170,13 @@ def check_cpus(host: Host, profile: Profile, the_plan: LoaderPlan, planned: Load
                           f"0-{cpus - 1}: the container will not start ('Requested CPUs are not available')",
                           "shrink run.cpuset, or on WSL2 raise processors in .wslconfig and wsl --shutdown")
     ranks = the_plan.ranks
-    differs = ("" if (planned.cpus, planned.workers) == (the_plan.cpus, workers) else
-               f"; generate planned {planned.workers} per training process from {dict(planned.facts)['cpus']}, "
-               f"this host gives {workers}")
+    differs = planned_differs(planned, the_plan)
     if the_plan.processes > effective:
         who = "the training process" if ranks == 1 else f"each of {ranks} training processes"
         return make_check("cpus", WARN, measured, expected,
                           f"{effective} usable CPU(s) for {workers} DataLoader workers of {who} plus "
                           f"{'itself' if ranks == 1 else 'themselves'}: {the_plan.processes} processes{differs}",
-                          f"use loader.num_workers: auto ({max(0, effective // ranks - 1)} per training process), "
-                          "or give the machine/VM more CPUs")
+                          contention_remedy(nw, effective, ranks)[1])
     return make_check("cpus", PASS, measured, expected,
                       f"{effective} usable CPU(s)" + (f" (cgroup quota {quota:g})" if quota else "")
                       + (f"; run.cpuset {profile.run.cpuset} fits" if cpuset else "")
@@ -338,7 +348,8 @@ def check_docker(host: Host, profile: Profile) -> list[dict]:
     nvidia = bool(info.get("nvidia_runtime")) or "nvidia" in runtimes
     if not reachable:
         error = info.get("error") or "unreachable"
-        message = error if error.startswith("no Docker engine answers") else f"no Docker engine answers: {error}"
+        message = error if error.startswith(("no Docker engine answers", "the Docker engine's socket")) else \
+            f"no Docker engine answers: {error}"
         checks = [make_check("docker", FAIL, measured, {"reachable": True}, message,
                              info.get("hint") or
                              "WSL2: enable Docker Desktop's WSL integration for this distribution, or install "

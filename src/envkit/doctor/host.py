@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from envkit.engine import EngineSilent
+from envkit.engine import EngineSilent, os_error_in
 from envkit.engine.dockerd import DaemonFacts, read_daemon
 from envkit.errors import EngineError
 
@@ -255,22 +255,6 @@ def engine_address(environ: Mapping[str, str] | None = None) -> str:
     return where[len("unix://"):] if where.startswith("unix://") else where
 
 
-def _os_error(exc: BaseException | None, seen: set | None = None) -> OSError | None:
-    """The first OSError in ``exc``'s chain (cause, context, and exceptions held in ``args``)."""
-    seen = set() if seen is None else seen
-    if exc is None or id(exc) in seen:
-        return None
-    seen.add(id(exc))
-    if isinstance(exc, OSError) and (exc.errno is not None or type(exc) in _REASONS):
-        return exc
-    for nxt in (*(a for a in getattr(exc, "args", ()) if isinstance(a, BaseException)),
-                exc.__cause__, exc.__context__):
-        found = _os_error(nxt, seen)
-        if found is not None:
-            return found
-    return None
-
-
 def readable_engine_error(exc: BaseException, environ: Mapping[str, str] | None = None) -> str:
     """One sentence for "no engine answers", instead of docker-py's nested exception tuples.
 
@@ -281,8 +265,10 @@ def readable_engine_error(exc: BaseException, environ: Mapping[str, str] | None 
     if isinstance(exc, EngineSilent):  # already says where and what it waited for; its cause is a bare timeout
         return str(exc)
     where = engine_address(environ)
-    found = _os_error(exc)
+    found = os_error_in(exc)
     if found is not None:
+        if isinstance(found, PermissionError):
+            return f"the Docker engine's socket {where} is there, but this user may not open it (permission denied)"
         reason = next((r for t, r in _REASONS.items() if isinstance(found, t)), None)
         reason = reason or (found.strerror or str(found) or type(found).__name__).lower()
         return f"no Docker engine answers at {where} ({reason})"

@@ -139,6 +139,26 @@ class Engine(abc.ABC):
         return None
 
 
+_OS_KINDS = (FileNotFoundError, PermissionError, ConnectionRefusedError, ConnectionResetError, TimeoutError)
+
+
+def os_error_in(exc: BaseException | None, seen: set | None = None) -> OSError | None:
+    """The first OSError in ``exc``'s chain (cause, context, and exceptions held in ``args``)."""
+    seen = set() if seen is None else seen
+    if exc is None or id(exc) in seen:
+        return None
+    seen.add(id(exc))
+    # An errno, or one of the OS's own kinds: requests' ConnectionError is an OSError too, and says nothing.
+    if isinstance(exc, OSError) and (exc.errno is not None or type(exc) in _OS_KINDS):
+        return exc
+    for nxt in (*(a for a in getattr(exc, "args", ()) if isinstance(a, BaseException)),
+                exc.__cause__, exc.__context__):
+        found = os_error_in(nxt, seen)
+        if found is not None:
+            return found
+    return None
+
+
 def connect(labels: dict[str, str] | None = None) -> Engine:
     """The engine of this host (Docker through DOCKER_HOST or its default socket), connected.
 

@@ -23,7 +23,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Callable
 
-from envkit.engine import LABEL, BuildEvent, BuildFailed, Engine, EngineSilent, RunResult
+from envkit.engine import LABEL, BuildEvent, BuildFailed, Engine, EngineSilent, RunResult, os_error_in
 from envkit.engine.pullerror import base_of, explain as explain_pull
 from envkit.engine.dockerd import _RLIMITS, find_dockerd, fmt_limit, parse_proc_limits, read_daemon
 from envkit.errors import EngineError
@@ -40,6 +40,12 @@ START_HINT = ("Start a Docker engine: on Windows/macOS start Docker Desktop (on 
               "`sudo systemctl start docker` (or `sudo dockerd &`) and make sure your user may "
               "use the socket (group "
               "`docker`). For a remote engine set DOCKER_HOST (e.g. tcp://host:2375).")
+# The socket is there and a daemon behind it: the user lacks the right to open it. A second daemon is the wrong
+# remedy; the docker group is the right one (Docker's post-installation steps for Linux).
+PERMISSION_HINT = ("The Docker socket exists but this user may not open it: add yourself to the docker group "
+                   "(`sudo usermod -aG docker $USER`), then log out and back in (or run `newgrp docker` in this "
+                   "shell); a running engine needs no second one started. (Rootless Docker: set DOCKER_HOST to its "
+                   "socket, e.g. unix:///run/user/$(id -u)/docker.sock.)")
 SILENT_HINT = ("Something listens there but does not answer the Docker API: a hung daemon, or not a Docker "
                "daemon at all. Restart it (Linux: `sudo systemctl restart docker`; Docker Desktop: Restart), "
                "or point DOCKER_HOST at an engine that answers.")
@@ -245,8 +251,9 @@ class DockerEngine(Engine):
                 raise EngineSilent(f"the Docker daemon at {daemon} {what} within {CONNECT_TIMEOUT_S} s",
                                   hint=SILENT_HINT) from None
             where = neutralise(host) if host else "the default socket (/var/run/docker.sock)"
+            denied = isinstance(os_error_in(exc), PermissionError)
             raise EngineError(f"cannot reach a Docker engine at {where}: {exc}",
-                              hint=START_HINT) from None
+                              hint=PERMISSION_HINT if denied else START_HINT) from None
         client.api.timeout = API_TIMEOUT_S
         return cls(client, labels)
 
