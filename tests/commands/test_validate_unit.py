@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -57,10 +58,11 @@ def test_validate_runs_the_harness_with_the_profiles_settings(profile):
     assert build_call["tag"] == "unit/img:1" and build_call["labels"]["io.envkit.managed"] == "1"
     loaded = load_profile(profile)
     rs = RunSettings.from_profile(loaded.profile)
-    # Missing host paths are skipped; the profile's folder (mounted at the workdir) and ./data exist.
-    vols = tuple(Volume(str(loaded.resolve(v.source)), v.target, v.mode, v.project) for v in rs.volumes
-                 if "missing" not in v.source)
-    assert vols[0].target == "/workspace" and vols[0].source == str(profile.parent.resolve()) and len(vols) == 2
+    # A missing host path is made, as the user who runs validate (Docker would make it as root), and mounted.
+    vols = tuple(Volume(str(loaded.resolve(v.source)), v.target, v.mode, v.project) for v in rs.volumes)
+    assert vols[0].target == "/workspace" and vols[0].source == str(profile.parent.resolve()) and len(vols) == 3
+    made = profile.parent / "missing"
+    assert made.is_dir() and made.stat().st_uid == os.getuid()
     # As the image's user (the harness measures for it), whatever run.sh starts as.
     assert gen["run"] == replace(rs, volumes=vols, start_as_root=False)
     # Docker's defaults: no shm, ipc, init, cpuset, memory, ulimits, volumes; the GPU request and env kept.
@@ -69,7 +71,7 @@ def test_validate_runs_the_harness_with_the_profiles_settings(profile):
     assert "--quick" in gen["command"]
     doc = json.loads(out.getvalue())
     assert doc["verdict"] == "pass" and doc["default"]["verdict"] == "fail" and doc["image"] == "unit/img:1"
-    assert "missing" in err.getvalue() and "skipped" in err.getvalue()
+    assert f"made {made} for the volume {made}:/m, as you" in err.getvalue()
 
 
 def test_validate_fails_with_exit_1_and_prints_remedies(profile):

@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from envkit.harness.report import human_bytes, plural
 from envkit.advice.image import image_warnings
@@ -64,6 +65,19 @@ def _need_text(profile: Profile, p: LoaderPlan) -> str:
     nccl = f" + NCCL's {human_bytes(p.nccl_bytes // p.ranks)} per process" if p.nccl_bytes else ""
     return (f"the {human_bytes(p.shm_need)} that {p.ranks} training processes with "
             f"{plural(p.workers, 'DataLoader worker')} each need ({p.ranks} x {human_bytes(p.rank_need)}: {per_rank}{nccl})")
+
+
+def volume_notes(rs: RunSettings, base_dir: Path) -> list[Finding]:
+    """Bind-mount sources the profile names that do not exist yet (relative ones, against the profile's folder):
+    run.sh and validate make them as the user; Compose and the Dev Containers CLI cannot, and Docker would make
+    them owned by root. Said once, as a note (a data folder made later is no mistake)."""
+    out: list[Finding] = []
+    for i, v in enumerate(v for v in rs.volumes if not v.project):
+        if v.is_relative and not (base_dir / v.source).exists():
+            out.append(Finding(f"run.volumes[{i}]", f"{v.source} does not exist yet: run.sh and envkit validate make it, "
+                       "as you; compose.yaml and devcontainer.json cannot, and Docker would make it owned by root, so "
+                       f"make it first there (mkdir -p {v.source})"))
+    return out
 
 
 def sizing_notes(profile: Profile, rs: RunSettings, p: LoaderPlan) -> list[Finding]:

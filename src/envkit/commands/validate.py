@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import textwrap
 from dataclasses import replace
@@ -35,6 +36,7 @@ from envkit.errors import CheckFailed, EngineError
 from envkit.generation import report_warnings
 from envkit.plan.envplan import EnvPlan, build_plan
 from envkit.harness.report import human_bytes
+from envkit.hostpaths import is_drive_path
 from envkit.profile import LoadedProfile, load_profile
 from envkit.pythons import python_problem
 from envkit.runsettings import RunSettings
@@ -90,6 +92,18 @@ def label_mismatch(loaded: LoadedProfile, labels: dict[str, str]) -> str | None:
     return None
 
 
+def make_missing_sources(rs: RunSettings) -> list[str]:
+    """Make the bind-mount sources of ``rs`` that do not exist yet, as the user who runs validate, and say so: Docker
+    would make them as root, and the user could not write there (run.sh does the same; a Windows drive path is
+    Docker Desktop's to resolve)."""
+    made = []
+    for v in rs.volumes:
+        if not v.project and not is_drive_path(v.source) and not os.path.lexists(v.source):
+            os.makedirs(v.source, exist_ok=True)
+            made.append(f"made {v.source} for the volume {v.source}:{v.target}, as you (Docker would have made it as root)")
+    return made
+
+
 def container_settings(plan: EnvPlan, *, default: bool) -> tuple[RunSettings, list[str]]:
     """The container's settings for the profile (or Docker's defaults), and notes about what was left out.
 
@@ -97,13 +111,8 @@ def container_settings(plan: EnvPlan, *, default: bool) -> tuple[RunSettings, li
     image's user (no ``start_as_root``): the user the harness measures for.
     """
     rs = plan.settings.with_sources(lambda src: str(plan.source.resolve(src)))
-    notes = []
-    # The harness reads nothing from bind mounts; a missing host path would make Docker create it as root.
-    vols = []
-    for v in rs.volumes:
-        spec = ":".join([v.source, v.target] + ([v.mode] if v.mode else []))
-        (vols.append(v) if Path(v.source).exists() else notes.append(f"volume {spec!r} skipped: {v.source} does not exist"))
-    rs = replace(rs, volumes=tuple(vols), start_as_root=False)
+    notes: list[str] = []
+    rs = replace(rs, start_as_root=False)
     if default:
         rs = replace(RunSettings.engine_defaults(), gpus=rs.gpus, env=rs.env)
     return rs, notes
@@ -238,7 +247,7 @@ def run(profile_path: Path | None, *, image: str | None, compare_default: bool, 
         mismatch = label_mismatch(loaded, engine.image_labels(image))
         if mismatch:
             notes.append(mismatch)
-    for note in notes:
+    for note in notes + make_missing_sources(settings):
         print(f"envkit: note: {note}", file=err)
     print(f"envkit: running the harness in {image} with the profile's settings", file=err, flush=True)
     generated = run_harness(engine, image, settings, timeout=timeout, quick=quick, label="generated")

@@ -81,7 +81,7 @@ def build_plan(loaded: LoadedProfile, out_dir: Path = Path(".")) -> EnvPlan:
     """Decide everything about ``loaded`` once. ``out_dir``: where the files go (relative volume sources
     and the project copy depend on it). The plan is the container's, whatever host renders it: the
     host's own facts are ``envkit doctor``'s (:func:`envkit.plan.loader.loader_plan` with them)."""
-    from envkit.advice.profile import file_warnings, profile_warnings, sizing_notes
+    from envkit.advice.profile import file_warnings, profile_warnings, sizing_notes, volume_notes
     from envkit.advice.team import team_warnings
     from envkit.expect import expectation_json
 
@@ -102,4 +102,5 @@ def build_plan(loaded: LoadedProfile, out_dir: Path = Path(".")) -> EnvPlan:
     return EnvPlan(source=source, sections=sections, out_dir=out_dir, settings=settings, loader=loader, image=image,
                    expectation=expectation_json(p, settings, loader), warnings=tuple(map(locate, warnings)), cluster=cluster,
                    wsl=wsl_plan(p.wsl, p.run.wants_gpus), cluster_error=error, cluster_ask=cluster_ask(p),
-                   notes=tuple(map(locate, sizing_notes(p, settings, loader))), locate=locate)
+                   notes=tuple(map(locate, sizing_notes(p, settings, loader) + volume_notes(settings, loaded.base_dir))),
+                   locate=locate)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import shlex
 
-from envkit.hostpaths import bash_path
+from envkit.hostpaths import bash_path, is_drive_path
 from envkit.runsettings import REMAP_ENV, RunSettings
 from envkit.targets import GenContext, OutputFile
 from envkit.units import format_size
@@ -93,22 +93,25 @@ def context(ctx: GenContext) -> dict:
         # bash (WSL, Git Bash) hands Docker Desktop a drive path as //c/...; C:\... would reach it mangled.
         return bash_path(ctx.anchored_source(v, _HERE))
 
-    items = []
-    for flag in docker_flags(ctx.settings, volume_source=source):
-        # A relative volume becomes "--volume=${here}"'/rest': the variable expands, the rest stays literal.
-        if _HERE in flag:
-            head, rest = flag.split(_HERE, 1)
-            items.append({"here": True, "head": array_word(head) if head else "",
-                          "rest": array_word(rest) if rest else ""})
-        else:
-            items.append({"here": False, "text": array_word(flag)})
+    items = [_word(flag) for flag in docker_flags(ctx.settings, volume_source=source)]
+    # Bind-mount sources that do not exist yet are made by run.sh, as the user who runs it: Docker would make
+    # them as root, and the user could not write there. A Windows drive path is Docker Desktop's to resolve.
+    sources = [_word(source(v)) for v in ctx.settings.volumes if not (v.project or is_drive_path(v.source))]
     # A profile's `$` is meant literally and single quotes keep it so; shellcheck's SC2016 suspects a
     # forgotten expansion, so say once why it is not one (only where such a value exists).
-    literal_dollar = any("$" in str(i.get("text") or f"{i.get('head', '')}{i.get('rest', '')}") for i in items)
+    literal_dollar = any("$" in str(i.get("text") or f"{i.get('head', '')}{i.get('rest', '')}") for i in items + sources)
     # `here` is defined only where a flag reads it: shellcheck's SC2034 flags an unused variable.
     return {"header": ctx.header("#"), "image": shlex.quote(ctx.plan.image.spec.tag), "flags": items,
             "local_image": ctx.plan.image.spec.tag_is_default, "build_hint": BUILD_FIRST,
-            "literal_dollar": literal_dollar, "uses_here": any(i["here"] for i in items)}
+            "literal_dollar": literal_dollar, "uses_here": any(i["here"] for i in items), "sources": sources}
+
+
+def _word(text: str) -> dict:
+    """One word of a bash array: a relative volume's "${here}" expands, the rest stays literal."""
+    if _HERE in text:
+        head, rest = text.split(_HERE, 1)
+        return {"here": True, "head": array_word(head) if head else "", "rest": array_word(rest) if rest else ""}
+    return {"here": False, "text": array_word(text)}
 
 
 def render(ctx: GenContext) -> list[OutputFile]:

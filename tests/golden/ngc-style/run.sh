@@ -25,6 +25,14 @@ flags=(
   --env=NCCL_DEBUG=WARN
   --env=NCCL_IB_DISABLE=0
 )
+# Bind-mount sources that do not exist yet are made here, as you: Docker would make them as root.
+sources=(
+  /datasets/imagenet
+  "${here}"/../checkpoints
+)
+for src in "${sources[@]}"; do
+  [ -e "$src" ] || mkdir -p -- "$src" || { echo "run.sh: $src (run.volumes) does not exist and cannot be made as $(id -un); create it, or fix the path in the profile" >&2; exit 1; }
+done
 tty=()
 if [ -t 0 ] && [ -t 1 ]; then tty=(--interactive --tty); fi
 
