@@ -183,3 +183,15 @@ def test_the_abridged_default_dockerfile_is_real_output(tmp_path, monkeypatch):
     block = re.search(r"```dockerfile\n(.*?)```\n", (ROOT / "docs" / "outputs.md").read_text(), re.S)
     assert block, "docs/outputs.md has no Dockerfile block"
     assert _abridged_lines_match(block.group(1).splitlines(), real.splitlines()) == []
+
+
+def test_the_harness_page_states_the_built_in_workload_the_harness_runs():
+    # docs/harness.md said "2 workers, batch 32, [3,64,64]" long after the harness ran the profile's defaults.
+    from envkit.harness.defaults import LOADER
+
+    row = next(line for line in (ROOT / "docs" / "harness.md").read_text().splitlines() if line.startswith("| `--expect"))
+    shape = ", ".join(map(str, LOADER.sample_shape))
+    for fact in (f"`num_workers: {LOADER.num_workers}`", f"batch {LOADER.batch_size}", f"`[{shape}]` {LOADER.dtype}",
+                 f"prefetch {LOADER.prefetch_factor}", "pin_memory on" if LOADER.pin_memory else "pin_memory off"):
+        assert fact in row, fact
+    assert not re.search(r"\b64,\s*64\b", row)
