@@ -32,6 +32,18 @@ def split_volume(spec: str) -> tuple[str, str, str | None]:
     return drive + source, target, mode[0] if mode else None
 
 
+def mnt_path(source: str) -> str:
+    r"""A Windows drive path as a Linux process inside WSL names it (Docker Engine installed in the distribution
+    sees the drive where WSL mounts it): ``C:\data`` -> ``/mnt/c/data``. Other paths are returned as they are.
+
+    >>> mnt_path("C:\\Users\\me\\data"), mnt_path("D:/x"), mnt_path("/srv/data")
+    ('/mnt/c/Users/me/data', '/mnt/d/x', '/srv/data')
+    """
+    if not is_drive_path(source):
+        return source
+    return "/mnt/" + bash_path(source)[2:]
+
+
 def bash_path(source: str) -> str:
     r"""A host path as bash under WSL or Git Bash hands it to Docker Desktop: ``C:\data`` -> ``//c/data``.
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from envkit.harness.sizing import DOCKER_DEFAULT_SHM as DEFAULT_SHM, NodeLoader
-from envkit.hostpaths import is_drive_path, split_volume
+from envkit.hostpaths import is_drive_path, mnt_path, split_volume
 from envkit.plan.loader import loader_plan
 from envkit.profile.model import Profile
 from envkit.profile.proxy import proxy_build_args  # noqa: F401 (re-exported: the run env and the build read it)
@@ -107,8 +107,12 @@ class RunSettings:
         vols = []
         if p.run.mount_project:
             vols.append(Volume(".", p.image.workdir, None, project=True))
+        # With Docker Engine inside the WSL distribution a drive is where WSL mounts it; Docker Desktop takes C:\
+        # as it is written (and from bash as //c/..., run.sh's spelling).
+        engine_in_wsl = p.wsl is not None and p.wsl.docker == "engine"
         for spec in p.run.volumes:
-            vols.append(Volume(*split_volume(spec)))
+            source, target, mode = split_volume(spec)
+            vols.append(Volume(mnt_path(source) if engine_in_wsl else source, target, mode))
         return cls(
             # The loaders' plan decides it: run.shm_size, else sized from the need; None under --ipc=host,
             # which shares the host's /dev/shm, so a size would be ignored.

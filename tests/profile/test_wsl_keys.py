@@ -42,7 +42,9 @@ def _load(yaml_text: str):
 
 
 def test_tables_cover_every_model_field():
-    assert set(WSL2_VALUES) == set(Wsl.model_fields) - {"experimental", "wsl_conf"}
+    from envkit.plan.wsl import ENVKIT_KEYS
+
+    assert set(WSL2_VALUES) == set(Wsl.model_fields) - set(ENVKIT_KEYS)
     assert set(EXPERIMENTAL_VALUES) == set(WslExperimental.model_fields)
     assert {s for s, _ in WSLCONF_VALUES} == set(WslConf.model_fields)
 
@@ -90,3 +92,16 @@ def test_bad_values_are_located(snippet, needle):
     with pytest.raises(ProfileError, match=None) as e:
         _load(BASE + snippet)
     assert needle in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("docker, source", [("desktop", "C:\\data"), ("engine", "/mnt/c/data")])
+def test_a_drive_path_follows_the_docker_the_distribution_uses(docker, source):
+    # Docker Engine inside the distribution has no C:\ (nor //c/): it made an empty folder and mounted it.
+    from envkit.runsettings import RunSettings
+
+    p = _load(BASE + f'run:\n  volumes: ["C:\\\\data:/data"]\nwsl:\n  docker: {docker}\n')
+    (vol,) = [v for v in RunSettings.from_profile(p).volumes if not v.project]
+    assert vol.source == source
+    from envkit.plan.wsl import wslconfig_sections
+
+    assert all(e.key != "docker" for s in wslconfig_sections(p.wsl) for e in s.entries)  # not a .wslconfig key

@@ -152,11 +152,12 @@ def test_the_merge_is_envkit_wsl_apply_and_the_script_has_none_of_its_own(tmp_pa
     text = _ps1(tmp_path)
     for gone in ("Merge-IniText", "ConvertFrom-ConfigBytes", "Update-WslConfig", "WriteAllBytes", "base64"):
         assert gone not in text, gone
-    # On Windows when envkit is on PATH; else the distribution's envkit on /mnt/c/...; else the command to run.
-    assert "$WindowsEnvkit = Get-Command 'envkit'" in text
+    # On Windows when envkit is on PATH or runs as `py -m envkit`; else the distribution's envkit on /mnt/c/...;
+    # else the command to run.
+    assert "$WindowsEnvkit = Find-WindowsEnvkit" in text
     assert "@('wsl', 'apply', $ProfileFile, '--wslconfig', $WslConfigPath)" in text
     assert "'--exec', $DistroEnvkit, 'wsl', 'apply', $linuxProfile, '--wslconfig', $linuxConfig" in text
-    assert "envkit is on neither Windows's PATH nor" in text and "pipx install envkit" in text
+    assert "envkit is on neither Windows's PATH nor" in text and "pipx install $EnvkitSpec" in text
     assert "'--wsl-conf', '/etc/wsl.conf'" in text and "'-u', 'root'" in text
     for says in ("with envkit on Windows", "with envkit inside $Distro", "was not merged"):
         assert says in text, says
@@ -208,7 +209,8 @@ def test_the_store_wsl_version_is_checked_for_the_keys_it_writes(tmp_path):
 def test_the_next_steps_install_envkit_and_the_nvidia_toolkit_inside_the_distribution(tmp_path):
     text = _ps1_for(BASE + "run: {gpus: all}\nwsl: {memory: 8GB}\n", tmp_path)
     steps = text[text.index("Write-Step 'Next steps"):]
-    assert "pipx install envkit-torch" in steps and "git clone" in steps and "not under /mnt/c" in steps
+    assert "sudo apt-get update && sudo apt-get install -y pipx" in steps and "pipx install $EnvkitSpec" in steps
+    assert "git clone" in steps and "not under /mnt/c" in steps
     assert "envkit init, envkit generate, envkit doctor --script train.py, envkit validate" in steps
     assert "$WantsGpus = $true" in text
     assert steps.index("apt-get install -y nvidia-container-toolkit") < steps.index("nvidia-ctk runtime configure")
@@ -226,3 +228,40 @@ def test_the_three_runs_and_the_bypass_command_are_spelled_out(tmp_path):
 def test_the_examples_give_no_warnings_about_their_own_values(name):
     plan = build_plan(load_profile(ROOT / "examples" / f"{name}.yaml"))
     assert list(plan.warnings) == []
+
+
+def _function(text: str, name: str) -> str:
+    start = text.index(f"function {name}")
+    return text[start:text.index("\n}\n", start)]
+
+
+def test_a_bare_machine_gets_envkit_in_the_distribution_before_the_wsl_conf_merge(tmp_path):
+    # Before: envkit was installed in the distribution only after the three runs, so on a bare machine run 3
+    # always warned that /etc/wsl.conf was not merged; and its command lacked apt-get update.
+    text = _ps1_for(BASE + "wsl:\n  memory: 8GB\n  wsl_conf: {boot: {systemd: true}}\n", tmp_path)
+    install = text.index("$DistroEnvkit = Install-DistroEnvkit $Distro $EnvkitSpec")
+    merge = text.index("'--wsl-conf', '/etc/wsl.conf'")
+    assert install < merge
+    body = _function(text, "Install-DistroEnvkit")
+    assert body.index("apt-get update") < body.index("apt-get install -y -qq pipx") < body.index("pipx install")
+    assert "'-u', 'root'" in body  # apt as root through wsl.exe: no sudo password prompt in a script
+    # The distribution installs what Windows runs: the checkout pip recorded (direct_url.json), else the index.
+    spec = _function(text, "Get-EnvkitSpec")
+    assert "direct_url.json" in spec and "ConvertTo-DistroPath" in spec and "'envkit-torch'" in spec
+
+
+def test_the_script_finds_envkit_as_py_m_envkit_when_scripts_is_off_path(tmp_path):
+    body = _function(_ps1(tmp_path), "Find-WindowsEnvkit")
+    assert body.index("Get-Command 'envkit'") < body.index("@('-m', 'envkit', '--version')")
+    assert "return ,@($py.Source, '-m', 'envkit')" in body
+
+
+def test_a_distribution_never_launched_is_told_apart_from_a_missing_one(tmp_path):
+    text = _ps1(tmp_path)
+    # What this script installed is remembered; not listed yet, it asks for the first launch, not a second install.
+    assert text.count("Set-Content -LiteralPath $InstalledMarker") == 2
+    assert "$neverLaunched = -not $restartNeeded -and -not $distroReady -and (Test-Path -LiteralPath $InstalledMarker)" in text
+    assert "-not $distroReady -and -not $neverLaunched" in text
+    failed = text[text.index("wsl --install -d $Distro failed"):]
+    assert "launch it once from the Start menu" in failed[:400] and "exit 1" in failed[:500]
+    assert "throw \"wsl --install -d $Distro failed" not in text

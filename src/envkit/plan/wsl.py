@@ -66,10 +66,14 @@ def _entries(model: BaseModel, skip: tuple[str, ...] = ()) -> tuple[Entry, ...]:
     )
 
 
+# The wsl: section's keys that are envkit's, not .wslconfig's [wsl2] keys.
+ENVKIT_KEYS = ("experimental", "wsl_conf", "docker")
+
+
 def wslconfig_sections(wsl: Wsl) -> list[Section]:
     """The .wslconfig sections with at least one key: ``wsl2``, then ``experimental``."""
     sections = []
-    main = _entries(wsl, skip=("experimental", "wsl_conf"))
+    main = _entries(wsl, skip=ENVKIT_KEYS)
     if main:
         sections.append(Section("wsl2", main))
     if wsl.experimental is not None:

@@ -230,3 +230,7 @@ class Wsl(_Section):
     defaultVhdSize: Size | None = Field(None, description="The size of new distributions' VHDs.")
     experimental: WslExperimental | None = Field(None, description="[experimental] of .wslconfig.")
     wsl_conf: WslConf | None = Field(None, description="The distribution's /etc/wsl.conf (written as wsl.conf).")
+    # envkit's own key, not .wslconfig's: which Docker the distribution talks to decides how a C:\ path reaches it.
+    docker: Literal["desktop", "engine"] = Field("desktop",
+        description="The Docker the distribution uses: desktop (Docker Desktop's WSL integration: C:\\data reaches it "
+                    "as //c/data) or engine (Docker Engine installed in the distribution: C:\\data is /mnt/c/data).")

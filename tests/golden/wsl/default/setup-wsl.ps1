@@ -11,9 +11,11 @@
     2. Installs WSL2 and the distribution when missing (wsl --install --no-launch -d <Distro>).
     3. Merges the profile's keys into %UserProfile%\.wslconfig with `envkit wsl apply` (the one merge:
        every other key, comment and the file's encoding are kept; a backup is written first):
-       envkit on Windows when `envkit` is on PATH, else the distribution's envkit on
+       envkit on Windows (`envkit` on PATH, else `py -m envkit`), else the distribution's envkit on
        /mnt/c/Users/<you>/.wslconfig; with neither, it prints the command to run. It says which it did.
-    4. Merges the wsl.conf keys (if any) into /etc/wsl.conf with the distribution's envkit (as root).
+    4. Merges the wsl.conf keys (if any) into /etc/wsl.conf with the distribution's envkit (as root),
+       installing envkit there first when it is missing (apt-get update, pipx; from the checkout the
+       Windows envkit was installed from, else the package index).
     5. Runs `wsl --shutdown` only when something changed, then verifies the VM.
 
     Safe to run twice: a second run changes nothing, writes no backup and does not shut WSL down.
@@ -57,6 +59,10 @@ $GiB = 1GB
 $WslConfigPath = $ExecutionContext.SessionState.Path.GetUnresolvedProviderPathFromPSPath($WslConfigPath)
 # wsl.exe prints UTF-16 unless told otherwise; WSL_UTF8 makes its output readable when captured.
 $env:WSL_UTF8 = '1'
+# Written when this script installed the distribution: until its first launch `wsl --list` does not show it.
+$MarkerDir = Join-Path $env:LOCALAPPDATA 'envkit'
+if (-not (Test-Path -LiteralPath $MarkerDir)) { New-Item -ItemType Directory -Path $MarkerDir -Force | Out-Null }
+$InstalledMarker = Join-Path $MarkerDir "wsl-installed-$Distro"
 
 $ProfileName = 'vision-train'
 # Whether the profile has wsl.wsl_conf keys for /etc/wsl.conf.
@@ -181,6 +187,43 @@ function Invoke-Envkit([string]$Exe, [string[]]$Arguments, [string]$What) {
     if ($r.Output) { Write-Host $r.Output }
 }
 
+function Find-WindowsEnvkit {
+    # `envkit` on PATH, else `py -m envkit`: a default python.org or winget install leaves pip's Scripts folder
+    # off PATH. An empty array when neither runs.
+    $cmd = Get-Command 'envkit' -ErrorAction SilentlyContinue
+    if ($cmd) { return ,@($cmd.Source) }
+    $py = Get-Command 'py' -ErrorAction SilentlyContinue
+    if ($py -and (Invoke-Native $py.Source @('-m', 'envkit', '--version')).ExitCode -eq 0) { return ,@($py.Source, '-m', 'envkit') }
+    return ,@()
+}
+
+function Get-EnvkitSpec([string]$Name) {
+    # What the distribution's pipx installs: the checkout the Windows envkit came from (pip's direct_url.json
+    # names it; seen from the distribution through wslpath), else the distribution's name on the package index.
+    $py = Get-Command 'py' -ErrorAction SilentlyContinue
+    if ($py) {
+        $code = "import importlib.metadata as m, json, urllib.parse as p, urllib.request as r; " +
+                "d = m.distribution('envkit-torch').read_text('direct_url.json') or '{}'; u = json.loads(d).get('url', ''); " +
+                "print(r.url2pathname(p.urlparse(u).path) if u.startswith('file:') else '')"
+        $r = Invoke-Native $py.Source @('-c', $code)
+        if ($r.ExitCode -eq 0 -and $r.Output -and (Test-Path -LiteralPath $r.Output -PathType Container)) {
+            return (ConvertTo-DistroPath $Name $r.Output)
+        }
+    }
+    'envkit-torch'
+}
+
+function Install-DistroEnvkit([string]$Name, [string]$Spec) {
+    # apt-get update first: a fresh distribution's package lists are empty, and `apt-get install pipx` finds
+    # nothing without them. As root through wsl.exe (no sudo password), then pipx as the distribution's user.
+    $r = Invoke-Native 'wsl.exe' @('-d', $Name, '-u', 'root', '--exec', 'sh', '-c',
+                                   'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pipx')
+    if ($r.ExitCode -ne 0) { Write-Warning "apt-get could not install pipx in ${Name}: $($r.Message)"; return '' }
+    $r = Invoke-Native 'wsl.exe' @('-d', $Name, '--exec', 'bash', '-lc', "pipx install '$Spec' && pipx ensurepath")
+    if ($r.ExitCode -ne 0) { Write-Warning "pipx could not install envkit ($Spec) in ${Name}: $($r.Message)"; return '' }
+    Get-DistroEnvkit $Name
+}
+
 # ---- 1. Windows build ------------------------------------------------------------------------
 
 Write-Step "envkit profile '$ProfileName': preparing WSL2"
@@ -234,6 +277,7 @@ if (-not (Test-WslInstalled)) {
     Write-Step "Installing WSL2 and $Distro (wsl --install --no-launch -d $Distro)"
     $r = Invoke-Native 'wsl.exe' @('--install', '--no-launch', '-d', $Distro)
     if ($r.ExitCode -ne 0) { throw "wsl --install failed ($($r.ExitCode)): $($r.Message)" }
+    Set-Content -LiteralPath $InstalledMarker -Value $Distro
     $restartNeeded = $true
 }
 $r = Invoke-Native 'wsl.exe' @('--set-default-version', '2')
@@ -259,13 +303,22 @@ if (-not $restartNeeded -and $StoreWslKeys.Count -gt 0) {
 }
 
 $distroReady = -not $restartNeeded -and ((Get-Distros) -contains $Distro)
-if (-not $restartNeeded -and -not $distroReady) {
+# A distribution installed with --no-launch is not listed until its first launch creates its user: this script
+# remembers that it installed it, and then asks for that launch instead of installing it again.
+$neverLaunched = -not $restartNeeded -and -not $distroReady -and (Test-Path -LiteralPath $InstalledMarker)
+if (-not $restartNeeded -and -not $distroReady -and -not $neverLaunched) {
     if ($legacyWindows) {
         throw "$Distro is not installed, and 'wsl --install -d' needs build 19041: install $Distro from the Microsoft Store, then run this script again."
     }
     Write-Step "Installing $Distro (wsl --install --no-launch -d $Distro)"
     $r = Invoke-Native 'wsl.exe' @('--install', '--no-launch', '-d', $Distro)
-    if ($r.ExitCode -ne 0) { throw "wsl --install -d $Distro failed ($($r.ExitCode)): $($r.Message)" }
+    if ($r.ExitCode -ne 0) {
+        Write-Warning ("wsl --install -d $Distro failed ($($r.ExitCode)): $($r.Message)`nIf $Distro is installed but " +
+                       "was never launched, launch it once from the Start menu (or 'wsl -d $Distro') to create your " +
+                       "Linux user, then run this script again.")
+        exit 1
+    }
+    Set-Content -LiteralPath $InstalledMarker -Value $Distro
     $distroReady = (Get-Distros) -contains $Distro
 }
 
@@ -277,16 +330,23 @@ if ($ProfilePath) {
     if (Test-Path -LiteralPath $candidate -PathType Leaf) { $ProfileFile = (Resolve-Path -LiteralPath $candidate).ProviderPath }
 }
 $ShownProfile = if ($ProfilePath) { $ProfilePath } else { '<your envkit.yaml>' }
-$WindowsEnvkit = Get-Command 'envkit' -ErrorAction SilentlyContinue
+$WindowsEnvkit = Find-WindowsEnvkit
 $DistroEnvkit = if ($distroReady) { Get-DistroEnvkit $Distro } else { '' }
-$InstallInDistro = "wsl -d $Distro -- bash -lc 'sudo apt-get install -y pipx && pipx install envkit-torch'"
+$EnvkitSpec = if ($distroReady) { Get-EnvkitSpec $Distro } else { 'envkit-torch' }
+$InstallInDistro = "wsl -d $Distro -- bash -lc 'sudo apt-get update && sudo apt-get install -y pipx && pipx install $EnvkitSpec'"
+if ($HasWslConf -and $distroReady -and $ProfileFile -and -not $DistroEnvkit) {
+    # /etc/wsl.conf is merged by envkit inside the distribution: install it now, not after the runs.
+    Write-Step "Installing envkit inside $Distro for the /etc/wsl.conf merge (apt-get update, pipx install $EnvkitSpec)"
+    $DistroEnvkit = Install-DistroEnvkit $Distro $EnvkitSpec
+}
 $before = Get-FileSha $WslConfigPath
 if (-not $ProfileFile) {
     Write-Warning ("The profile ($ShownProfile) was not found, so .wslconfig was not merged. Run: " +
                    "envkit wsl apply PROFILE --wslconfig `"$WslConfigPath`" (or this script with -ProfilePath PROFILE).")
-} elseif ($WindowsEnvkit) {
-    Write-Step "Merging the profile's keys into $WslConfigPath with envkit on Windows ($($WindowsEnvkit.Source))"
-    Invoke-Envkit $WindowsEnvkit.Source @('wsl', 'apply', $ProfileFile, '--wslconfig', $WslConfigPath) 'envkit wsl apply'
+} elseif ($WindowsEnvkit.Count -gt 0) {
+    Write-Step "Merging the profile's keys into $WslConfigPath with envkit on Windows ($($WindowsEnvkit -join ' '))"
+    $envkitArgs = @($WindowsEnvkit | Select-Object -Skip 1) + @('wsl', 'apply', $ProfileFile, '--wslconfig', $WslConfigPath)
+    Invoke-Envkit $WindowsEnvkit[0] $envkitArgs 'envkit wsl apply'
 } elseif ($DistroEnvkit) {
     $linuxProfile = ConvertTo-DistroPath $Distro $ProfileFile
     $linuxConfig = ConvertTo-DistroPath $Distro $WslConfigPath
@@ -296,11 +356,11 @@ if (-not $ProfileFile) {
     $linuxProfile = ConvertTo-DistroPath $Distro $ProfileFile
     $linuxConfig = ConvertTo-DistroPath $Distro $WslConfigPath
     Write-Warning ("envkit is on neither Windows's PATH nor ${Distro}'s, so .wslconfig was not merged. Either " +
-                   "'py -m pip install envkit-torch' on Windows and run this script again, or run:`n  $InstallInDistro`n" +
+                   "install envkit on Windows (py -m pip install .\envkit, from its checkout) and run this script again, or run:`n  $InstallInDistro`n" +
                    "  wsl -d $Distro -- bash -lc `"envkit wsl apply '$linuxProfile' --wslconfig '$linuxConfig'`"")
 } else {
     Write-Warning ("envkit is not on Windows's PATH and $Distro is not ready yet, so .wslconfig was not merged. " +
-                   "'py -m pip install envkit-torch' on Windows (or, once $Distro runs: $InstallInDistro), then run this script again.")
+                   "Install envkit on Windows (py -m pip install .\envkit, from its checkout), then run this script again.")
 }
 $changed = (Get-FileSha $WslConfigPath) -ne $before
 
@@ -324,7 +384,8 @@ if ($restartNeeded) {
     exit 0
 }
 if (-not $distroReady) {
-    Write-Warning "Launch '$Distro' once from the Start menu to create your Linux user, then run this script again."
+    Write-Warning ("$Distro is installed but was never launched: launch it once from the Start menu (or 'wsl -d $Distro') " +
+                   "to create your Linux user, then run this script again.")
     exit 0
 }
 
@@ -373,8 +434,9 @@ Write-Host @"
   Open it (wsl -d $Distro), then:
   1. Clone your project into the Linux file system, not under /mnt/c (9P, many times slower):
        mkdir -p ~/src && cd ~/src && git clone <your repository> && cd <project>
-  2. Install envkit there: sudo apt-get install -y pipx && pipx ensurepath && pipx install envkit-torch
-     (or, from a checkout of envkit: pipx install ./envkit); open a new shell so ~/.local/bin is on PATH.
+  2. Install envkit there (this script did when it merged /etc/wsl.conf):
+       sudo apt-get update && sudo apt-get install -y pipx && pipx ensurepath && pipx install $EnvkitSpec
+     then open a new shell so ~/.local/bin is on PATH.
   3. Docker: Docker Desktop with Settings > Resources > WSL integration on for $Distro, or
      docker inside it: sudo apt-get install -y docker.io && sudo usermod -aG docker `$USER (then reopen it).
   4. In the project: envkit init, envkit generate, envkit doctor --script train.py, envkit validate.
