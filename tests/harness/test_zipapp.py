@@ -30,13 +30,15 @@ def test_build_is_byte_identical(tmp_path):
     # The package, then the runtime companion's top-level import name (envkit_runtime).
     assert names[-1] == "envkit_runtime.py"
     assert all(n.startswith("envkit_harness/") and n.endswith(".py") for n in names[1:-1])
-    assert {f"envkit_harness/{p.name}" for p in PKG.glob("*.py")} == set(names[1:-1])
+    # Every source of the package, its subpackages' included, and nothing else.
+    sources = {p.relative_to(PKG).as_posix() for p in PKG.rglob("*.py") if "__pycache__" not in p.parts}
+    assert {f"envkit_harness/{s}" for s in sources} == set(names[1:-1])
     assert all(i.date_time == (1980, 1, 1, 0, 0, 0) and (i.external_attr >> 16) == 0o100644 for i in infos)
     assert a.startswith(b"#!/usr/bin/env python3\n")
 
 
 def test_package_imports_are_relative_stdlib_or_torch():
-    for path in PKG.glob("*.py"):
+    for path in PKG.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 roots = [a.name.split(".")[0] for a in node.names]
@@ -45,7 +47,7 @@ def test_package_imports_are_relative_stdlib_or_torch():
             else:
                 continue
             for root in roots:
-                assert root in STDLIB or root in ("torch", "matplotlib", "__future__"), f"{path.name}: {root}"
+                assert root in STDLIB or root in ("torch", "matplotlib", "__future__"), f"{path.relative_to(PKG)}: {root}"
 
 
 def test_importing_package_and_sizing_does_not_import_torch():

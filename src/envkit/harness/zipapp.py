@@ -1,9 +1,9 @@
 """Build ``envkit_harness.pyz``: the harness as ONE self-contained, reproducible file.
 
 Layout: ``__main__.py`` at the root (runs the CLI), this package's ``.py``
-files under ``envkit_harness/``, and ``envkit_runtime.py`` at the root (the
-runtime companion's import name in the image). The zip is byte-identical across builds:
-sorted entries, timestamps fixed at 1980-01-01, permissions 0644, no ``.pyc``.
+files under ``envkit_harness/`` (its subpackages' too, at their paths), and ``envkit_runtime.py``
+at the root (the runtime companion's import name in the image). The zip is byte-identical across
+builds: entries sorted by path, timestamps fixed at 1980-01-01, permissions 0644, no ``.pyc``.
 That works because every import inside the package is relative.
 
 Example:
@@ -48,10 +48,20 @@ def _entry(name: str) -> zipfile.ZipInfo:
     return info
 
 
+def sources(here: pathlib.Path | None = None) -> list[str]:
+    """Every ``.py`` file of the package, subpackages included, as sorted POSIX paths relative to it.
+
+    >>> "cli.py" in sources() and "__init__.py" in sources()
+    True
+    """
+    here = pathlib.Path(__file__).resolve().parent if here is None else here
+    return sorted(p.relative_to(here).as_posix() for p in here.rglob("*.py") if "__pycache__" not in p.parts)
+
+
 def zip_bytes() -> bytes:
     """The archive's bytes (shebang + zip), deterministic for a given source tree."""
     here = pathlib.Path(__file__).resolve().parent
-    files = sorted(p.name for p in here.glob("*.py"))
+    files = sources(here)
     buf = io.BytesIO()
     buf.write(SHEBANG)
     with zipfile.ZipFile(buf, "w") as zf:
