@@ -1,4 +1,4 @@
-"""Recorded GPU facts of real machines, fed through envkit.harness.gpufacts (the one seam) in the unit tier.
+"""Recorded GPU facts of real machines, fed through envkit.harness.probes.gpufacts (the one seam) in the unit tier.
 
 Each recording names the public thread its values were read from. nvidia-smi lines are laid out as
 ``nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv,noheader`` prints

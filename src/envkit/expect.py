@@ -17,15 +17,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from envkit.harness.expect import VERSION  # the consumer defines the format's version
-from envkit.harness.sizing import NodeLoader
+from envkit.harness.expectation import VERSION  # the consumer defines the format's version
+from envkit.harness.rules.sizing import NodeLoader
 from envkit.plan.loader import loader_plan
 from envkit.profile.model import Profile
 from envkit.runsettings import RunSettings
 
 
 def expectation(profile: Profile, rs: RunSettings, node: NodeLoader | None = None) -> dict:
-    """The profile's promises as the harness reads them (:func:`envkit.harness.expect.validate_expect`);
+    """The profile's promises as the harness reads them (:func:`envkit.harness.expectation.validate_expect`);
     ``rs``: the run's settings. The node's plan (ranks, the sources of its facts) comes with them, so the
     harness resolves the loaders by the same rule over the same facts."""
     loader = profile.loader

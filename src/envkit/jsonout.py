@@ -45,9 +45,9 @@ class WarningRecord(BaseModel):
 
 
 class LoaderDoc(BaseModel):
-    """one node's DataLoaders, resolved by envkit.harness.sizing.size_node over named facts"""
+    """one node's DataLoaders, resolved by envkit.harness.rules.sizing.size_node over named facts"""
 
-    # The harness cannot import pydantic: envkit.harness.sizing.NodeLoader.as_json builds the dict, this checks it.
+    # The harness cannot import pydantic: envkit.harness.rules.sizing.NodeLoader.as_json builds the dict, this checks it.
     model_config = ConfigDict(**_CONFIG, title="loader")
     ranks_per_node: int = Field(ge=1, description="training processes on the node")
     workers_per_rank: int = Field(ge=0, description="DataLoader workers of each")

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from envkit.harness.sizing import DOCKER_DEFAULT_SHM as DEFAULT_SHM, NodeLoader
+from envkit.harness.rules.sizing import DOCKER_DEFAULT_SHM as DEFAULT_SHM, NodeLoader
 from envkit.hostpaths import is_drive_path, mnt_path, split_volume
 from envkit.plan.loader import loader_plan
 from envkit.profile.model import Profile

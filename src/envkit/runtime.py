@@ -10,7 +10,7 @@ Example:
     (4, False, True)
 """
 
-from envkit.harness.companion import (  # noqa: F401
+from envkit.harness.runtime import (  # noqa: F401
     AdaptiveLoader, LoaderKwargs, ShmWatch, item_bytes, loader_kwargs, start_method, watch_main,
 )
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 import re
 
 # One Docker size formatter, defined in the stdlib-only harness (which also spells --shm-size remedies).
-from envkit.harness.sizing import docker_size as format_size  # noqa: F401 (re-exported)
-from envkit.harness.cpulist import format_cpulist
+from envkit.harness.rules.sizing import docker_size as format_size  # noqa: F401 (re-exported)
+from envkit.harness.probes.cpulist import format_cpulist
 
 _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4, "p": 1024**5}
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b)?\s*$", re.IGNORECASE)

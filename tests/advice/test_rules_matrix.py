@@ -28,10 +28,10 @@ from tests.conftest import profile_warnings_of
 from envkit.doctor import diagnose
 from envkit.doctor.host import Host
 from tests.conftest import expectation_of
-from envkit.harness.env import read_cgroup_cpu_quota
-from envkit.harness.expect import resolve_loader
+from envkit.harness.probes.env import read_cgroup_cpu_quota
+from envkit.harness.expectation import resolve_loader
 from envkit.harness.report import human_bytes
-from envkit.harness.sizing import AUTO_WORKERS_CAP, cpu_limit
+from envkit.harness.rules.sizing import AUTO_WORKERS_CAP, cpu_limit
 from envkit.profile import load_profile_bytes
 
 FIXTURES = Path(__file__).resolve().parents[1] / "doctor" / "fixtures"

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from envkit.commands import build, clean, lock
 from envkit.engine import RunResult
-from envkit.harness.sizing import SIZED, size_node
+from envkit.harness.rules.sizing import SIZED, size_node
 from envkit.jsonout import SCHEMAS, FlagsDoc, LoaderDoc, WarningRecord, emit, loader_schema
 from tests.conftest import call_envkit
 from tests.fakes import FakeEngine

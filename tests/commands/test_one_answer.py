@@ -1,6 +1,6 @@
 """One answer: generate, flags, doctor and ``harness --profile`` print the same ``loader`` object on one host.
 
-Each resolves the node's loaders by the one rule (``envkit.harness.sizing.size_node``); where the
+Each resolves the node's loaders by the one rule (``envkit.harness.rules.sizing.size_node``); where the
 profile's CPU limit fits the host, their ranks, workers per rank and shm need are identical.
 """
 

@@ -187,7 +187,7 @@ def test_the_abridged_default_dockerfile_is_real_output(tmp_path, monkeypatch):
 
 def test_the_harness_page_states_the_built_in_workload_the_harness_runs():
     # docs/harness.md said "2 workers, batch 32, [3,64,64]" long after the harness ran the profile's defaults.
-    from envkit.harness.defaults import LOADER
+    from envkit.harness.rules.defaults import LOADER
 
     row = next(line for line in (ROOT / "docs" / "harness.md").read_text().splitlines() if line.startswith("| `--expect"))
     shape = ", ".join(map(str, LOADER.sample_shape))

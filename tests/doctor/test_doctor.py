@@ -117,7 +117,7 @@ def test_cpuset_beyond_the_machine_fails(tmp_path):
 @pytest.mark.parametrize("release, want", [("6.6.0-microsoft-custom", 2), ("4.4.0-19041-Microsoft", 1),
                                            ("5.15.167.4-microsoft-standard-WSL2", 2), ("6.8.0-45-generic", None)])
 def test_doctor_and_harness_share_the_wsl_rule(tmp_path, release, want):
-    from envkit.harness.env import detect_wsl as harness_detect_wsl
+    from envkit.harness.probes.env import detect_wsl as harness_detect_wsl
     (tmp_path / "proc/sys/kernel").mkdir(parents=True)
     (tmp_path / "proc/sys/kernel/osrelease").write_text(release + "\n")
     assert detect_wsl(Host(tmp_path, environ={}))["version"] == want

@@ -16,7 +16,7 @@ import pytest
 from envkit.commands import doctor as doctor_cmd
 from envkit.doctor import diagnose
 from envkit.doctor.host import FIXTURE_DIR, Host
-from envkit.harness.gpufacts import docker_facts, parse_smi_csv
+from envkit.harness.probes.gpufacts import docker_facts, parse_smi_csv
 from envkit.profile import load_profile_bytes
 from tests import gpu_recordings as R
 

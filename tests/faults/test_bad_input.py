@@ -81,8 +81,8 @@ def test_expectation_that_is_a_fifo_or_dev_zero_is_refused_without_hanging(tmp_p
 def test_batch_larger_than_memory_is_exit_2_before_allocating(tmp_path):
     res = _harness("--batch-size", "100000000", "--quick", cwd=tmp_path, timeout=60)
     assert res.returncode == 2, res.stderr[-2000:]
-    from envkit.harness.defaults import LOADER
-    from envkit.harness.sizing import batch_bytes
+    from envkit.harness.rules.defaults import LOADER
+    from envkit.harness.rules.sizing import batch_bytes
     need = batch_bytes(100000000, LOADER.sample_shape, LOADER.dtype)  # the built-in workload's sample, 10^8 times
     assert f"one batch is {need} bytes" in res.stderr and "of memory available" in res.stderr
 

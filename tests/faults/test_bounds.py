@@ -8,7 +8,7 @@ import io
 
 import pytest
 
-from envkit.harness import shmwatch
+from envkit.harness.runtime import shmwatch
 from envkit.wslmerge import decode_config, encode_config
 from tests.conftest import call_envkit
 

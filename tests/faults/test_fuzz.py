@@ -25,9 +25,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import envkit.cli
-from envkit.harness.checks_sys import check_cpus, check_gpus, check_shm, check_ulimits
+from envkit.harness.checks.system import check_cpus, check_gpus, check_shm, check_ulimits
 from envkit.harness.errors import UsageError as HarnessUsageError
-from envkit.harness.expect import load_expect, resolve_loader
+from envkit.harness.expectation import load_expect, resolve_loader
 from envkit.wslmerge import decode_config, merge_ini
 from tests.conftest import FUZZ_PROFILE
 

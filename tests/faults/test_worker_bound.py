@@ -1,12 +1,12 @@
-"""The harness asks for no more workers than a profile may (harness.sizing.MAX_WORKERS)."""
+"""The harness asks for no more workers than a profile may (harness.rules.sizing.MAX_WORKERS)."""
 
 from __future__ import annotations
 
 import pytest
 
 from envkit.harness.errors import UsageError
-from envkit.harness.expect import resolve_loader, validate_expect
-from envkit.harness.sizing import MAX_WORKERS
+from envkit.harness.expectation import resolve_loader, validate_expect
+from envkit.harness.rules.sizing import MAX_WORKERS
 from envkit.profile.model import Profile
 
 

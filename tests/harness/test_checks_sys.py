@@ -4,12 +4,12 @@ import resource
 
 import pytest
 
-from envkit.harness.checks_sys import check_gpus, check_shm, check_ulimits
-from envkit.harness.classify import classify
+from envkit.harness.checks.system import check_gpus, check_shm, check_ulimits
+from envkit.harness.checks.classify import classify
 from envkit.harness.errors import UsageError
-from envkit.harness.expect import resolve_loader, validate_expect
-from envkit.harness.sizing import plan_workers
-from envkit.harness.sizing import MIB, docker_size, recommended_shm_bytes, shm_required_bytes
+from envkit.harness.expectation import resolve_loader, validate_expect
+from envkit.harness.rules.sizing import plan_workers
+from envkit.harness.rules.sizing import MIB, docker_size, recommended_shm_bytes, shm_required_bytes
 
 VISION = {"batch_size": 128, "sample_shape": [3, 224, 224], "dtype": "float32", "num_workers": 4,
           "prefetch_factor": 2}

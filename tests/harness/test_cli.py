@@ -215,8 +215,8 @@ def test_torch_numpy_warning_does_not_leak_without_numpy(tmp_path, write_expect,
 
 @pytest.mark.slow
 def test_loader_child_and_spawned_workers_do_not_warn_about_numpy(tmp_path, monkeypatch, small_loader):
-    from envkit.harness.expect import resolve_loader
-    from envkit.harness.loader import make_run, run_loader_child
+    from envkit.harness.expectation import resolve_loader
+    from envkit.harness.checks.loader import make_run, run_loader_child
 
     hide = _fake_package(tmp_path / "hide", "numpy", "No module named 'numpy'")
     monkeypatch.syspath_prepend(str(hide))  # the child gets the parent's sys.path

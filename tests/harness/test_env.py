@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from envkit.harness import env as envmod
-from envkit.harness.checks_sys import check_cpus
+from envkit.harness.probes import env as envmod
+from envkit.harness.checks.system import check_cpus
 
 
 def put(root: Path, rel: str, text: str) -> None:

@@ -1,5 +1,5 @@
 """gpu_arch, gpu_driver, the WSL2 pin budget and the coherent-memory rule, fed recorded facts of real
-machines through envkit.harness.gpufacts (tests/gpu_recordings.py names each source)."""
+machines through envkit.harness.probes.gpufacts (tests/gpu_recordings.py names each source)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from envkit.harness import cudatable as T
-from envkit.harness import transfer
-from envkit.harness.expect import resolve_loader
-from envkit.harness.gpu import (MB, check_gpu_arch, check_gpu_driver, fit_pinned, largest_pinned, pinned_block, pinned_need,
+from envkit.harness.rules import cudatable as T
+from envkit.harness.checks import transfer
+from envkit.harness.expectation import resolve_loader
+from envkit.harness.checks.gpu import (MB, check_gpu_arch, check_gpu_driver, fit_pinned, largest_pinned, pinned_block, pinned_need,
                                 torch_pin_probe)
-from envkit.harness.gpufacts import docker_facts, parse_smi_csv, query_smi, torch_facts
+from envkit.harness.probes.gpufacts import docker_facts, parse_smi_csv, query_smi, torch_facts
 from envkit.harness.runtime import loader_kwargs
-from envkit.harness.toolrun import ToolResult
+from envkit.harness.probes.toolrun import ToolResult
 from tests import gpu_recordings as R
 
 
@@ -148,7 +148,7 @@ def test_pinned_transfer_on_wsl_measures_the_budget_and_sizes_copies_to_it(monke
                 "methods": dict(transfer.METHODS), "affinity": {"cpus": None, "reason": "x"}, "integrated": False,
                 "pinned_gbps": 12.0, "pageable_gbps": 6.0}
     monkeypatch.setattr(transfer, "measure_h2d", fake_h2d)
-    import envkit.harness.loader as loader
+    import envkit.harness.checks.loader as loader
     monkeypatch.setattr(loader, "run_loader_child", lambda *a, **k: {})
     monkeypatch.setattr(loader, "evaluate", lambda child, i: ({"samples_per_s": 100.0}, {}))
     settings = resolve_loader({"envkit_expect": 1, "loader": {"batch_size": 64, "sample_shape": [3, 224, 224],
@@ -233,7 +233,7 @@ def test_pinned_not_faster_than_pageable_is_expected_on_coherent_memory(monkeypa
         "size_bytes": kw["size_bytes"], "loops": kw["loops"], "trials": kw["trials"], "device": device,
         "methods": dict(transfer.METHODS), "affinity": {"cpus": None, "reason": "x"}, "integrated": integrated,
         "pinned_gbps": pageable, "pageable_gbps": pageable})
-    import envkit.harness.loader as loader
+    import envkit.harness.checks.loader as loader
     monkeypatch.setattr(loader, "run_loader_child", lambda *a, **k: {})
     monkeypatch.setattr(loader, "evaluate", lambda child, i: ({"samples_per_s": 100.0}, {}))
     c = transfer.check_pinned_transfer(resolve_loader(None, usable=2), cuda_available=True, quick=True, wsl=None)

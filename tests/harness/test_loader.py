@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from envkit.harness.expect import resolve_loader
-from envkit.harness.loader import check_loader, plan_batches
+from envkit.harness.expectation import resolve_loader
+from envkit.harness.checks.loader import check_loader, plan_batches
 
 from tests.procs import child_pids, group_pids
 

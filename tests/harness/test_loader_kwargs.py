@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import torch.utils.data as tud
 
-from envkit.harness.budget import shm_need
-from envkit.harness.sizing import cpu_limit, plan_workers
+from envkit.harness.rules.budget import shm_need
+from envkit.harness.rules.sizing import cpu_limit, plan_workers
 from envkit.runtime import loader_kwargs
 from tests.harness.runtime_datasets import Tensors
 from tests.docs.runtime_blocks import check_block

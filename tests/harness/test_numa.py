@@ -16,7 +16,7 @@ from tests.docs.runtime_blocks import check_block
 from envkit.doctor.checks import check_numa as doctor_numa
 from envkit.doctor.host import Host
 from envkit.engine.docker import create_kwargs
-from envkit.harness.numa import check_numa, read_topology
+from envkit.harness.checks.numa import check_numa, read_topology
 from envkit.profile import load_profile_bytes
 from envkit.runsettings import RunSettings
 from envkit.targets.compose import compose_service
@@ -140,7 +140,7 @@ def test_cpuset_mems_read_back_from_a_real_container(tmp_path, golden):
     rs = RunSettings.from_profile(profile('  numa: 0\n  cpuset: "0"\n'))
     flags = [f for f in docker_flags(rs) if not f.startswith("--volume")]
     name = f"envkit-runtime-numa-{uuid.uuid4().hex[:8]}"
-    code = ("import json, sys; sys.path.insert(0, '/h/envkit_harness.pyz'); from envkit_harness.numa import "
+    code = ("import json, sys; sys.path.insert(0, '/h/envkit_harness.pyz'); from envkit_harness.checks.numa import "
             "check_numa; print(open('/proc/self/status').read()); print(json.dumps(check_numa({'numa': 0})))")
     try:
         subprocess.run(["docker", "run", "-d", "--name", name, "--label", "envkit-runtime-test=1", *flags,
@@ -164,7 +164,7 @@ def test_cpuset_mems_read_back_from_a_real_container(tmp_path, golden):
 
 @pytest.mark.slow
 def test_harness_report_has_the_numa_check_only_when_asked():
-    from envkit.harness.core import run_checks
+    from envkit.harness.runner import run_checks
     report = run_checks({"envkit_expect": 1, "loader": {"num_workers": 0, "batch_size": 2, "sample_shape": [4]},
                          "run": {"numa": 0}}, quick=True)
     numa = [c for c in report["checks"] if c["name"] == "numa"]

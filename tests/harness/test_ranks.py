@@ -10,10 +10,10 @@ import os
 import pytest
 
 from envkit.harness.cli import main
-from envkit.harness.expect import resolve_loader
-from envkit.harness.loader import check_loader
-from envkit.harness.shmwatch import alive
-from envkit.harness.sizing import batch_bytes
+from envkit.harness.expectation import resolve_loader
+from envkit.harness.checks.loader import check_loader
+from envkit.harness.runtime.shmwatch import alive
+from envkit.harness.rules.sizing import batch_bytes
 
 from tests.harness.conftest import small_shm
 from tests.procs import child_pids, group_pids

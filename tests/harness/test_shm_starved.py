@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from envkit.harness.sizing import docker_size, recommended_shm_bytes, shm_required_bytes
+from envkit.harness.rules.sizing import docker_size, recommended_shm_bytes, shm_required_bytes
 
 
 @pytest.mark.slow

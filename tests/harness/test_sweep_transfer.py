@@ -4,10 +4,10 @@ import sys
 
 import pytest
 
-from envkit.harness import sweep
-from envkit.harness.core import run_checks
-from envkit.harness.expect import resolve_loader
-from envkit.harness.transfer import check_pinned_transfer, measure_h2d
+from envkit.harness.checks import sweep
+from envkit.harness.runner import run_checks
+from envkit.harness.expectation import resolve_loader
+from envkit.harness.checks.transfer import check_pinned_transfer, measure_h2d
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -84,8 +84,8 @@ def test_plot_to_unwritable_path_records_plot_error(tmp_path, capsys):
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf"), 0, -1.0, "60", None, True])
 def test_non_finite_or_non_positive_timeout_is_refused_everywhere(bad):
-    from envkit.harness.expect import UsageError
-    from envkit.harness.loader import run_loader_child
+    from envkit.harness.expectation import UsageError
+    from envkit.harness.checks.loader import run_loader_child
     with pytest.raises(UsageError, match="timeout"):
         run_checks(None, timeout=bad, quick=True)
     # the watchdog itself refuses a deadline that could never fire (before starting a child)

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from envkit.harness import sweep
-from envkit.harness.core import run_checks
+from envkit.harness.checks import sweep
+from envkit.harness.runner import run_checks
 from envkit.harness.errors import UsageError
-from envkit.harness.expect import ExpectError, resolve_loader, validate_expect
-from envkit.harness.synthetic import DEFAULT_SAMPLE_COST_MS, SyntheticDataset
+from envkit.harness.expectation import ExpectError, resolve_loader, validate_expect
+from envkit.harness.checks.synthetic import DEFAULT_SAMPLE_COST_MS, SyntheticDataset
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -41,8 +41,9 @@ def test_bound_and_counts_follow_the_rule():
 SWEEP_CHILD = r"""
 import json, os, sys
 os.sched_setaffinity(0, set(json.loads(sys.argv[1])))
-from envkit.harness import env, sweep
-from envkit.harness.expect import resolve_loader
+from envkit.harness.probes import env
+from envkit.harness.checks import sweep
+from envkit.harness.expectation import resolve_loader
 expect = json.loads(sys.argv[2])
 s = resolve_loader(expect, usable=env.usable_cpus())
 c = sweep.check_workers_sweep(s, usable=env.usable_cpus(), quota=None, quick=True, timeout=60)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from envkit.harness import transfer
-from envkit.harness.expect import resolve_loader
-from envkit.harness.transfer import METHODS, check_pinned_transfer, numa_placement
+from envkit.harness.checks import transfer
+from envkit.harness.expectation import resolve_loader
+from envkit.harness.checks.transfer import METHODS, check_pinned_transfer, numa_placement
 
 BUS = "0000:1b:00.0"
 
@@ -64,7 +64,7 @@ def test_each_number_is_labelled_with_its_method(monkeypatch):
             "affinity": {"bus_id": BUS, "numa_node": 1, "cpus": "8-15", "reason": None},
             "pinned_gbps": 24.0, "pageable_gbps": 9.0}
     monkeypatch.setattr(transfer, "measure_h2d", lambda **kw: dict(fake))
-    import envkit.harness.loader as loader
+    import envkit.harness.checks.loader as loader
     monkeypatch.setattr(loader, "run_loader_child", lambda *a, **k: {})
     monkeypatch.setattr(loader, "evaluate", lambda child, i: ({"samples_per_s": 100.0}, {}))
     c = check_pinned_transfer(resolve_loader(None, usable=2), cuda_available=True, quick=True)

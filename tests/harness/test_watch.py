@@ -10,7 +10,7 @@ import time
 
 import torch.utils.data as tud
 
-from envkit.harness.shmwatch import ShmWatch, line, sample, seconds_to_full, warning_for
+from envkit.harness.runtime.shmwatch import ShmWatch, line, sample, seconds_to_full, warning_for
 from tests.conftest import run_envkit
 from tests.harness.runtime_datasets import Tensors
 

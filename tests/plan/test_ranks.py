@@ -6,7 +6,7 @@ import re
 
 import yaml
 
-from envkit.harness.sizing import GIB, MIB, nccl_shm_per_rank
+from envkit.harness.rules.sizing import GIB, MIB, nccl_shm_per_rank
 from envkit.profile import load_profile_bytes
 from envkit.units import parse_size
 from tests.conftest import call_envkit, plan_of, run_envkit
@@ -93,7 +93,7 @@ def test_a_two_node_job_with_one_gpu_per_node_plans_ncclss_proxy_pool(tmp_path):
     # (NVIDIA/nccl v2.30.7-1 src/proxy.cc:1444-1455): one GPU per node used to get no allowance at all.
     import json
 
-    from envkit.harness.sizing import NCCL_PROXY_POOL_BYTES
+    from envkit.harness.rules.sizing import NCCL_PROXY_POOL_BYTES
 
     text = ("envkit: 1\nname: one\nimage: {base: 'ubuntu:22.04', torch: {version: '2.5.1', variant: cu124}}\n"
             "run: {cpus: 8, gpus: all}\nloader: {num_workers: 2, batch_size: 8, sample_shape: [3, 64, 64]}\n"

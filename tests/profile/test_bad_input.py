@@ -193,7 +193,7 @@ cluster: {nodes: 4096, gpus_per_node: 64, image: r.example/x:1, entrypoint: [tra
 def test_the_largest_valid_workload_writes_only_sizes_docker_can_store(tmp_path):
     import re
 
-    from envkit.harness.sizing import MAX_BYTES
+    from envkit.harness.rules.sizing import MAX_BYTES
     from envkit.units import parse_size
 
     (tmp_path / "envkit.yaml").write_text(BIGGEST)

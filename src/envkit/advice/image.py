@@ -18,7 +18,7 @@ Example:
 from __future__ import annotations
 
 from envkit.findings import Finding
-from envkit.harness.sizing import GIB
+from envkit.harness.rules.sizing import GIB
 from envkit.profile.model import Profile
 
 CUDA_RUNTIME_LIBS = 2.5 * GIB

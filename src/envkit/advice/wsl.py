@@ -21,7 +21,7 @@ import math
 
 from envkit.findings import Finding
 from envkit.plan.loader import LoaderPlan
-from envkit.harness.sizing import GIB, PROCESS_RSS
+from envkit.harness.rules.sizing import GIB, PROCESS_RSS
 from envkit.profile.model import Profile
 from envkit.profile.wsl import GRADUAL_RECLAIM_NOTE
 from envkit.units import format_wsl_size
@@ -46,7 +46,7 @@ def container_memory_need(profile: Profile, the_plan: LoaderPlan) -> tuple[int, 
 
     ``run.memory`` when set (the container may grow to it); otherwise the plan's memory
     need (:func:`envkit.plan.loader.loader_plan`): the loader's /dev/shm need plus
-    :data:`~envkit.harness.sizing.PROCESS_RSS` for the training process and each worker.
+    :data:`~envkit.harness.rules.sizing.PROCESS_RSS` for the training process and each worker.
     ``the_plan``: the run's loader plan (``envkit doctor`` passes the host's).
     """
     if profile.run.memory:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 
 def run(argv: list[str]) -> int:
-    from envkit.harness.shmwatch import main
+    from envkit.harness.runtime.shmwatch import main
 
     return main(argv)
 
@@ -25,7 +25,7 @@ def run(argv: list[str]) -> int:
 
 def build_parser():
     """The companion's parser, as ``envkit watch --help`` shows it."""
-    from envkit.harness.shmwatch import build_parser as watch_parser
+    from envkit.harness.runtime.shmwatch import build_parser as watch_parser
 
     return watch_parser()
 

@@ -21,10 +21,10 @@ from pathlib import Path
 from envkit.plan.loader import LoaderPlan, loader_plan
 from envkit.advice.wsl import VM_HEADROOM, container_memory_need
 from envkit.doctor.host import Host
-from envkit.harness.env import WSL_ENV_VARS, WSL_INTEROP_FILE, read_cgroup_cpu_quota, wsl_version
+from envkit.harness.probes.env import WSL_ENV_VARS, WSL_INTEROP_FILE, read_cgroup_cpu_quota, wsl_version
 from envkit.harness.report import FAIL, PASS, SKIP, WARN, human_bytes, make_check, plural
 from envkit.engine.dockerd import fmt_limit
-from envkit.harness.sizing import GIB, MIB, contention_remedy, cpu_limit, docker_size, recommended_shm_bytes
+from envkit.harness.rules.sizing import GIB, MIB, contention_remedy, cpu_limit, docker_size, recommended_shm_bytes
 from envkit.profile.model import Profile
 from envkit.runsettings import Ulimit
 
@@ -36,7 +36,7 @@ SLOW_FS = ("9p", "drvfs", "v9fs")
 
 def detect_wsl(host: Host) -> dict:
     """``{"version": 2 | 1 | None, "osrelease", "evidence": [...]}``: the harness's WSL rule
-    (:func:`envkit.harness.env.wsl_version`) applied to the host, with the evidence it read."""
+    (:func:`envkit.harness.probes.env.wsl_version`) applied to the host, with the evidence it read."""
     release = (host.read_text("/proc/sys/kernel/osrelease") or "").strip()
     interop = host.exists("/" + WSL_INTEROP_FILE)
     version = wsl_version(release, environ=host.environ, interop=interop)
@@ -186,8 +186,8 @@ def check_cpus(host: Host, profile: Profile, the_plan: LoaderPlan, planned: Load
 
 def check_numa(host: Host, profile: Profile) -> dict:
     """The host's NUMA topology (nodes, their CPUs, each NVIDIA GPU's node) against ``run.numa``."""
-    from envkit.harness.cpulist import format_cpulist
-    from envkit.harness.numa import read_topology, resolve_node
+    from envkit.harness.probes.cpulist import format_cpulist
+    from envkit.harness.checks.numa import read_topology, resolve_node
 
     topo = read_topology(host.root)
     measured = {"nodes": {str(k): format_cpulist(v) for k, v in topo["nodes"].items()}, "gpus": topo["gpus"]}

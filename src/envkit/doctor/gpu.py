@@ -1,7 +1,7 @@
 """The doctor's GPU checks on the host, before any build: ``gpu_arch``, ``gpu_driver`` and ``nvml_risk``.
 
 - ``gpu_arch``: the compute capability ``nvidia-smi`` reports against the archs of the profile's torch
-  variant (:mod:`envkit.harness.cudatable`, read from PyTorch's wheel build scripts); a mismatch names
+  variant (:mod:`envkit.harness.rules.cudatable`, read from PyTorch's wheel build scripts); a mismatch names
   the variant that supports the device.
 - ``gpu_driver``: ``nvidia-smi``'s driver against the minimum for the variant's CUDA (NVIDIA's release
   notes, minor-version compatibility included); on WSL2 the Windows driver's column applies.
@@ -9,7 +9,7 @@
   nodes: a ``systemctl daemon-reload`` then revokes running containers' GPU access ("Failed to
   initialize NVML: Unknown Error", NVIDIA/nvidia-container-toolkit#48, NVIDIA/nvidia-docker#1730).
 
-The rules are the harness's (:mod:`envkit.harness.gpu`); the facts come through :mod:`envkit.harness.gpufacts`.
+The rules are the harness's (:mod:`envkit.harness.checks.gpu`); the facts come through :mod:`envkit.harness.probes.gpufacts`.
 On a fixture host ``nvidia-smi``'s output is ``root/.envkit-fixture/nvidia-smi.csv``.
 
 Example:
@@ -26,11 +26,11 @@ import os
 import platform
 import re
 from envkit.doctor.host import FIXTURE_DIR, Host
-from envkit.harness import cudatable as T
-from envkit.harness.gpu import arch_remedy, judge_arch, judge_driver, machine_key
-from envkit.harness.gpufacts import query_smi
+from envkit.harness.rules import cudatable as T
+from envkit.harness.checks.gpu import arch_remedy, judge_arch, judge_driver, machine_key
+from envkit.harness.probes.gpufacts import query_smi
 from envkit.harness.report import FAIL, PASS, SKIP, WARN, make_check
-from envkit.harness.toolrun import ToolResult, run_tool
+from envkit.harness.probes.toolrun import ToolResult, run_tool
 from envkit.profile.model import Profile
 
 CTK_SYMLINKS = "sudo nvidia-ctk system create-dev-char-symlinks --create-all"
@@ -40,7 +40,7 @@ NVML_SOURCES = ("NVIDIA/nvidia-container-toolkit#48; NVIDIA/nvidia-docker#1730; 
 
 
 def host_smi(host: Host) -> dict:
-    """:func:`~envkit.harness.gpufacts.query_smi` on the host; a fixture host answers from its recording."""
+    """:func:`~envkit.harness.probes.gpufacts.query_smi` on the host; a fixture host answers from its recording."""
     path = host.which("nvidia-smi")
     if host.is_real or not path:
         return query_smi(path)

@@ -30,8 +30,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from envkit.harness.bytesize import exact_bytes
-from envkit.harness.sizing import DOCKER_DEFAULT_SHM
+from envkit.harness.rules.bytesize import exact_bytes
+from envkit.harness.rules.sizing import DOCKER_DEFAULT_SHM
 
 CAP_SYS_RESOURCE = 24  # linux/capability.h
 NVIDIA_HOOK = "nvidia-container-runtime-hook"

@@ -8,8 +8,8 @@ is loaded lazily:
     >>> print(render_table(run_checks(None, quick=True)))             # doctest: +SKIP
 """
 
-_EXPORTS = {"run_checks": "core", "main": "cli", "render_table": "report", "UsageError": "errors",
-            "load_expect": "expect", "measure_h2d": "transfer", "build_zipapp": "zipapp"}
+_EXPORTS = {"run_checks": "runner", "main": "cli", "render_table": "report", "UsageError": "errors",
+            "load_expect": "expectation", "measure_h2d": "checks.transfer", "build_zipapp": "zipapp"}
 __all__ = sorted(_EXPORTS)
 
 

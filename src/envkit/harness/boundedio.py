@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import stat
 
-from .bytesize import exact_bytes
+from .rules.bytesize import exact_bytes
 
 
 # st_mode tests in the order they are tried, each with its words.

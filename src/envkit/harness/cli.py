@@ -19,12 +19,12 @@ import os
 import sys
 import time
 
-from .core import DEFAULT_TIMEOUT_S, check_timeout, run_checks
-from .env import quiet_numpy_warning
+from .runner import DEFAULT_TIMEOUT_S, check_timeout, run_checks
+from .probes.env import quiet_numpy_warning
 from .errors import UsageError, interrupted_status, raise_on_sigterm
-from .expect import load_expect
+from .expectation import load_expect
 from .report import FAIL, describe_workload, render_table, to_json
-from .sizing import MAX_RANKS
+from .rules.sizing import MAX_RANKS
 from .stdio import document_stdout
 from .text import BoundedParser
 
@@ -78,7 +78,7 @@ def sample_cost(text: str) -> float:
     >>> sample_cost("2.5")
     2.5
     """
-    from .synthetic import sample_cost_problem
+    from .checks.synthetic import sample_cost_problem
 
     try:
         value: object = float(text)

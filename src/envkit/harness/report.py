@@ -17,7 +17,7 @@ import json
 import os
 import textwrap
 
-from .bytesize import human_bytes  # noqa: F401 (the checks' formatter, re-exported)
+from .rules.bytesize import human_bytes  # noqa: F401 (the checks' formatter, re-exported)
 
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
 STATUSES = (PASS, WARN, FAIL, SKIP)

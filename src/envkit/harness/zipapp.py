@@ -29,10 +29,10 @@ MAIN = ("# envkit harness zipapp entry point\n"
         "    sys.exit(main())\n")
 # A top-level module beside the package, so a .pth naming the zipapp makes
 # `from envkit_runtime import loader_kwargs` work in the image's Python.
-RUNTIME_SHIM = ("\"\"\"envkit's runtime companion in the image (the code is envkit_harness.companion).\"\"\"\n"
+RUNTIME_SHIM = ("\"\"\"envkit's runtime companion in the image (the code is envkit_harness.runtime).\"\"\"\n"
                 "import sys\n\n"
-                "from envkit_harness.companion import *  # noqa: F401,F403\n"
-                "from envkit_harness.companion import __all__, watch_main\n\n"
+                "from envkit_harness.runtime import *  # noqa: F401,F403\n"
+                "from envkit_harness.runtime import __all__, watch_main\n\n"
                 "if __name__ == \"__main__\":  # python3 -m envkit_runtime watch --pid N\n"
                 "    if sys.argv[1:2] != [\"watch\"]:\n"
                 "        sys.exit(\"usage: python3 -m envkit_runtime watch [--pid PID] [--interval S] [--json]\")\n"

@@ -13,7 +13,7 @@ Rules (each lives here only, or in the rule it names):
 - Training processes per node (torchrun ranks, ``--nproc-per-node``; :func:`ranks_per_node`):
   ``cluster.procs_per_node`` when set; else one per GPU, else one. Without a ``cluster:``
   section the profile runs one training process. The loader plan sizes the node for them.
-- Whole CPUs: the harness's rule (``harness.sizing.cpu_limit``: the cpuset's count, capped by
+- Whole CPUs: the harness's rule (``harness.rules.sizing.cpu_limit``: the cpuset's count, capped by
   ``ceil(run.cpus)``), without the WSL VM's ``processors`` (a node is no WSL VM). Kubernetes
   gives exclusive cores only to whole-CPU, requests == limits pods.
 - The registry host of the image nodes pull (:func:`registry_host`), None for Docker Hub.
@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from envkit.errors import ProfileError
-from envkit.harness.sizing import cpu_limit
+from envkit.harness.rules.sizing import cpu_limit
 from envkit.profile.model import Profile
 from envkit.profile.rules import node_gpu_count
 

@@ -1,19 +1,19 @@
 """The loaders' plan for a profile: ranks, workers per rank, /dev/shm and memory, decided once.
 
-Every command states the same :class:`~envkit.harness.sizing.NodeLoader` (its ``loader`` object):
+Every command states the same :class:`~envkit.harness.rules.sizing.NodeLoader` (its ``loader`` object):
 generate's advice and files, the WSL advice, the cluster plan and ``envkit doctor`` take it from
-:func:`loader_plan`, which feeds the harness's one rule (:func:`envkit.harness.sizing.size_node`)
+:func:`loader_plan`, which feeds the harness's one rule (:func:`envkit.harness.rules.sizing.size_node`)
 with the facts each of them knows; the harness applies the same rule inside the container
-(:func:`envkit.harness.expect.resolve_loader`).
+(:func:`envkit.harness.expectation.resolve_loader`).
 
 The facts, each named with its source:
 
 - the CPUs: the smallest of the affinity (the host's CPUs where ``envkit doctor`` sees them, else
   a ``wsl:`` section's ``processors``), ``run.cpuset`` and ``run.cpus`` (or the host's cgroup
-  quota), rounded up (:func:`~envkit.harness.sizing.cpu_limit`);
+  quota), rounded up (:func:`~envkit.harness.rules.sizing.cpu_limit`);
 - the training processes per node (:func:`envkit.plan.cluster.ranks_per_node`);
 - the /dev/shm the container gets: ``run.shm_size`` when the profile sets it, the host's under
-  ``ipc: host``, else sized from the need (:func:`~envkit.harness.sizing.recommended_shm_bytes`).
+  ``ipc: host``, else sized from the need (:func:`~envkit.harness.rules.sizing.recommended_shm_bytes`).
 
 Example:
     >>> from envkit.profile import load_profile
@@ -24,7 +24,7 @@ Example:
 
 from __future__ import annotations
 
-from envkit.harness.sizing import SIZED, NodeLoader, cpu_limit, size_node
+from envkit.harness.rules.sizing import SIZED, NodeLoader, cpu_limit, size_node
 from envkit.plan.cluster import ranks_per_node
 from envkit.profile.model import Profile
 

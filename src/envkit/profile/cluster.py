@@ -18,7 +18,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from envkit.harness.sizing import MAX_RANKS
+from envkit.harness.rules.sizing import MAX_RANKS
 from envkit.profile.types import WholeText
 
 # An image reference as nodes pull it: [registry[:port]/]path[:tag][@sha256:...] (Docker's grammar, simplified

@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .errors import UsageError
+from ..errors import UsageError
 
 DTYPE_ITEMSIZE = {
     "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2,

@@ -32,7 +32,7 @@ import time
 from typing import Any
 
 from .classify import FAILURES, MESSAGES, classify, failure_remedy  # noqa: F401 (re-exported)
-from .env import child_warnings
+from ..probes.env import child_warnings
 from .loader_child import BOOTSTRAP
 
 STARTUP_GRACE_S = 60.0  # importing torch in the child (and in spawned workers) before the first batch
@@ -411,7 +411,7 @@ class ShmPeak:
     """
 
     def __init__(self, path: str | None = None, interval: float = 0.02):
-        from .shmwatch import SHM_PATH
+        from ..runtime.shmwatch import SHM_PATH
         self.path, self.interval = path or SHM_PATH, interval
         self.before = self.peak = 0
         self._stop = threading.Event()
@@ -419,7 +419,7 @@ class ShmPeak:
         self._thread: threading.Thread | None = None
 
     def sample(self) -> int:
-        from .shmwatch import sample
+        from ..runtime.shmwatch import sample
         used = int(sample(None, self.path)["shm_used"])
         with self._lock:
             self.peak = max(self.peak, used)
@@ -465,7 +465,7 @@ def check_loader(settings: dict, *, timeout: float = 60.0, quick: bool = False, 
     names the rank. ``measured`` carries ``concurrent_loaders`` and ``peak_shm_bytes`` (the most
     of /dev/shm seen in use while the loaders ran).
     """
-    from .report import FAIL, PASS, make_check
+    from ..report import FAIL, PASS, make_check
 
     ranks = max(1, int(settings.get("ranks_per_node", 1) or 1))
     run = make_run(settings, quick, fill=True)  # the pipeline's peak in /dev/shm on every run, not by chance
@@ -513,9 +513,9 @@ def check_loader(settings: dict, *, timeout: float = 60.0, quick: bool = False, 
         measured.update(failed_rank=rank, failed_ranks=failed)
     remedy = None
     if bad["failure"] == "shm_exhausted":
-        from .sizing import shm_required_bytes
-        from .env import shm_stats
-        from .report import human_bytes
+        from ..rules.sizing import shm_required_bytes
+        from ..probes.env import shm_stats
+        from ..report import human_bytes
         st = shm_stats() or {}
         need = shm_required_bytes(batch_size=settings["batch_size"], sample_shape=settings["sample_shape"],
                                   dtype=settings["dtype"], num_workers=nw,
@@ -524,7 +524,7 @@ def check_loader(settings: dict, *, timeout: float = 60.0, quick: bool = False, 
             bad["detail"] = (f"/dev/shm is {human_bytes(st.get('size_bytes'))}, this loader needs "
                              f"~{human_bytes(need)}; {bad['detail']}")
         else:
-            from .checks_sys import shm_remedy
+            from .system import shm_remedy
             bad["detail"] = (f"/dev/shm is {human_bytes(st.get('size_bytes'))}, {ranks} loaders need "
                              f"~{human_bytes(ranks * need)} (~{human_bytes(need)} each); {bad['detail']}")
             remedy = shm_remedy(ranks * need)

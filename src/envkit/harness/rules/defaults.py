@@ -1,9 +1,9 @@
 """The DataLoader defaults: what a profile's ``loader:`` leaves unset, and what the harness runs without an expectation.
 
-One set, standard library only: the harness reads it (:func:`envkit.harness.expect.resolve_loader`)
+One set, standard library only: the harness reads it (:func:`envkit.harness.expectation.resolve_loader`)
 and so does the profile's ``Loader`` model (:mod:`envkit.profile.model`), whose defaults
 docs/profile.md shows. ``num_workers: auto`` is resolved by the one sizing rule
-(:func:`envkit.harness.sizing.size_node`) over the CPUs known where it runs.
+(:func:`envkit.harness.rules.sizing.size_node`) over the CPUs known where it runs.
 
 Example:
     >>> LOADER.num_workers, LOADER.sample_shape, LOADER_DEFAULTS["start_method"]
@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from types import MappingProxyType
 from typing import Literal
 
-from .synthetic import DEFAULT_SAMPLE_COST_MS
+from ..checks.synthetic import DEFAULT_SAMPLE_COST_MS
 
 
 @dataclass(frozen=True)

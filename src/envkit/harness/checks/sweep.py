@@ -8,7 +8,7 @@ start-up time for no gain. Where the CPUs allow a worker it is at least 1: with
 harness runs no step, so the 0-worker rate is measured and shown, not recommended.
 
 The CPUs bound it. With C CPUs (the affinity mask, and the cgroup quota rounded
-up: :func:`.sizing.cpu_limit`) shared by R ranks (training processes on the
+up: :func:`envkit.harness.rules.sizing.cpu_limit`) shared by R ranks (training processes on the
 node), each rank keeps one CPU for its training step and gets at most
 ``max(0, floor(C / R) - 1)`` workers (:func:`worker_bound`); the sweep never
 recommends more, and tries counts only up to one beyond (``max(bound, 1) + 1``),
@@ -31,8 +31,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .report import PASS, WARN, make_check
-from .sizing import cpu_limit
+from ..report import PASS, WARN, make_check
+from ..rules.sizing import cpu_limit
 
 WITHIN = 0.95
 MAX_WORKERS = 32

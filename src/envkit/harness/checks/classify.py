@@ -81,9 +81,9 @@ def _last_line(text: str) -> str:
 
 
 def failure_remedy(failure: str, detail: str, settings: dict) -> str:
-    """What to change for each failure class (the shm size comes from :mod:`.sizing`)."""
-    from .checks_sys import shm_remedy
-    from .sizing import shm_required_bytes
+    """What to change for each failure class (the shm size comes from :mod:`envkit.harness.rules.sizing`)."""
+    from .system import shm_remedy
+    from ..rules.sizing import shm_required_bytes
     if failure == "shm_exhausted":
         required = shm_required_bytes(batch_size=settings["batch_size"], sample_shape=settings["sample_shape"],
                                       dtype=settings["dtype"], num_workers=settings["num_workers"],

@@ -25,8 +25,8 @@ import os
 import re
 from pathlib import Path
 
-from .cpulist import format_cpulist, parse_cpulist
-from .report import FAIL, PASS, SKIP, WARN, make_check
+from ..probes.cpulist import format_cpulist, parse_cpulist
+from ..report import FAIL, PASS, SKIP, WARN, make_check
 
 NVIDIA_VENDOR = "0x10de"
 GPU_CLASSES = ("0x0300", "0x0302")  # VGA controller, 3D controller (data-center GPUs)

@@ -8,8 +8,8 @@ workers that would hide the loading behind the loop's work::
 
     needed = ceil(batch_load_s / loop_s_per_batch * 1.25)   clamped to [1, budget]
 
-where the budget is one worker per usable CPU (:func:`.sizing.cpu_limit`, quota rounded up)
-and the shm rule (:func:`.budget.shm_fit` against the free /dev/shm). It steps down
+where the budget is one worker per usable CPU (:func:`envkit.harness.rules.sizing.cpu_limit`, quota rounded up)
+and the shm rule (:func:`envkit.harness.rules.budget.shm_fit` against the free /dev/shm). It steps down
 only while more than one worker is above the estimate (one spare, so it does not oscillate), and only
 recommends (``history`` and one line on ``stream``) unless ``apply=True``; then
 the loader is recreated with the new count at the next epoch's start, never
@@ -29,10 +29,10 @@ import multiprocessing
 import sys
 import time
 
-from . import env as envmod
-from .budget import shm_fit
-from .report import plural
-from .sizing import cpu_limit
+from ..probes import env as envmod
+from ..rules.budget import shm_fit
+from ..report import plural
+from ..rules.sizing import cpu_limit
 
 HEADROOM = 1.25
 KEEP_BELOW = 0.02  # a loop that waits less than 2 % of its time needs no more workers
@@ -69,7 +69,7 @@ class _TimedDataset:
 class AdaptiveLoader:
     """Iterate it once per epoch like a DataLoader; it re-plans ``num_workers`` at each epoch's end.
 
-    ``kwargs`` are DataLoader arguments (default: :func:`.runtime.loader_kwargs` for ``dataset``);
+    ``kwargs`` are DataLoader arguments (default: :func:`envkit.harness.runtime.kwargs.loader_kwargs` for ``dataset``);
     ``budget`` caps the workers (default: one per usable CPU, the harness's bound); ``apply`` opts in to recreating
     the loader with the recommendation at the next epoch boundary.
     """
@@ -77,7 +77,7 @@ class AdaptiveLoader:
     def __init__(self, dataset, kwargs: dict | None = None, *, apply: bool = False, budget: int | None = None,
                  stream=None, shm_path: str = "/dev/shm"):
         import torch.utils.data as tud
-        from .runtime import loader_kwargs
+        from .kwargs import loader_kwargs
         self._tud = tud
         self.kwargs = dict(loader_kwargs(dataset) if kwargs is None else kwargs)
         if budget is None:
@@ -153,7 +153,7 @@ class AdaptiveLoader:
         st = envmod.shm_stats(self.shm_path)
         bs = int(self.kwargs.get("batch_size") or 1)
         if st and cap and self.dataset.dataset is not None and len(self.dataset):
-            from .runtime import item_bytes
+            from .kwargs import item_bytes
             cap, _ = shm_fit(free_bytes=st["free_bytes"], batch_bytes=bs * item_bytes(self.dataset.dataset[0]),
                              num_workers=cap, prefetch_factor=int(self.kwargs.get("prefetch_factor") or 2))
         need = needed_workers(item_s=item_s, batch_size=bs, loop_s=loop_s, budget=cap)

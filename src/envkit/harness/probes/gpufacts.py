@@ -90,7 +90,7 @@ def query_smi(path: str | None, run=run_tool, timeout: float = SMI_TIMEOUT_S) ->
     """``{"path", "ok", "gpus", "error", "output"}`` from running ``nvidia-smi`` at ``path``.
 
     ``path`` None: no nvidia-smi (``ok`` False, ``error`` None). ``run`` is the tool seam
-    (:func:`~envkit.harness.toolrun.run_tool`'s signature): bounded in time and size, decoded safely. A
+    (:func:`~envkit.harness.probes.toolrun.run_tool`'s signature): bounded in time and size, decoded safely. A
     failing nvidia-smi ("couldn't communicate with the NVIDIA driver", "No devices were found") is ``ok``
     False with its own first line as ``error``; so is one that lists no GPU.
     """

@@ -38,8 +38,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .cpulist import format_cpulist, parse_cpulist
-from .report import FAIL, PASS, SKIP, WARN, make_check
+from ..probes.cpulist import format_cpulist, parse_cpulist
+from ..report import FAIL, PASS, SKIP, WARN, make_check
 
 MIB = 1024 * 1024
 FULL = {"size_bytes": 512 * MIB, "loops": 16, "trials": 3}
@@ -182,7 +182,7 @@ def placement_text(affinity: dict) -> str:
 def wsl_pin_budget(settings: dict, try_pin=None) -> dict:
     """The WSL2 pin budget for the loader in ``settings``: :func:`.gpu.largest_pinned` up to its need."""
     from .gpu import largest_pinned, pinned_block, pinned_need, torch_pin_probe
-    from .sizing import batch_bytes
+    from ..rules.sizing import batch_bytes
 
     per_batch = batch_bytes(settings["batch_size"], settings["sample_shape"], settings["dtype"])
     need = pinned_need(per_batch, settings["num_workers"], settings["prefetch_factor"])
@@ -206,7 +206,7 @@ def check_pinned_transfer(settings: dict, *, cuda_available: bool, quick: bool =
                           "not measured: CUDA is not available (torch.cuda.is_available() is False), so there is "
                           "no host-to-device copy to time and pin_memory changes nothing on this machine")
     if wsl == "read":
-        from .env import detect_wsl
+        from ..probes.env import detect_wsl
         wsl = detect_wsl()
     budget = None
     if wsl:
@@ -246,7 +246,7 @@ def check_pinned_transfer(settings: dict, *, cuda_available: bool, quick: bool =
                           "use envkit_runtime.loader_kwargs() (it keeps pin_memory with a prefetch that fits the "
                           "budget, or turns it off) or lower batch_size/prefetch_factor; the limit is WSL2's, "
                           "not Docker's memlock (microsoft/WSL#14078)")
-    from .gpufacts import is_coherent
+    from ..probes.gpufacts import is_coherent
     if is_coherent(bw.get("device"), bw.get("integrated")):
         return make_check("pinned_transfer", PASS, measured, {**expected, "pinned_faster": "not required"},
                           f"{summary}; {bw.get('device')} shares coherent memory with the host (NVLink-C2C or an "

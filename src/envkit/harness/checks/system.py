@@ -2,7 +2,7 @@
 
 Each function takes the resolved loader settings and/or the expectation's ``run``
 section, plus optional measured values (so tests can inject a starved host), and
-returns one check dict (see :mod:`.report`).
+returns one check dict (see :mod:`envkit.harness.report`).
 
 Example:
     >>> c = check_shm({"batch_size": 8, "sample_shape": [3, 8, 8], "dtype": "float32",
@@ -17,9 +17,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from . import env as envmod
-from .report import FAIL, PASS, SKIP, WARN, human_bytes, make_check, plural
-from .sizing import (
+from ..probes import env as envmod
+from ..report import FAIL, PASS, SKIP, WARN, human_bytes, make_check, plural
+from ..rules.sizing import (
     DOCKER_DEFAULT_SHM, contention_remedy, cpu_limit, docker_size, plan_workers, recommended_shm_bytes, shm_required_bytes,
 )
 

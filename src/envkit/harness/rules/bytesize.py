@@ -2,7 +2,7 @@
 
 :func:`human_bytes` rounds (reports, checks: ``/dev/shm is 1.5 GiB``); :func:`exact_bytes` names a
 limit exactly (a file-size bound, a ulimit), in the largest unit that divides it. Docker's own
-spelling (``8g``) is :func:`envkit.harness.sizing.docker_size`.
+spelling (``8g``) is :func:`envkit.harness.rules.sizing.docker_size`.
 
 Example:
     >>> human_bytes(1536), human_bytes(None), human_bytes(-1)

@@ -26,9 +26,9 @@ import threading
 import time
 from pathlib import Path
 
-from .errors import interrupted_status, raise_on_sigterm
-from .report import human_bytes, plural
-from .text import BoundedParser
+from ..errors import interrupted_status, raise_on_sigterm
+from ..report import human_bytes, plural
+from ..text import BoundedParser
 
 REMEDY = ("raise the shm size: docker run --shm-size (compose: shm_size, Kubernetes: an emptyDir with "
           "medium: Memory and a larger sizeLimit), or lower num_workers/prefetch_factor/batch_size")

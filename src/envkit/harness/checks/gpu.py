@@ -1,11 +1,11 @@
 """GPU rules: does the wheel run on the GPU (``gpu_arch``), is the driver new enough (``gpu_driver``),
 and how much pinned memory WSL2 lets a process lock (the pin budget).
 
-Each rule is one function over facts from :mod:`.gpufacts` and data from :mod:`.cudatable`; the
+Each rule is one function over facts from :mod:`envkit.harness.probes.gpufacts` and data from :mod:`envkit.harness.rules.cudatable`; the
 harness checks here (in the image) and ``envkit doctor``'s (on the host, :mod:`envkit.doctor.gpu`)
 call the same ones. Standard library only; torch is imported only by :func:`torch_pin_probe`.
 
-Sources: PyTorch's arch rule and the wheels' arch lists (:mod:`.cudatable`); the driver minimums
+Sources: PyTorch's arch rule and the wheels' arch lists (:mod:`envkit.harness.rules.cudatable`); the driver minimums
 from NVIDIA's CUDA Toolkit Release Notes (Table 3) and CUDA Compatibility guide. WSL2's pinned limit
 in Docker is documented nowhere and is not one number: microsoft/WSL#14078 reports allocations above
 500 MB failing, NVIDIA/nvidia-docker#1725 a block past about 1 GB; so it is measured, the way the
@@ -25,9 +25,9 @@ from __future__ import annotations
 import platform
 import shutil
 
-from . import cudatable as T
-from .gpufacts import query_smi, torch_facts
-from .report import FAIL, PASS, SKIP, WARN, human_bytes, make_check
+from ..rules import cudatable as T
+from ..probes.gpufacts import query_smi, torch_facts
+from ..report import FAIL, PASS, SKIP, WARN, human_bytes, make_check
 
 MB = 1000 * 1000
 MIB = 1024 * 1024

@@ -17,9 +17,9 @@ from typing import Any
 
 from .boundedio import read_bounded
 from .errors import FileUnreadable, UsageError
-from .sizing import DTYPE_ITEMSIZE, MAX_PREFETCH, MAX_RANKS, MAX_WORKERS, cpu_limit, size_node
-from .defaults import LOADER_DEFAULTS
-from .synthetic import sample_cost_problem
+from .rules.sizing import DTYPE_ITEMSIZE, MAX_PREFETCH, MAX_RANKS, MAX_WORKERS, cpu_limit, size_node
+from .rules.defaults import LOADER_DEFAULTS
+from .checks.synthetic import sample_cost_problem
 
 
 # The expectation format's version: defined here, on the consumer's side, and imported by
@@ -130,7 +130,7 @@ def resolve_loader(expect: dict | None, *, usable: int, quota: float | None = No
                    batch_size=None, dataset: str | None = None, ranks: int | None = None) -> dict:
     """Concrete loader settings: defaults <- expectation's ``loader`` <- CLI overrides.
 
-    The node is resolved by the one rule (:func:`.sizing.size_node`) over this machine's facts:
+    The node is resolved by the one rule (:func:`envkit.harness.rules.sizing.size_node`) over this machine's facts:
     ``usable`` is the affinity mask's size and ``quota`` the cgroup CPU quota (None: none); the
     ranks are ``ranks`` (``--ranks``), else the expectation's ``run.ranks_per_node``, else 1; the
     /dev/shm is the one the profile planned for the container (``run.shm_size_bytes``), else

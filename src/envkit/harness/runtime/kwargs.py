@@ -1,9 +1,9 @@
 """The runtime companion: DataLoader arguments that fit the environment the script runs in.
 
 ``loader_kwargs()`` decides every DataLoader argument from the live process, by
-the harness's own rules (the ``auto`` worker rule :func:`.sizing.plan_workers` on
-:func:`.sizing.cpu_limit`, the CPUs usable with the quota rounded up; the shm
-formula on the /dev/shm that is free now, :mod:`.budget`), and keeps the reason
+the harness's own rules (the ``auto`` worker rule :func:`envkit.harness.rules.sizing.plan_workers` on
+:func:`envkit.harness.rules.sizing.cpu_limit`, the CPUs usable with the quota rounded up; the shm
+formula on the /dev/shm that is free now, :mod:`envkit.harness.rules.budget`), and keeps the reason
 for each choice. In the image it is ``from envkit_runtime import loader_kwargs``
 (the zipapp at /opt/envkit is on the venv's path); on a host
 ``from envkit.runtime import loader_kwargs``.
@@ -30,10 +30,10 @@ import platform as _platform
 import sys
 from pathlib import Path
 
-from . import env as envmod
-from .budget import shm_fit, shm_need
-from .report import human_bytes, plural
-from .sizing import DTYPE_ITEMSIZE, batch_bytes as _shape_batch_bytes, cpu_limit, plan_workers
+from ..probes import env as envmod
+from ..rules.budget import shm_fit, shm_need
+from ..report import human_bytes, plural
+from ..rules.sizing import DTYPE_ITEMSIZE, batch_bytes as _shape_batch_bytes, cpu_limit, plan_workers
 
 EXPECT_ENV = "ENVKIT_EXPECT"
 EXPECT_NAME = "envkit_expect.json"
@@ -278,12 +278,12 @@ def loader_kwargs(dataset=None, batch_size: int | None = None, *, num_workers="a
                              "the profile turns it off" if cuda else
                              "no CUDA device; pinning would only cost page-locked memory")
     if pin and bbytes and pin_budget == "read" and envmod.detect_wsl():
-        from .gpu import largest_pinned, pinned_block, pinned_need, torch_pin_probe
+        from ..checks.gpu import largest_pinned, pinned_block, pinned_need, torch_pin_probe
         block = pinned_block(bbytes)  # probed as the loader pins: one power-of-two block per batch, held together
         pin_budget = largest_pinned(pinned_need(bbytes, workers, prefetch), torch_pin_probe(block=block),
                                     grain=block)["budget_bytes"]
     if pin and bbytes and isinstance(pin_budget, int):  # WSL2 caps pinned memory (microsoft/WSL#14078)
-        from .gpu import fit_pinned
+        from ..checks.gpu import fit_pinned
         fit = fit_pinned(pin_budget, bbytes, workers, prefetch)
         budget["pin_budget_bytes"] = pin_budget
         kw["pin_memory"] = fit["pin_memory"]
