@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 
 from envkit.advice.wsl import VM_HEADROOM
-from envkit.harness.checks.numa import format_cpulist
+from envkit.harness.probes.cpulist import format_cpulist
 from envkit.harness.rules.sizing import GIB, docker_size
 
 MEMORY_CAP = 32 * GIB  # the default profile's container: a bigger one is the user's choice

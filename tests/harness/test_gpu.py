@@ -11,8 +11,9 @@ import pytest
 from envkit.harness.rules import cudatable as T
 from envkit.harness.checks import transfer
 from envkit.harness.expectation import resolve_loader
-from envkit.harness.checks.gpu import (MB, check_gpu_arch, check_gpu_driver, fit_pinned, largest_pinned, pinned_block, pinned_need,
-                                torch_pin_probe)
+from envkit.harness.checks.gpu import check_gpu_arch, check_gpu_driver
+from envkit.harness.probes.gpufacts import largest_pinned, torch_pin_probe
+from envkit.harness.rules.budget import MB, fit_pinned, pinned_block, pinned_need
 from envkit.harness.probes.gpufacts import docker_facts, parse_smi_csv, query_smi, torch_facts
 from envkit.harness.runtime import loader_kwargs
 from envkit.harness.probes.toolrun import ToolResult
@@ -148,9 +149,8 @@ def test_pinned_transfer_on_wsl_measures_the_budget_and_sizes_copies_to_it(monke
                 "methods": dict(transfer.METHODS), "affinity": {"cpus": None, "reason": "x"}, "integrated": False,
                 "pinned_gbps": 12.0, "pageable_gbps": 6.0}
     monkeypatch.setattr(transfer, "measure_h2d", fake_h2d)
-    import envkit.harness.checks.loader as loader
-    monkeypatch.setattr(loader, "run_loader_child", lambda *a, **k: {})
-    monkeypatch.setattr(loader, "evaluate", lambda child, i: ({"samples_per_s": 100.0}, {}))
+    monkeypatch.setattr(transfer, "run_loader_child", lambda *a, **k: {})  # the loader runs the check uses
+    monkeypatch.setattr(transfer, "evaluate", lambda child, i: ({"samples_per_s": 100.0}, {}))
     settings = resolve_loader({"envkit_expect": 1, "loader": {"batch_size": 64, "sample_shape": [3, 224, 224],
                                                                "num_workers": 4, "prefetch_factor": 2}}, usable=8)
     try_pin, _ = _capped(R.WSL_PIN_CAP_BYTES)
@@ -233,9 +233,8 @@ def test_pinned_not_faster_than_pageable_is_expected_on_coherent_memory(monkeypa
         "size_bytes": kw["size_bytes"], "loops": kw["loops"], "trials": kw["trials"], "device": device,
         "methods": dict(transfer.METHODS), "affinity": {"cpus": None, "reason": "x"}, "integrated": integrated,
         "pinned_gbps": pageable, "pageable_gbps": pageable})
-    import envkit.harness.checks.loader as loader
-    monkeypatch.setattr(loader, "run_loader_child", lambda *a, **k: {})
-    monkeypatch.setattr(loader, "evaluate", lambda child, i: ({"samples_per_s": 100.0}, {}))
+    monkeypatch.setattr(transfer, "run_loader_child", lambda *a, **k: {})  # the loader runs the check uses
+    monkeypatch.setattr(transfer, "evaluate", lambda child, i: ({"samples_per_s": 100.0}, {}))
     c = transfer.check_pinned_transfer(resolve_loader(None, usable=2), cuda_available=True, quick=True, wsl=None)
     assert c["status"] == status
     if status == "pass":

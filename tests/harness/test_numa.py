@@ -16,7 +16,8 @@ from tests.docs.runtime_blocks import check_block
 from envkit.doctor.checks import check_numa as doctor_numa
 from envkit.doctor.host import Host
 from envkit.engine.docker import create_kwargs
-from envkit.harness.checks.numa import check_numa, read_topology
+from envkit.harness.checks.numa import check_numa
+from envkit.harness.probes.numa import read_topology
 from envkit.profile import load_profile_bytes
 from envkit.runsettings import RunSettings
 from envkit.targets.compose import compose_service

@@ -19,7 +19,8 @@ from envkit.harness.checks import sweep
 from envkit.harness.runner import run_checks
 from envkit.harness.errors import UsageError
 from envkit.harness.expectation import ExpectError, resolve_loader, validate_expect
-from envkit.harness.checks.synthetic import DEFAULT_SAMPLE_COST_MS, SyntheticDataset
+from envkit.harness.checks.synthetic import SyntheticDataset
+from envkit.harness.rules.defaults import DEFAULT_SAMPLE_COST_MS
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 

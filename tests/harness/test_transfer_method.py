@@ -64,9 +64,8 @@ def test_each_number_is_labelled_with_its_method(monkeypatch):
             "affinity": {"bus_id": BUS, "numa_node": 1, "cpus": "8-15", "reason": None},
             "pinned_gbps": 24.0, "pageable_gbps": 9.0}
     monkeypatch.setattr(transfer, "measure_h2d", lambda **kw: dict(fake))
-    import envkit.harness.checks.loader as loader
-    monkeypatch.setattr(loader, "run_loader_child", lambda *a, **k: {})
-    monkeypatch.setattr(loader, "evaluate", lambda child, i: ({"samples_per_s": 100.0}, {}))
+    monkeypatch.setattr(transfer, "run_loader_child", lambda *a, **k: {})  # the loader runs the check uses
+    monkeypatch.setattr(transfer, "evaluate", lambda child, i: ({"samples_per_s": 100.0}, {}))
     c = check_pinned_transfer(resolve_loader(None, usable=2), cuda_available=True, quick=True)
     assert c["status"] == "pass"
     assert "24.0 GB/s pinned (CUDA events)" in c["message"] and "9.0 GB/s pageable (host clock" in c["message"]

@@ -21,9 +21,11 @@ from pathlib import Path
 from envkit.plan.loader import LoaderPlan, loader_plan
 from envkit.advice.wsl import VM_HEADROOM, container_memory_need
 from envkit.doctor.host import Host
+from envkit.harness.probes.cpulist import format_cpulist
 from envkit.harness.probes.env import WSL_ENV_VARS, WSL_INTEROP_FILE, read_cgroup_cpu_quota, wsl_version
-from envkit.harness.report import FAIL, PASS, SKIP, WARN, human_bytes, make_check, plural
 from envkit.engine.dockerd import fmt_limit
+from envkit.harness.probes.numa import read_topology, resolve_node
+from envkit.harness.report import FAIL, PASS, SKIP, WARN, human_bytes, make_check, plural
 from envkit.harness.rules.sizing import GIB, MIB, contention_remedy, cpu_limit, docker_size, recommended_shm_bytes
 from envkit.profile.model import Profile
 from envkit.runsettings import Ulimit
@@ -186,9 +188,6 @@ def check_cpus(host: Host, profile: Profile, the_plan: LoaderPlan, planned: Load
 
 def check_numa(host: Host, profile: Profile) -> dict:
     """The host's NUMA topology (nodes, their CPUs, each NVIDIA GPU's node) against ``run.numa``."""
-    from envkit.harness.probes.cpulist import format_cpulist
-    from envkit.harness.checks.numa import read_topology, resolve_node
-
     topo = read_topology(host.root)
     measured = {"nodes": {str(k): format_cpulist(v) for k, v in topo["nodes"].items()}, "gpus": topo["gpus"]}
     numa = profile.run.numa

@@ -19,12 +19,13 @@ import os
 import sys
 import time
 
-from .runner import DEFAULT_TIMEOUT_S, check_timeout, run_checks
-from .probes.env import quiet_numpy_warning
 from .errors import UsageError, interrupted_status, raise_on_sigterm
 from .expectation import load_expect
+from .probes.env import quiet_numpy_warning
 from .report import FAIL, describe_workload, render_table, to_json
+from .rules.defaults import sample_cost_problem
 from .rules.sizing import MAX_RANKS
+from .runner import DEFAULT_TIMEOUT_S, check_timeout, run_checks
 from .stdio import document_stdout
 from .text import BoundedParser
 
@@ -78,8 +79,6 @@ def sample_cost(text: str) -> float:
     >>> sample_cost("2.5")
     2.5
     """
-    from .checks.synthetic import sample_cost_problem
-
     try:
         value: object = float(text)
     except ValueError:
@@ -132,7 +131,7 @@ def torch_missing() -> bool:
     """
     quiet_numpy_warning()
     try:
-        import torch  # noqa: F401
+        import torch  # noqa: F401  # the question asked: can torch be imported here?
     except ModuleNotFoundError as exc:
         return exc.name == "torch"  # not torch._C or a dependency: that is a broken install
     except Exception:

@@ -17,9 +17,8 @@ from typing import Any
 
 from .boundedio import read_bounded
 from .errors import FileUnreadable, UsageError
+from .rules.defaults import LOADER_DEFAULTS, sample_cost_problem
 from .rules.sizing import DTYPE_ITEMSIZE, MAX_PREFETCH, MAX_RANKS, MAX_WORKERS, cpu_limit, size_node
-from .rules.defaults import LOADER_DEFAULTS
-from .checks.synthetic import sample_cost_problem
 
 
 # The expectation format's version: defined here, on the consumer's side, and imported by

@@ -10,11 +10,18 @@ from __future__ import annotations
 
 import math
 
-from .probes import env as envmod
+from .checks.gpu import check_gpu_arch, check_gpu_driver
+from .checks.loader import check_loader
+from .checks.loader_child import resolve_factory
+from .checks.numa import check_numa
+from .checks.sweep import check_workers_sweep
 from .checks.system import check_cpus, check_gpus, check_shm, check_ulimits
+from .checks.transfer import check_pinned_transfer
 from .errors import UsageError
 from .expectation import resolve_loader, validate_expect
+from .probes import env as envmod
 from .report import make_report
+from .rules.defaults import sample_cost_problem
 from .rules.sizing import batch_bytes
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -37,7 +44,6 @@ def check_timeout(timeout) -> float:
 
 def _check_dataset(spec: str) -> None:
     """Import the user's factory now so a typo is a usage error (exit 2), not a loader failure."""
-    from .checks.loader_child import resolve_factory
     try:
         resolve_factory(spec)
     except Exception as exc:
@@ -73,8 +79,6 @@ def check_sample_cost(settings: dict, sample_cost_ms, timeout: float) -> None:
     ...
     envkit.harness.errors.UsageError: one synthetic batch costs 160 s of CPU (batch_size 32 x 5000 ms), ...
     """
-    from .checks.synthetic import sample_cost_problem
-
     if sample_cost_ms is not None:
         problem = sample_cost_problem(sample_cost_ms)
         if problem:
@@ -121,23 +125,18 @@ def run_checks(expect: dict | None, *, dataset: str | None = None, num_workers=N
     checks.append(check_cpus(settings, run, usable=usable, quota=environment["cgroup"]))
     checks.append(check_ulimits(run))
     checks.append(check_gpus(run, info=environment))
-    from .checks.gpu import check_gpu_arch, check_gpu_driver
     checks.append(check_gpu_arch())
     checks.append(check_gpu_driver(wsl=environment["wsl"]))
-    from .checks.numa import check_numa
     numa = check_numa(run, root=cgroup_root)
     if numa is not None:  # only when the profile asks for placement (run.numa)
         checks.append(numa)
     for c in checks:
         say(f"{c['name']}: {c['status']}")
-    from .checks.loader import check_loader
     checks.append(check_loader(settings, timeout=timeout, quick=quick, progress=progress))
     say(f"loader: {checks[-1]['status']}")
-    from .checks.transfer import check_pinned_transfer
     checks.append(check_pinned_transfer(settings, cuda_available=environment["cuda_available"], quick=quick,
                                         timeout=timeout, progress=progress, wsl=environment["wsl"]))
     if sweep or plot:
-        from .checks.sweep import check_workers_sweep
         checks.append(check_workers_sweep(settings, usable=usable, quota=quota["quota_cpus"], timeout=timeout, quick=quick,
                                           progress=progress, plot=plot))
         say(f"workers_sweep: {checks[-1]['status']}")

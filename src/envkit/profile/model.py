@@ -22,7 +22,7 @@ from pydantic import (
 
 from envkit.harness.rules.defaults import LOADER
 from envkit.harness.rules.sizing import DTYPE_ITEMSIZE, MAX_PREFETCH, MAX_WORKERS, workload_problem
-from envkit.harness.checks.synthetic import DEFAULT_SAMPLE_COST_MS, MAX_SAMPLE_COST_MS
+from envkit.harness.rules.defaults import DEFAULT_SAMPLE_COST_MS, MAX_SAMPLE_COST_MS
 from envkit.profile.cluster import Cluster
 from envkit.hostpaths import split_volume
 from envkit.profile.dockerref import PATH_COMPONENT, check_cpus, check_reference, default_image_tag, volume_target_problem

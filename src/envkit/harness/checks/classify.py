@@ -16,6 +16,9 @@ from __future__ import annotations
 import re
 import signal
 
+from ..rules.sizing import shm_required_bytes
+from .system import shm_remedy
+
 FAILURES = ("shm_exhausted", "worker_killed", "worker_exited", "hang", "too_many_open_files",
             "unpicklable_dataset", "dataset_error", "unknown")
 SHM_PATTERNS = ("unable to allocate shared memory", "out of shared memory", "bus error",
@@ -82,8 +85,6 @@ def _last_line(text: str) -> str:
 
 def failure_remedy(failure: str, detail: str, settings: dict) -> str:
     """What to change for each failure class (the shm size comes from :mod:`envkit.harness.rules.sizing`)."""
-    from .system import shm_remedy
-    from ..rules.sizing import shm_required_bytes
     if failure == "shm_exhausted":
         required = shm_required_bytes(batch_size=settings["batch_size"], sample_shape=settings["sample_shape"],
                                       dtype=settings["dtype"], num_workers=settings["num_workers"],

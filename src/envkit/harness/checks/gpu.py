@@ -1,23 +1,16 @@
-"""GPU rules: does the wheel run on the GPU (``gpu_arch``), is the driver new enough (``gpu_driver``),
-and how much pinned memory WSL2 lets a process lock (the pin budget).
+"""GPU rules: does the wheel run on the GPU (``gpu_arch``), is the driver new enough (``gpu_driver``).
 
-Each rule is one function over facts from :mod:`envkit.harness.probes.gpufacts` and data from :mod:`envkit.harness.rules.cudatable`; the
-harness checks here (in the image) and ``envkit doctor``'s (on the host, :mod:`envkit.doctor.gpu`)
-call the same ones. Standard library only; torch is imported only by :func:`torch_pin_probe`.
+Each rule is one function over facts from :mod:`envkit.harness.probes.gpufacts` and data from
+:mod:`envkit.harness.rules.cudatable`; the harness checks here (in the image) and ``envkit doctor``'s
+(on the host, :mod:`envkit.doctor.gpu`) call the same ones. Standard library only.
 
-Sources: PyTorch's arch rule and the wheels' arch lists (:mod:`envkit.harness.rules.cudatable`); the driver minimums
-from NVIDIA's CUDA Toolkit Release Notes (Table 3) and CUDA Compatibility guide. WSL2's pinned limit
-in Docker is documented nowhere and is not one number: microsoft/WSL#14078 reports allocations above
-500 MB failing, NVIDIA/nvidia-docker#1725 a block past about 1 GB; so it is measured, the way the
-loader pins (:func:`pinned_need`, :func:`torch_pin_probe`).
+Sources: PyTorch's arch rule and the wheels' arch lists (:mod:`envkit.harness.rules.cudatable`); the
+driver minimums from NVIDIA's CUDA Toolkit Release Notes (Table 3) and CUDA Compatibility guide. (The
+WSL2 pinned-memory budget: :func:`envkit.harness.rules.budget.fit_pinned`.)
 
 Example:
     >>> judge_arch([{"name": "RTX 5090", "capability": (12, 0)}], ["sm_80", "sm_90", "compute_90"], "cu124")[0]
     'fail'
-    >>> largest_pinned(1200 * MB, lambda n: n <= 500 * MB)["budget_bytes"] <= 500 * MB
-    True
-    >>> pinned_block(38_535_168) // MIB, pinned_need(38_535_168, 4, 2) // MIB  # a 64x3x224x224 float32 batch
-    (64, 576)
 """
 
 from __future__ import annotations
@@ -27,13 +20,7 @@ import shutil
 
 from ..rules import cudatable as T
 from ..probes.gpufacts import query_smi, torch_facts
-from ..report import FAIL, PASS, SKIP, WARN, human_bytes, make_check
-
-MB = 1000 * 1000
-MIB = 1024 * 1024
-PIN_STEPS = 6  # bisection steps at most: the answer to within need / 2**5
-WSL_PIN_SOURCE = ("WSL2 caps pinned memory in Docker at a limit no document states: microsoft/WSL#14078 reports "
-                  "allocations above 500 MB failing, NVIDIA/nvidia-docker#1725 about 1 GB")
+from ..report import FAIL, PASS, SKIP, WARN, make_check
 
 
 def cap_text(capability) -> str:
@@ -169,115 +156,3 @@ def check_gpu_driver(facts: dict | None = None, smi: dict | None = None, wsl: in
     driver = measured["drivers"][0]
     status, message, remedy, mins = judge_driver(driver, cuda, windows=wsl == 2, release=T.release_of(facts.get("torch")))
     return make_check("gpu_driver", status, measured, mins, message, remedy)
-
-
-# ---------------------------------------------------------------- the pinned-memory budget (WSL2)
-def pinned_block(batch_bytes: int) -> int:
-    """The pinned block torch allocates for a batch of ``batch_bytes``: the next power of two. Its caching host
-    allocator rounds every request so (torch 2.13 include/ATen/core/CachingHostAllocator.h:300-309, with
-    the default round threshold and cache size unlimited: c10/core/AllocatorConfig.h:361-363; torch 2.5's
-    aten/src/ATen/core/CachingHostAllocator.h rounds the same, unconditionally).
-
-    >>> pinned_block(100), pinned_block(128), pinned_block(0)
-    (128, 128, 0)
-    """
-    return 1 << (batch_bytes - 1).bit_length() if batch_bytes > 0 else 0
-
-
-def pinned_batches(workers: int, prefetch: int) -> int:
-    """Batches a pinning DataLoader holds pinned at once: every prefetched batch plus the one in use."""
-    return max(1, workers * prefetch) + 1
-
-
-def pinned_need(batch_bytes: int, workers: int, prefetch: int) -> int:
-    """Bytes a pinning DataLoader holds pinned at once: one power-of-two block per batch held
-    (:func:`pinned_block`; the pin thread pins each batch's tensor on its own).
-
-    >>> pinned_need(100, 4, 2), pinned_need(100, 0, 2)
-    (1152, 256)
-    """
-    return pinned_block(batch_bytes) * pinned_batches(workers, prefetch)
-
-
-def largest_pinned(need: int, try_pin, steps: int = PIN_STEPS, grain: int = MIB) -> dict:
-    """The largest pinned allocation that succeeds, up to ``need``: ``need`` first, then a bounded bisection.
-
-    ``try_pin(n)`` allocates ``n`` pinned bytes, frees them and returns whether it worked (the seam;
-    :func:`torch_pin_probe` in the image). At most ``steps`` allocations.
-    """
-    trials: list[list] = []
-
-    def attempt(n: int) -> bool:
-        ok = bool(try_pin(n))
-        trials.append([n, ok])
-        return ok
-
-    if need <= 0 or attempt(need):
-        return {"need_bytes": need, "budget_bytes": need, "capped": False, "trials": trials}
-    lo, hi = 0, need
-    while len(trials) < steps and hi - lo > grain:
-        mid = max(grain, (lo + hi) // 2 // grain * grain)
-        if mid <= lo or mid >= hi:
-            break
-        if attempt(mid):
-            lo = mid
-        else:
-            hi = mid
-    return {"need_bytes": need, "budget_bytes": lo, "capped": True, "trials": trials}
-
-
-def torch_pin_probe(torch=None, block: int | None = None):
-    """``try_pin`` for :func:`largest_pinned` with torch's pinned allocator (what DataLoader's pin thread
-    uses): ``try_pin(n)`` holds ``n`` bytes as the loader would, in blocks of ``block`` bytes held at once
-    (None: one allocation of ``n``); the cached blocks are released after each try so tries do not add up."""
-    if torch is None:
-        import torch
-
-    def try_pin(n: int) -> bool:
-        size = block or n
-        held = []
-        try:
-            for _ in range(max(1, -(-n // size))):
-                held.append(torch.empty(size, dtype=torch.uint8, pin_memory=True))
-            return True
-        except RuntimeError:
-            return False
-        finally:
-            held.clear()
-            empty = getattr(torch._C, "_host_emptyCache", None)
-            if empty is not None:
-                empty()
-    return try_pin
-
-
-def fit_pinned(budget: int, batch_bytes: int, workers: int, prefetch: int) -> dict:
-    """``{"pin_memory", "prefetch_factor", "reason"}``: keep pinning with a prefetch that fits the budget, or stop.
-
-    >>> fit_pinned(500 * MB, 60 * MB, 4, 2)["prefetch_factor"]
-    1
-    >>> fit_pinned(100 * MB, 60 * MB, 4, 2)["pin_memory"]
-    False
-    """
-    need = pinned_need(batch_bytes, workers, prefetch)
-    base = (f"the largest pinned allocation that succeeds here is {human_bytes(budget)} "
-            f"({WSL_PIN_SOURCE})")
-    if budget >= need:
-        return {"pin_memory": True, "prefetch_factor": prefetch,
-                "reason": f"{base}; the loader pins {human_bytes(need)} ({_need_text(batch_bytes, workers, prefetch)})"}
-    for p in range(prefetch - 1, 0, -1):
-        if workers and budget >= pinned_need(batch_bytes, workers, p):
-            return {"pin_memory": True, "prefetch_factor": p,
-                    "reason": f"{base}: prefetch_factor lowered from {prefetch} to {p} so the pinned batches "
-                              f"({_need_text(batch_bytes, workers, p)} = "
-                              f"{human_bytes(pinned_need(batch_bytes, workers, p))}) fit"}
-    return {"pin_memory": False, "prefetch_factor": prefetch,
-            "reason": f"{base}, less than {human_bytes(pinned_need(batch_bytes, workers, 1 if workers else prefetch))} "
-                      f"({_need_text(batch_bytes, workers, 1 if workers else prefetch)}): pin_memory off, batches "
-                      "copy from pageable memory"}
-
-
-def _need_text(batch_bytes: int, workers: int, prefetch: int) -> str:
-    held = max(1, workers * prefetch)
-    how = f"{workers} workers x prefetch {prefetch}" if workers else "main-process loading"
-    return (f"{held} prefetched batch(es) of {human_bytes(batch_bytes)} ({how}) + 1 in use, each pinned as a "
-            f"{human_bytes(pinned_block(batch_bytes))} block (torch rounds to a power of two)")

@@ -31,13 +31,17 @@ import threading
 import time
 from typing import Any
 
+from ..probes.env import SHM_PATH, child_warnings, shm_stats
+from ..probes.procs import children_of, group_members, sample
+from ..report import FAIL, PASS, human_bytes, make_check
+from ..rules.sizing import shm_required_bytes
 from .classify import FAILURES, MESSAGES, classify, failure_remedy  # noqa: F401 (re-exported)
-from ..probes.env import child_warnings
 from .loader_child import BOOTSTRAP
+from .system import shm_remedy
 
 STARTUP_GRACE_S = 60.0  # importing torch in the child (and in spawned workers) before the first batch
 PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
-_PACKAGE = __name__.rpartition(".")[0]  # "envkit.harness", or "envkit_harness" inside the zipapp
+_PACKAGE = __name__.rpartition(".")[0]  # "envkit.harness.checks", or "envkit_harness.checks" inside the zipapp
 
 def _prctl(option: int, arg: int = 0) -> int | None:
     """prctl via libc; None where unavailable (non-Linux). Used to become a child subreaper."""
@@ -83,33 +87,6 @@ def kill_and_reap(proc: subprocess.Popen, pgid: int, grace: float = 5.0) -> None
             return
         if pid == 0:
             time.sleep(0.01)
-
-
-def _live_procs():
-    """(pid, fields after the command name) of every live (non-zombie) process, from /proc.
-
-    Fields: 0 state, 1 ppid, 2 pgid (proc(5)); the name may hold spaces or ")", so split after the last ")".
-    """
-    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                fields = fh.read().rpartition(")")[2].split()
-        except OSError:
-            continue
-        if len(fields) > 2 and fields[0] != "Z":
-            yield int(entry), fields
-
-
-def group_members(pgid: int) -> list[int]:
-    """Live (non-zombie) pids in process group ``pgid``, from /proc (empty where /proc is absent)."""
-    return [pid for pid, fields in _live_procs() if int(fields[2]) == pgid]
-
-
-def children_of(ppid: int) -> list[int]:
-    """Live (non-zombie) pids whose parent is ``ppid``, from /proc."""
-    return [pid for pid, fields in _live_procs() if int(fields[1]) == ppid]
 
 
 def adopted_children(before: set[int]) -> list[int]:
@@ -411,7 +388,6 @@ class ShmPeak:
     """
 
     def __init__(self, path: str | None = None, interval: float = 0.02):
-        from ..runtime.shmwatch import SHM_PATH
         self.path, self.interval = path or SHM_PATH, interval
         self.before = self.peak = 0
         self._stop = threading.Event()
@@ -419,7 +395,6 @@ class ShmPeak:
         self._thread: threading.Thread | None = None
 
     def sample(self) -> int:
-        from ..runtime.shmwatch import sample
         used = int(sample(None, self.path)["shm_used"])
         with self._lock:
             self.peak = max(self.peak, used)
@@ -465,8 +440,6 @@ def check_loader(settings: dict, *, timeout: float = 60.0, quick: bool = False, 
     names the rank. ``measured`` carries ``concurrent_loaders`` and ``peak_shm_bytes`` (the most
     of /dev/shm seen in use while the loaders ran).
     """
-    from ..report import FAIL, PASS, make_check
-
     ranks = max(1, int(settings.get("ranks_per_node", 1) or 1))
     run = make_run(settings, quick, fill=True)  # the pipeline's peak in /dev/shm on every run, not by chance
     expected = {k: settings[k] for k in ("num_workers", "batch_size", "sample_shape", "dtype", "pin_memory",
@@ -513,9 +486,6 @@ def check_loader(settings: dict, *, timeout: float = 60.0, quick: bool = False, 
         measured.update(failed_rank=rank, failed_ranks=failed)
     remedy = None
     if bad["failure"] == "shm_exhausted":
-        from ..rules.sizing import shm_required_bytes
-        from ..probes.env import shm_stats
-        from ..report import human_bytes
         st = shm_stats() or {}
         need = shm_required_bytes(batch_size=settings["batch_size"], sample_shape=settings["sample_shape"],
                                   dtype=settings["dtype"], num_workers=nw,
@@ -524,7 +494,6 @@ def check_loader(settings: dict, *, timeout: float = 60.0, quick: bool = False, 
             bad["detail"] = (f"/dev/shm is {human_bytes(st.get('size_bytes'))}, this loader needs "
                              f"~{human_bytes(need)}; {bad['detail']}")
         else:
-            from .system import shm_remedy
             bad["detail"] = (f"/dev/shm is {human_bytes(st.get('size_bytes'))}, {ranks} loaders need "
                              f"~{human_bytes(ranks * need)} (~{human_bytes(need)} each); {bad['detail']}")
             remedy = shm_remedy(ranks * need)

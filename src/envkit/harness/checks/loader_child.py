@@ -33,13 +33,20 @@ start-up and the initially full prefetch queue do not inflate it.
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import importlib
 import json
 import os
+import signal
 import sys
+import sysconfig
 import time
 import traceback
 
+from .synthetic import SyntheticDataset
+
+HARNESS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the whole package, every room
 BOOTSTRAP = ("import sys,json;c=json.loads(sys.argv[1]);sys.path[:0]=c['sys_path'];"
              "import importlib;importlib.import_module(c['module']).child_main(c)")
 
@@ -56,9 +63,6 @@ def die_with_parent(parent_pid: int | None) -> None:
     """
     if parent_pid is None or not sys.platform.startswith("linux"):
         return
-    import ctypes
-    import signal
-
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
@@ -171,10 +175,8 @@ def run_one(index: int, run: dict, emit, wait=None) -> dict:
     """
     phase = "setup"
     try:
-        import torch
+        import torch  # in the child, after the parent's watchdog started: importing torch takes seconds
         from torch.utils.data import DataLoader
-
-        from .synthetic import SyntheticDataset
 
         phase = "build"
         if run["dataset"] == "synthetic":
@@ -193,8 +195,6 @@ def run_one(index: int, run: dict, emit, wait=None) -> dict:
         nw = run["num_workers"]
         kwargs = dict(batch_size=run["batch_size"], shuffle=False, num_workers=nw, pin_memory=pin)
         if nw > 0:
-            import functools
-
             kwargs.update(prefetch_factor=run["prefetch_factor"], persistent_workers=bool(run["persistent_workers"]),
                           multiprocessing_context=run["start_method"],
                           worker_init_fn=functools.partial(_worker_init, os.getpid()))
@@ -260,11 +260,9 @@ def _user_frame(exc: BaseException) -> str | None:
 
     That is the dataset's own code when the dataset raised; None when every frame is someone else's.
     """
-    import sysconfig
-
-    skip = [os.path.dirname(__file__), sysconfig.get_paths().get("stdlib") or "\0"]
+    skip = [HARNESS_DIR, sysconfig.get_paths().get("stdlib") or "\0"]
     try:
-        import torch
+        import torch  # here: torch may be the very thing that failed to import
         skip.append(os.path.dirname(torch.__file__))
     except Exception:  # torch itself failed to import: every frame is outside it
         pass

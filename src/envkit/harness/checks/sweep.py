@@ -33,6 +33,7 @@ from typing import Any
 
 from ..report import PASS, WARN, make_check
 from ..rules.sizing import cpu_limit
+from .loader import evaluate, make_run, run_loader_child
 
 WITHIN = 0.95
 MAX_WORKERS = 32
@@ -131,8 +132,6 @@ def check_workers_sweep(settings: dict, *, usable: int, quota: float | None = No
     ``settings["ranks_per_node"]`` (1 when absent). ``counts`` overrides the counts tried (a test's
     seam); the recommendation stays within :func:`worker_bound` whatever was tried.
     """
-    from .loader import evaluate, make_run, run_loader_child
-
     facts = cpu_facts(usable, quota, int(settings.get("ranks_per_node", 1) or 1))
     bound = min(facts["bound"], MAX_WORKERS)
     counts = counts if counts is not None else worker_counts(bound)

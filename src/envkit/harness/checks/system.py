@@ -169,7 +169,7 @@ ULIMITS = {"memlock": "RLIMIT_MEMLOCK", "stack": "RLIMIT_STACK", "nofile": "RLIM
 
 def _norm(v: int) -> int:
     """resource.RLIM_INFINITY -> -1 (the profile's spelling of unlimited)."""
-    import resource
+    import resource  # POSIX only: imported where the limits are read (ULIMITS)
 
     return -1 if v == resource.RLIM_INFINITY or v < 0 else int(v)
 
@@ -223,7 +223,7 @@ def check_ulimits(run: dict, limits: dict | None = None, environ: Mapping[str, s
     runtime's LimitMEMLOCK on Kubernetes, ``ulimit``/slurmd's limits on Slurm, docker run's flag elsewhere.
     """
     if limits is None:
-        import resource
+        import resource  # POSIX only (ULIMITS)
 
         limits = {n: dict(zip(("soft", "hard"), map(_norm, resource.getrlimit(getattr(resource, r))), strict=True))
                   for n, r in ULIMITS.items()}
@@ -284,7 +284,7 @@ def check_gpus(run: dict, info: dict | None = None) -> dict:
                 "NVIDIA_VISIBLE_DEVICES": os.environ.get("NVIDIA_VISIBLE_DEVICES")}
     if info.get("cuda_available"):
         try:
-            import torch
+            import torch  # here, not at the top: importing torch takes seconds and the harness's modules import without it
             measured["names"] = [torch.cuda.get_device_name(i) for i in range(measured["count"])]
         except Exception:  # names are evidence only
             pass

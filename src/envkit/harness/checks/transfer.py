@@ -39,7 +39,12 @@ from pathlib import Path
 from typing import Any
 
 from ..probes.cpulist import format_cpulist, parse_cpulist
+from ..probes.env import detect_wsl
+from ..probes.gpufacts import is_coherent, largest_pinned, torch_pin_probe
 from ..report import FAIL, PASS, SKIP, WARN, make_check
+from ..rules.budget import fit_pinned, pinned_block, pinned_need
+from ..rules.sizing import batch_bytes
+from .loader import evaluate, make_run, run_loader_child
 
 MIB = 1024 * 1024
 FULL = {"size_bytes": 512 * MIB, "loops": 16, "trials": 3}
@@ -111,7 +116,7 @@ def _median_gbps(samples_s: list[float], size_bytes: int, loops: int) -> tuple[f
 def measure_h2d(size_bytes: int = 512 * MIB, loops: int = 16, trials: int = 3, warmup: int = 4,
                 device: int | None = None, sysfs: Path = Path("/sys")) -> dict:
     """Median host-to-device GB/s from pinned and from pageable memory (needs CUDA); see the module doc."""
-    import torch
+    import torch  # here, not at the top: importing torch takes seconds and the harness's modules import without it
     if not torch.cuda.is_available():
         raise RuntimeError("CUDA is not available: cannot measure host-to-device bandwidth")
     dev = torch.device("cuda", torch.cuda.current_device() if device is None else device)
@@ -181,9 +186,6 @@ def placement_text(affinity: dict) -> str:
 
 def wsl_pin_budget(settings: dict, try_pin=None) -> dict:
     """The WSL2 pin budget for the loader in ``settings``: :func:`.gpu.largest_pinned` up to its need."""
-    from .gpu import largest_pinned, pinned_block, pinned_need, torch_pin_probe
-    from ..rules.sizing import batch_bytes
-
     per_batch = batch_bytes(settings["batch_size"], settings["sample_shape"], settings["dtype"])
     need = pinned_need(per_batch, settings["num_workers"], settings["prefetch_factor"])
     block = pinned_block(per_batch)  # the loader's blocks, held together, not one allocation of the total
@@ -206,7 +208,6 @@ def check_pinned_transfer(settings: dict, *, cuda_available: bool, quick: bool =
                           "not measured: CUDA is not available (torch.cuda.is_available() is False), so there is "
                           "no host-to-device copy to time and pin_memory changes nothing on this machine")
     if wsl == "read":
-        from ..probes.env import detect_wsl
         wsl = detect_wsl()
     budget = None
     if wsl:
@@ -224,7 +225,6 @@ def check_pinned_transfer(settings: dict, *, cuda_available: bool, quick: bool =
                           f"host-to-device copy failed: {exc}",
                           "on WSL2 pinned memory is limited (keep pinned buffers small, NVIDIA CUDA on WSL "
                           "guide); elsewhere check the driver with nvidia-smi")
-    from .loader import evaluate, make_run, run_loader_child
     runs = [make_run(settings, True, pin_memory=True), make_run(settings, True, pin_memory=False)]
     child = run_loader_child(runs, timeout=timeout, progress=progress, label="pinned_transfer",
                              stop_on_error=False)
@@ -238,7 +238,6 @@ def check_pinned_transfer(settings: dict, *, cuda_available: bool, quick: bool =
                f"{bw['trials']}, GB=1e9; {placement_text(bw.get('affinity') or {})}); loader pin on/off: "
                f"{loader['pin_on']} / {loader['pin_off']} samples/s")
     if budget is not None and budget["capped"]:
-        from .gpu import fit_pinned
         fit = fit_pinned(budget["budget_bytes"], budget["batch_bytes"], settings["num_workers"],
                          settings["prefetch_factor"])
         return make_check("pinned_transfer", WARN, measured, expected,
@@ -246,7 +245,6 @@ def check_pinned_transfer(settings: dict, *, cuda_available: bool, quick: bool =
                           "use envkit_runtime.loader_kwargs() (it keeps pin_memory with a prefetch that fits the "
                           "budget, or turns it off) or lower batch_size/prefetch_factor; the limit is WSL2's, "
                           "not Docker's memlock (microsoft/WSL#14078)")
-    from ..probes.gpufacts import is_coherent
     if is_coherent(bw.get("device"), bw.get("integrated")):
         return make_check("pinned_transfer", PASS, measured, {**expected, "pinned_faster": "not required"},
                           f"{summary}; {bw.get('device')} shares coherent memory with the host (NVLink-C2C or an "

@@ -48,7 +48,8 @@ def child_warnings(environ=None) -> str:
     return ",".join(current)
 
 
-def _read(path: Path) -> str | None:
+def read_text(path: Path) -> str | None:
+    """A small text file's stripped content; None when it cannot be read (absent, no permission, not Linux)."""
     try:
         return path.read_text().strip()
     except OSError:
@@ -62,7 +63,7 @@ def available_memory(root: str | os.PathLike = "/") -> int | None:
     """
     root = Path(root)
     avail = None
-    for line in (_read(root / "proc/meminfo") or "").splitlines():
+    for line in (read_text(root / "proc/meminfo") or "").splitlines():
         if line.startswith("MemAvailable:"):
             try:
                 avail = int(line.split()[1]) * 1024
@@ -71,7 +72,7 @@ def available_memory(root: str | os.PathLike = "/") -> int | None:
     cg = _own_cgroup_paths(root).get("")
     if cg is not None:
         base = root / "sys/fs/cgroup" / cg.lstrip("/")
-        limit, used = _read(base / "memory.max"), _read(base / "memory.current")
+        limit, used = read_text(base / "memory.max"), read_text(base / "memory.current")
         if limit and limit.isdigit() and used and used.isdigit():
             room = max(0, int(limit) - int(used))
             avail = room if avail is None else min(avail, room)
@@ -87,7 +88,7 @@ def usable_cpus() -> int:
 
 def _own_cgroup_paths(root: Path) -> dict:
     """Map controller -> this process's cgroup path from /proc/self/cgroup (``""`` is v2)."""
-    text = _read(root / "proc/self/cgroup") or ""
+    text = read_text(root / "proc/self/cgroup") or ""
     paths = {}
     for line in text.splitlines():
         parts = line.split(":", 2)
@@ -139,7 +140,7 @@ def read_cgroup_cpu_quota(root: str | os.PathLike = "/") -> dict:
     if (base / "cgroup.controllers").exists() or (base / "cpu.max").exists():
         result["version"] = 2
         for d in _candidate_dirs(base, own.get("", "/")):
-            text = _read(d / "cpu.max")
+            text = read_text(d / "cpu.max")
             if not text:
                 continue
             quota, _, period = text.partition(" ")
@@ -154,7 +155,7 @@ def read_cgroup_cpu_quota(root: str | os.PathLike = "/") -> dict:
             continue
         result["version"] = 1
         for d in _candidate_dirs(mount, own.get("cpu", "/")):
-            q_text, p_text = _read(d / "cpu.cfs_quota_us"), _read(d / "cpu.cfs_period_us")
+            q_text, p_text = read_text(d / "cpu.cfs_quota_us"), read_text(d / "cpu.cfs_period_us")
             if q_text is None or p_text is None or int(q_text) <= 0 or int(p_text) <= 0:
                 continue
             cpus = int(q_text) / int(p_text)
@@ -201,7 +202,7 @@ def detect_wsl(root: str | os.PathLike = "/", environ=None) -> int | None:
     """
     environ = os.environ if environ is None else environ
     root = Path(root)
-    release = _read(root / "proc/sys/kernel/osrelease") or ""
+    release = read_text(root / "proc/sys/kernel/osrelease") or ""
     return wsl_version(release, environ=environ, interop=(root / WSL_INTEROP_FILE).exists())
 
 
@@ -217,14 +218,17 @@ def detect_container(root: str | os.PathLike = "/", environ=None) -> dict:
         how.append(f"env container={environ['container']}")
     if environ.get("KUBERNETES_SERVICE_HOST"):
         how.append("env KUBERNETES_SERVICE_HOST")
-    cgroup = _read(root / "proc/1/cgroup") or ""
+    cgroup = read_text(root / "proc/1/cgroup") or ""
     hits = sorted({m for m in CONTAINER_CGROUP_MARKERS if m in cgroup})
     if hits:
         how.append("cgroup:" + ",".join(hits))
     return {"detected": bool(how), "how": how}
 
 
-def shm_stats(path: str = "/dev/shm") -> dict | None:
+SHM_PATH = "/dev/shm"  # where Linux (and every container) mounts the shared-memory tmpfs
+
+
+def shm_stats(path: str = SHM_PATH) -> dict | None:
     """Size and free bytes of the shm tmpfs (statvfs), or None when it does not exist."""
     try:
         st = os.statvfs(path)
@@ -244,7 +248,7 @@ def _user() -> tuple[int | None, str | None]:
         return None, None
     uid = os.getuid()
     try:
-        import pwd
+        import pwd  # POSIX only
         return uid, pwd.getpwuid(uid).pw_name
     except (ImportError, KeyError):  # arbitrary uid (docker run --user 1234) has no passwd entry
         return uid, None
@@ -253,7 +257,7 @@ def _user() -> tuple[int | None, str | None]:
 def torch_info() -> dict:
     """torch version, CUDA build, availability, device count and sharing strategy (imports torch)."""
     try:
-        import torch
+        import torch  # here, not at the top: importing torch takes seconds and the harness's modules import without it
         import torch.multiprocessing as tmp
     except ImportError as exc:
         return {"torch": None, "torch_error": str(exc), "torch_cuda": None, "cuda_available": False,

@@ -11,8 +11,12 @@ Standard library only (torch is imported only by :func:`torch_facts`, when it is
   ``get_device_capability`` and ``is_integrated``.
 - :func:`docker_facts`: ``CgroupDriver``, ``CgroupVersion`` and ``Runtimes`` from ``docker info``
   (the API's JSON, ``docker info --format '{{json .}}'``, or the text ``docker info`` prints).
+- :func:`largest_pinned`: the largest pinned allocation that succeeds (WSL2 caps it), tried through
+  :func:`torch_pin_probe` (torch's pinned allocator) or a test's seam.
 
 Example:
+    >>> largest_pinned(1200 * 10**6, lambda n: n <= 500 * 10**6)["budget_bytes"] <= 500 * 10**6
+    True
     >>> parse_smi_csv("NVIDIA GH200 480GB, 9.0, 570.148.08, 97871 MiB\\n")[0]["capability"]
     (9, 0)
     >>> docker_facts(" Cgroup Driver: systemd\\n Runtimes: io.containerd.runc.v2 nvidia runc\\n")["cgroup_driver"]
@@ -28,6 +32,8 @@ SMI_ARGS = [f"--query-gpu={','.join(SMI_FIELDS)}", "--format=csv,noheader"]
 SMI_ARGS_OLD = ["--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"]
 SMI_TIMEOUT_S = 15.0
 COHERENT_NAMES = ("GH200", "GB200", "GB300")  # Grace Hopper / Grace Blackwell superchips
+PIN_STEPS = 6  # bisection steps at most: the answer to within need / 2**5
+MIB = 1024 * 1024
 
 
 # What nvidia-smi prints in a field it cannot read: the value is unknown, never a version or a number.
@@ -118,7 +124,7 @@ def torch_facts(torch=None) -> dict:
                  "error": None}
     if torch is None:
         try:
-            import torch
+            import torch  # here, not at the top: importing torch takes seconds and the harness's modules import without it
         except ImportError as exc:
             out["error"] = str(exc)
             return out
@@ -166,3 +172,54 @@ def docker_facts(info) -> dict:
         elif key == "Runtimes":
             out["runtimes"] = sorted(value.split())
     return out
+
+
+def largest_pinned(need: int, try_pin, steps: int = PIN_STEPS, grain: int = MIB) -> dict:
+    """The largest pinned allocation that succeeds, up to ``need``: ``need`` first, then a bounded bisection.
+
+    ``try_pin(n)`` allocates ``n`` pinned bytes, frees them and returns whether it worked (the seam;
+    :func:`torch_pin_probe` in the image). At most ``steps`` allocations.
+    """
+    trials: list[list] = []
+
+    def attempt(n: int) -> bool:
+        ok = bool(try_pin(n))
+        trials.append([n, ok])
+        return ok
+
+    if need <= 0 or attempt(need):
+        return {"need_bytes": need, "budget_bytes": need, "capped": False, "trials": trials}
+    lo, hi = 0, need
+    while len(trials) < steps and hi - lo > grain:
+        mid = max(grain, (lo + hi) // 2 // grain * grain)
+        if mid <= lo or mid >= hi:
+            break
+        if attempt(mid):
+            lo = mid
+        else:
+            hi = mid
+    return {"need_bytes": need, "budget_bytes": lo, "capped": True, "trials": trials}
+
+
+def torch_pin_probe(torch=None, block: int | None = None):
+    """``try_pin`` for :func:`largest_pinned` with torch's pinned allocator (what DataLoader's pin thread
+    uses): ``try_pin(n)`` holds ``n`` bytes as the loader would, in blocks of ``block`` bytes held at once
+    (None: one allocation of ``n``); the cached blocks are released after each try so tries do not add up."""
+    if torch is None:
+        import torch  # here, not at the top: importing torch takes seconds and the harness's modules import without it
+
+    def try_pin(n: int) -> bool:
+        size = block or n
+        held = []
+        try:
+            for _ in range(max(1, -(-n // size))):
+                held.append(torch.empty(size, dtype=torch.uint8, pin_memory=True))
+            return True
+        except RuntimeError:
+            return False
+        finally:
+            held.clear()
+            empty = getattr(torch._C, "_host_emptyCache", None)
+            if empty is not None:
+                empty()
+    return try_pin

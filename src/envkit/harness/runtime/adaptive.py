@@ -30,9 +30,10 @@ import sys
 import time
 
 from ..probes import env as envmod
-from ..rules.budget import shm_fit
 from ..report import plural
+from ..rules.budget import shm_fit
 from ..rules.sizing import cpu_limit
+from .kwargs import item_bytes, loader_kwargs
 
 HEADROOM = 1.25
 KEEP_BELOW = 0.02  # a loop that waits less than 2 % of its time needs no more workers
@@ -76,8 +77,7 @@ class AdaptiveLoader:
 
     def __init__(self, dataset, kwargs: dict | None = None, *, apply: bool = False, budget: int | None = None,
                  stream=None, shm_path: str = "/dev/shm"):
-        import torch.utils.data as tud
-        from .kwargs import loader_kwargs
+        import torch.utils.data as tud  # here: importing the companion must not cost torch's import
         self._tud = tud
         self.kwargs = dict(loader_kwargs(dataset) if kwargs is None else kwargs)
         if budget is None:
@@ -153,7 +153,6 @@ class AdaptiveLoader:
         st = envmod.shm_stats(self.shm_path)
         bs = int(self.kwargs.get("batch_size") or 1)
         if st and cap and self.dataset.dataset is not None and len(self.dataset):
-            from .kwargs import item_bytes
             cap, _ = shm_fit(free_bytes=st["free_bytes"], batch_bytes=bs * item_bytes(self.dataset.dataset[0]),
                              num_workers=cap, prefetch_factor=int(self.kwargs.get("prefetch_factor") or 2))
         need = needed_workers(item_s=item_s, batch_size=bs, loop_s=loop_s, budget=cap)

@@ -31,8 +31,9 @@ import sys
 from pathlib import Path
 
 from ..probes import env as envmod
-from ..rules.budget import shm_fit, shm_need
+from ..probes.gpufacts import largest_pinned, torch_pin_probe
 from ..report import human_bytes, plural
+from ..rules.budget import fit_pinned, pinned_block, pinned_need, shm_fit, shm_need
 from ..rules.sizing import DTYPE_ITEMSIZE, batch_bytes as _shape_batch_bytes, cpu_limit, plan_workers
 
 EXPECT_ENV = "ENVKIT_EXPECT"
@@ -127,7 +128,7 @@ def start_method(system: str, python: tuple[int, int]) -> tuple[str | None, str]
 
 def _cuda_available() -> bool:
     try:
-        import torch
+        import torch  # here, not at the top: importing torch takes seconds and the harness's modules import without it
         return bool(torch.cuda.is_available())
     except Exception:  # no torch or a broken driver: no pinning
         return False
@@ -278,12 +279,10 @@ def loader_kwargs(dataset=None, batch_size: int | None = None, *, num_workers="a
                              "the profile turns it off" if cuda else
                              "no CUDA device; pinning would only cost page-locked memory")
     if pin and bbytes and pin_budget == "read" and envmod.detect_wsl():
-        from ..checks.gpu import largest_pinned, pinned_block, pinned_need, torch_pin_probe
         block = pinned_block(bbytes)  # probed as the loader pins: one power-of-two block per batch, held together
         pin_budget = largest_pinned(pinned_need(bbytes, workers, prefetch), torch_pin_probe(block=block),
                                     grain=block)["budget_bytes"]
     if pin and bbytes and isinstance(pin_budget, int):  # WSL2 caps pinned memory (microsoft/WSL#14078)
-        from ..checks.gpu import fit_pinned
         fit = fit_pinned(pin_budget, bbytes, workers, prefetch)
         budget["pin_budget_bytes"] = pin_budget
         kw["pin_memory"] = fit["pin_memory"]

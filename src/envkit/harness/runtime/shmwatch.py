@@ -1,7 +1,7 @@
 """Watch /dev/shm and a DataLoader's worker processes; warn before shared memory runs out.
 
-``sample(pid)`` reads /dev/shm (statvfs) and the process tree under ``pid``
-(/proc/<pid>/task/*/children, RSS from /proc/<pid>/status). :class:`ShmWatch`
+Each sample (:func:`envkit.harness.probes.procs.sample`) reads /dev/shm (statvfs) and the process tree
+under ``pid`` (/proc/<pid>/task/*/children, RSS from /proc/<pid>/status). :class:`ShmWatch`
 keeps samples, draws one compact line per sample (carriage-return style on a
 terminal, JSON lines otherwise) and warns once when use crosses the threshold
 (80 %) or, at the recent growth rate, /dev/shm would be full within
@@ -24,9 +24,10 @@ import os
 import sys
 import threading
 import time
-from pathlib import Path
 
 from ..errors import interrupted_status, raise_on_sigterm
+from ..probes.env import SHM_PATH
+from ..probes.procs import alive, sample
 from ..report import human_bytes, plural
 from ..text import BoundedParser
 
@@ -34,63 +35,8 @@ REMEDY = ("raise the shm size: docker run --shm-size (compose: shm_size, Kuberne
           "medium: Memory and a larger sizeLimit), or lower num_workers/prefetch_factor/batch_size")
 
 
-def _children(pid: int, proc: Path) -> list[int]:
-    out = []
-    for task in (proc / str(pid) / "task").glob("*/children"):
-        try:
-            out += [int(p) for p in task.read_text().split()]
-        except (OSError, ValueError):
-            continue
-    return out
-
-
-def descendants(pid: int, proc: str | os.PathLike = "/proc") -> list[int]:
-    """Every process below ``pid`` (DataLoader workers are children of the training process)."""
-    proc, seen, todo = Path(proc), [], [pid]
-    while todo:
-        for child in _children(todo.pop(), proc):
-            if child not in seen:
-                seen.append(child)
-                todo.append(child)
-    return seen
-
-
-def rss_bytes(pid: int, proc: str | os.PathLike = "/proc") -> int:
-    """Resident memory of ``pid`` (VmRSS; 0 once it has gone)."""
-    try:
-        for line in (Path(proc) / str(pid) / "status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
-
-
-SHM_PATH = "/dev/shm"
 # A day between samples: a longer interval watches nothing (and time.sleep overflows on huge ones).
 MAX_INTERVAL_S = 86400.0
-
-
-def sample(pid: int | None, shm_path: str = "/dev/shm", proc: str = "/proc") -> dict:
-    """One measurement: shm size/used, and the workers under ``pid`` with their summed RSS."""
-    try:
-        st = os.statvfs(shm_path)
-        size, free = st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
-    except OSError:
-        size, free = 0, 0
-    kids = descendants(pid, proc) if pid else []
-    return {"t": time.time(), "shm_size": size, "shm_used": size - free, "workers": len(kids),
-            "workers_rss": sum(rss_bytes(k, proc) for k in kids), "pid": pid,
-            "pid_rss": rss_bytes(pid, proc) if pid else 0}
-
-
-def alive(pid: int, proc: str = "/proc") -> bool:
-    """True while ``pid`` runs: an exited process its parent has not reaped yet (state Z) counts as gone."""
-    try:
-        stat = (Path(proc) / str(pid) / "stat").read_text()
-    except OSError:
-        return False
-    return stat.rpartition(")")[2].split()[:1] != ["Z"]
 
 
 def bar(fraction: float, width: int = 20) -> str:
@@ -141,7 +87,7 @@ class ShmWatch:
     """
 
     def __init__(self, pid: int | None = None, interval: float = 1.0, stream=None, json_lines: bool = False,
-                 threshold: float = 0.8, horizon_s: float = 10.0, shm_path: str = "/dev/shm"):
+                 threshold: float = 0.8, horizon_s: float = 10.0, shm_path: str = SHM_PATH):
         self.pid = os.getpid() if pid is None else pid
         self.interval, self.threshold, self.horizon_s, self.shm_path = interval, threshold, horizon_s, shm_path
         self.stream = sys.stderr if stream is None else stream
