@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from envkit.harness.checks.system import check_shm
+from envkit.harness.checks.shm import check_shm
 from envkit.harness.expectation import resolve_loader
 from envkit.harness.rules.sizing import MIB
 from envkit.plan.envplan import build_plan

@@ -25,7 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import envkit.cli
-from envkit.harness.checks.system import check_cpus, check_gpus, check_shm, check_ulimits
+from envkit.harness.checks.shm import check_shm
+from envkit.harness.checks.system import check_cpus, check_gpus, check_ulimits
 from envkit.harness.errors import UsageError as HarnessUsageError
 from envkit.harness.expectation import load_expect, resolve_loader
 from envkit.wslmerge import decode_config, merge_ini

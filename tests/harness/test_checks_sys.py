@@ -4,7 +4,8 @@ import resource
 
 import pytest
 
-from envkit.harness.checks.system import check_gpus, check_shm, check_ulimits
+from envkit.harness.checks.shm import check_shm
+from envkit.harness.checks.system import check_gpus, check_ulimits
 from envkit.harness.checks.classify import classify
 from envkit.harness.errors import UsageError
 from envkit.harness.expectation import resolve_loader, validate_expect

@@ -28,6 +28,7 @@ from envkit.doctor import checks as C
 from envkit.doctor.gpu import gpu_checks, host_smi
 from envkit.doctor.host import Host
 from envkit.doctor.spawncheck import SCRIPT_MAX, check_file
+from envkit.harness.checks.shm import check_shm
 from envkit.harness.report import FAIL, PASS, WARN, make_check, verdict
 from envkit.plan import envplan
 from envkit.profile import LoadedProfile
@@ -104,7 +105,7 @@ def diagnose(host: Host, loaded: LoadedProfile, scripts: list[Path], data_paths:
     plan = C.host_plan(host, profile, container)  # the loader's plan on this host, decided once for every check
     results = [C.check_os(host, wsl), C.check_memory(host, profile, wsl, plan),
                C.check_cpus(host, profile, plan, container),
-               C.check_numa(host, profile), C.check_shm(host, profile, plan)]
+               C.check_numa(host, profile), check_shm(*C.shm_facts(host, profile, plan), inside=False)]
     daemon = host.daemon()
     results += [C.check_memlock(host, profile, daemon), C.check_ulimits(host, profile, daemon)]
     if host.platform.startswith("win"):  # the VM is cut from this PC: compare the profile's wsl.* with it

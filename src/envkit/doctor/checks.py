@@ -26,7 +26,7 @@ from envkit.harness.probes.env import WSL_ENV_VARS, WSL_INTEROP_FILE, read_cgrou
 from envkit.engine.dockerd import fmt_limit
 from envkit.harness.probes.numa import read_topology, resolve_node
 from envkit.harness.report import FAIL, PASS, SKIP, WARN, human_bytes, make_check, plural
-from envkit.harness.rules.sizing import GIB, MIB, contention_remedy, cpu_limit, docker_size, recommended_shm_bytes
+from envkit.harness.rules.sizing import GIB, MIB, contention_remedy, cpu_fact
 from envkit.profile.model import Profile
 from envkit.runsettings import Ulimit
 
@@ -164,7 +164,7 @@ def check_cpus(host: Host, profile: Profile, the_plan: LoaderPlan, planned: Load
     expected = {"cpuset": profile.run.cpuset, "cpuset_count": len(cpuset), "num_workers": nw, "workers": workers}
     if cpus is None:
         return make_check("cpus", SKIP, {}, expected, "cannot count this machine's CPUs")
-    effective = cpu_limit(affinity=cpus, quota=quota) or cpus
+    effective = cpu_fact(("count", cpus, "this host's CPUs"), ("quota", quota, "this host's cgroup quota"))[0] or cpus
     measured = {"cpus": cpus, "quota_cpus": quota, "effective": effective}
     if cpuset and max(cpuset) >= cpus:
         return make_check("cpus", FAIL, measured, expected,
@@ -222,41 +222,17 @@ def check_numa(host: Host, profile: Profile) -> dict:
                       f"{summary}; node {node} ({why})" + (f"; {remedy}" if remedy else ""), remedy)
 
 
-def check_shm(host: Host, profile: Profile, the_plan: LoaderPlan) -> dict:
-    need = the_plan.shm_need
-    stats = host.statvfs("/dev/shm")
-    source = dict(the_plan.facts)["shm_bytes"]
-    expected = {"required_bytes": need, "ipc": profile.run.ipc, "workers": the_plan.workers,
-                "ranks_per_node": the_plan.ranks, "container_shm_bytes": the_plan.shm_bytes}
-    loaders = (f"{the_plan.ranks} training processes' loaders ({the_plan.workers} "
-               f"{'worker' if the_plan.workers == 1 else 'workers'} each) need" if the_plan.ranks > 1
-               else "the loader needs")
-    remedy = (f"drop run.shm_size (envkit sizes it) or set shm_size: {docker_size(recommended_shm_bytes(need))}, "
-              "and generate again")
-    if the_plan.shm_bytes is not None:  # ipc private/shareable: the container has its own /dev/shm
-        here = f"; this host's /dev/shm ({human_bytes(stats['size_bytes'])}) is not the container's" if stats else ""
-        measured = dict(stats or {})
-        if the_plan.shm_bytes < need:
-            return make_check("shm", WARN, measured, expected,
-                              f"the container gets {human_bytes(the_plan.shm_bytes)} of /dev/shm ({source}), but "
-                              f"{loaders} ~{human_bytes(need)}{here}", remedy)
-        return make_check("shm", PASS, measured, expected,
-                          f"the container gets {human_bytes(the_plan.shm_bytes)} of /dev/shm ({source}); "
-                          f"{loaders} ~{human_bytes(need)}{here}")
-    if stats is None:
-        return make_check("shm", SKIP if not need else WARN, {}, expected, "no /dev/shm on this host")
-    measured = dict(stats)
-    size = stats["size_bytes"]
-    if size >= need:
-        return make_check("shm", PASS, measured, expected,
-                          f"/dev/shm is {human_bytes(size)} (run.ipc: host: the container uses it); {loaders} "
-                          f"~{human_bytes(need)}")
-    return make_check(
-        "shm", FAIL, measured, expected,
-        f"/dev/shm is {human_bytes(size)} but {loaders} ~{human_bytes(need)}; with ipc: host the "
-        "container uses this /dev/shm",
-        f"use ipc: private (envkit then sizes shm_size: {docker_size(recommended_shm_bytes(need))}), or on WSL2 "
-        "raise the VM's memory (/dev/shm is a tmpfs of half the VM's RAM)")
+def shm_facts(host: Host, profile: Profile, the_plan: LoaderPlan) -> tuple[dict, dict, dict | None]:
+    """This host's facts for the harness's one ``shm`` check (:func:`envkit.harness.checks.shm.check_shm`,
+    run with ``inside=False``): the node's loaders as planned on this host, the container's planned
+    /dev/shm with its source and ``ipc``, and this host's /dev/shm (the loaders' only under ``ipc: host``)."""
+    ld = profile.loader
+    loader = {"batch_size": ld.batch_size, "sample_shape": list(ld.sample_shape), "dtype": ld.dtype,
+              "num_workers": the_plan.workers, "prefetch_factor": ld.prefetch_factor,
+              "ranks_per_node": the_plan.ranks, "shm_need_bytes": the_plan.shm_need}
+    run = {"shm_size_bytes": the_plan.shm_bytes, "ipc": profile.run.ipc, "nccl": the_plan.nccl,
+           "facts": {"shm_bytes": dict(the_plan.facts)["shm_bytes"]}}
+    return loader, run, host.statvfs("/dev/shm")
 
 
 RAISE_DAEMON = ("raise dockerd's limit (systemd: `sudo systemctl edit docker` -> [Service] Limit{NAME}=infinity, then "

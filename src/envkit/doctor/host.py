@@ -40,6 +40,7 @@ from typing import Any, Callable, Mapping
 from envkit.engine import EngineSilent, os_error_in
 from envkit.engine.dockerd import DaemonFacts, read_daemon
 from envkit.errors import EngineError
+from envkit.harness.probes.env import shm_stats
 
 FIXTURE_DIR = ".envkit-fixture"
 
@@ -101,11 +102,7 @@ class Host:
         if not self.is_real:
             entry = (self._fixture("statvfs.json") or {}).get(p)
             return {"path": p, **entry} if entry else None
-        try:
-            st = os.statvfs(p)
-        except (OSError, AttributeError):
-            return None
-        return {"path": p, "size_bytes": st.f_blocks * st.f_frsize, "free_bytes": st.f_bavail * st.f_frsize}
+        return shm_stats(p)
 
     def getrlimit(self, name: str) -> tuple[int, int] | None:
         """``(soft, hard)`` of ``RLIMIT_<NAME>`` in the unit the kernel uses (bytes for memlock); -1 = unlimited."""

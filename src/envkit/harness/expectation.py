@@ -18,7 +18,7 @@ from typing import Any
 from .boundedio import read_bounded
 from .errors import FileUnreadable, UsageError
 from .rules.defaults import LOADER_DEFAULTS, sample_cost_problem
-from .rules.sizing import DTYPE_ITEMSIZE, MAX_PREFETCH, MAX_RANKS, MAX_WORKERS, cpu_limit, size_node
+from .rules.sizing import DTYPE_ITEMSIZE, MAX_PREFETCH, MAX_RANKS, MAX_WORKERS, cpu_fact, shm_fact, size_node
 
 
 # The expectation format's version: defined here, on the consumer's side, and imported by
@@ -169,7 +169,7 @@ def resolve_loader(expect: dict | None, *, usable: int, quota: float | None = No
     node = size_node(num_workers=loader["num_workers"], batch_size=loader["batch_size"],
                      sample_shape=loader["sample_shape"], dtype=loader["dtype"],
                      prefetch_factor=loader["prefetch_factor"], ranks=_ranks(ranks, run),
-                     cpus=_cpus(usable, quota, run), shm=_shm(run), nccl=bool(run.get("nccl")),
+                     cpus=_cpus(usable, quota, run), shm=planned_shm(run), nccl=bool(run.get("nccl")),
                      nodes=run.get("nodes") or 1)
     loader["num_workers_requested"] = loader["num_workers"]
     loader["num_workers"] = node.workers
@@ -191,20 +191,18 @@ def _ranks(ranks: int | None, run: dict) -> tuple[int, str]:
 
 
 def _cpus(usable: int, quota: float | None, run: dict) -> tuple[int | None, str]:
-    """The fewest CPUs any fact allows: the profile's planned limits (a container started with the generated
-    settings never gets more) first, then this machine's affinity and cgroup quota."""
-    candidates = [(run.get("cpuset_count"), f"run.cpuset {run.get('cpuset')!r} ({run.get('cpuset_count')} CPUs)"),
-                  (cpu_limit(quota=run.get("cpus")), f"run.cpus {run['cpus']:g}" if run.get("cpus") else ""),
-                  (usable, f"this machine's {usable} usable CPUs (affinity)"),
-                  (cpu_limit(quota=quota), f"this machine's cgroup quota {quota:g}" if quota else "")]
-    known = [(n, why) for n, why in candidates if n]
-    return min(known, key=lambda c: c[0]) if known else (None, "not known")
+    """The CPU fact: the profile's planned limits (a container started with the generated settings never
+    gets more) first, then this machine's affinity and cgroup quota."""
+    return cpu_fact(("count", run.get("cpuset_count"), f"run.cpuset {run.get('cpuset')!r} ({run.get('cpuset_count')} CPUs)"),
+                    ("quota", run.get("cpus"), f"run.cpus {run['cpus']:g}" if run.get("cpus") else ""),
+                    ("count", usable, f"this machine's {usable} usable CPUs (affinity)"),
+                    ("quota", quota, f"this machine's cgroup quota {quota:g}" if quota else ""))
 
 
-def _shm(run: dict) -> tuple[int | None, str]:
-    if run.get("ipc") == "host":
-        return None, "run.ipc: host (the host's /dev/shm, shared)"
-    planned = run.get("shm_size_bytes")
-    if planned is not None:
-        return planned, (run.get("facts") or {}).get("shm_bytes") or "the profile's plan"
-    return None, "not planned (no profile): this machine's /dev/shm, as measured"
+def planned_shm(run: dict) -> tuple[int | None, str]:
+    """The shm fact of an expectation's ``run``: the container's planned /dev/shm (None: the host's under
+    ``ipc: host``, or not planned) and where it came from."""
+    size, source = shm_fact(run.get("ipc"), run.get("shm_size_bytes"),
+                            (run.get("facts") or {}).get("shm_bytes") or "the profile's plan", sized=False)
+    assert size is None or isinstance(size, int)  # sized=False: never SIZED
+    return size, source

@@ -15,7 +15,8 @@ from .checks.loader import check_loader
 from .checks.loader_child import resolve_factory
 from .checks.numa import check_numa
 from .checks.sweep import check_workers_sweep
-from .checks.system import check_cpus, check_gpus, check_shm, check_ulimits
+from .checks.shm import check_shm
+from .checks.system import check_cpus, check_gpus, check_ulimits
 from .checks.transfer import check_pinned_transfer
 from .errors import UsageError
 from .expectation import resolve_loader, validate_expect

@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from envkit.errors import ProfileError
-from envkit.harness.rules.sizing import cpu_limit
+from envkit.harness.rules.sizing import cpu_fact
 from envkit.profile.model import Profile
 from envkit.profile.rules import node_gpu_count
 
@@ -132,7 +132,7 @@ def cluster_plan(p: Profile, source: str = "profile") -> ClusterPlan:
                            hint="add cluster: {nodes: 2, entrypoint: [train.py]} (see docs/cluster.md)")
     c = p.cluster
     gpus = gpus_per_node(p, source)
-    cpus = cpu_limit(cpuset=len(p.run.cpuset_cpus) or None, quota=p.run.cpus)
+    cpus = cpu_fact(("count", len(p.run.cpuset_cpus), "run.cpuset"), ("quota", p.run.cpus, "run.cpus"))[0]
     image = c.image or p.image_tag
     k, s = c.kubernetes, c.slurm
     kube = KubernetesPlan(

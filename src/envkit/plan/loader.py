@@ -10,7 +10,7 @@ The facts, each named with its source:
 
 - the CPUs: the smallest of the affinity (the host's CPUs where ``envkit doctor`` sees them, else
   a ``wsl:`` section's ``processors``), ``run.cpuset`` and ``run.cpus`` (or the host's cgroup
-  quota), rounded up (:func:`~envkit.harness.rules.sizing.cpu_limit`);
+  quota), rounded up: the CPU fact (:func:`~envkit.harness.rules.sizing.cpu_fact`);
 - the training processes per node (:func:`envkit.plan.cluster.ranks_per_node`);
 - the /dev/shm the container gets: ``run.shm_size`` when the profile sets it, the host's under
   ``ipc: host``, else sized from the need (:func:`~envkit.harness.rules.sizing.recommended_shm_bytes`).
@@ -24,7 +24,7 @@ Example:
 
 from __future__ import annotations
 
-from envkit.harness.rules.sizing import SIZED, NodeLoader, cpu_limit, size_node
+from envkit.harness.rules.sizing import NodeLoader, cpu_fact, shm_fact, size_node
 from envkit.plan.cluster import ranks_per_node
 from envkit.profile.model import Profile
 
@@ -51,28 +51,18 @@ def loader_plan(profile: Profile, *, host_cpus: int | None = None, host_quota: f
 def _cpus(profile: Profile, host_cpus: int | None, host_quota: float | None, wsl_vm: bool) -> tuple[int | None, str]:
     run = profile.run
     # The profile's own limits first: where a host grants the same number, the profile's key is its source.
-    candidates: list[tuple[int | None, str]] = [
-        (len(run.cpuset_cpus) or None, f"run.cpuset {run.cpuset!r} ({len(run.cpuset_cpus)} CPUs)"),
-        (cpu_limit(quota=run.cpus), f"run.cpus {run.cpus:g}" if run.cpus else ""),
-        (None if host_cpus is not None or not wsl_vm or profile.wsl is None else profile.wsl.processors,
+    return cpu_fact(
+        ("count", len(run.cpuset_cpus), f"run.cpuset {run.cpuset!r} ({len(run.cpuset_cpus)} CPUs)"),
+        ("quota", run.cpus, f"run.cpus {run.cpus:g}" if run.cpus else ""),
+        ("count", None if host_cpus is not None or not wsl_vm or profile.wsl is None else profile.wsl.processors,
          f"wsl.processors {profile.wsl.processors if profile.wsl else None}"),
-        (host_cpus, f"this host's {host_cpus} CPUs"),
-        (cpu_limit(quota=host_quota), f"this host's cgroup quota {host_quota:g}" if host_quota else ""),
-    ]
-    known = [(n, why) for n, why in candidates if n]
-    if not known:
-        return None, "not known (no run.cpuset, run.cpus or wsl.processors): auto plans for the most workers"
-    n, why = min(known, key=lambda c: c[0])
-    return n, why
+        ("count", host_cpus, f"this host's {host_cpus} CPUs"),
+        ("quota", host_quota, f"this host's cgroup quota {host_quota:g}" if host_quota else ""),
+        unknown="not known (no run.cpuset, run.cpus or wsl.processors): auto plans for the most workers")
 
 
 def _shm(profile: Profile) -> tuple[int | str | None, str]:
-    run = profile.run
-    if run.ipc == "host":
-        return None, "run.ipc: host (the host's /dev/shm, shared)"
-    if run.shm_size is not None:
-        return run.shm_size, "run.shm_size"
-    return SIZED, "sized by envkit from the need; run.shm_size not set"
+    return shm_fact(profile.run.ipc, profile.run.shm_size, "run.shm_size", sized=True)
 
 
 def _uses_nccl(profile: Profile) -> bool:

@@ -17,7 +17,7 @@ import re
 import signal
 
 from ..rules.sizing import shm_required_bytes
-from .system import shm_remedy
+from .shm import shm_remedy
 
 FAILURES = ("shm_exhausted", "worker_killed", "worker_exited", "hang", "too_many_open_files",
             "unpicklable_dataset", "dataset_error", "unknown")

@@ -37,7 +37,7 @@ from ..report import FAIL, PASS, human_bytes, make_check
 from ..rules.sizing import shm_required_bytes
 from .classify import FAILURES, MESSAGES, classify, failure_remedy  # noqa: F401 (re-exported)
 from .loader_child import BOOTSTRAP
-from .system import shm_remedy
+from .shm import shm_remedy
 
 STARTUP_GRACE_S = 60.0  # importing torch in the child (and in spawned workers) before the first batch
 PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37

@@ -8,7 +8,7 @@ start-up time for no gain. Where the CPUs allow a worker it is at least 1: with
 harness runs no step, so the 0-worker rate is measured and shown, not recommended.
 
 The CPUs bound it. With C CPUs (the affinity mask, and the cgroup quota rounded
-up: :func:`envkit.harness.rules.sizing.cpu_limit`) shared by R ranks (training processes on the
+up: :func:`envkit.harness.rules.sizing.cpu_fact`) shared by R ranks (training processes on the
 node), each rank keeps one CPU for its training step and gets at most
 ``max(0, floor(C / R) - 1)`` workers (:func:`worker_bound`); the sweep never
 recommends more, and tries counts only up to one beyond (``max(bound, 1) + 1``),
@@ -32,7 +32,7 @@ import sys
 from typing import Any
 
 from ..report import PASS, WARN, make_check
-from ..rules.sizing import cpu_limit
+from ..rules.sizing import cpu_fact
 from .loader import evaluate, make_run, run_loader_child
 
 WITHIN = 0.95
@@ -63,11 +63,10 @@ def cpu_facts(usable: int, quota: float | None, ranks: int) -> dict:
     >>> cpu_facts(4, 1.5, 1)["why"]
     '2 CPUs (the cgroup quota of 1.5 CPUs, rounded up) for 1 rank'
     """
-    cpus = cpu_limit(affinity=usable, quota=quota) or usable
-    if quota and cpus < usable:
-        source = f"the cgroup quota of {quota:g} CPU{'s' if quota != 1 else ''}, rounded up"
-    else:
-        source = "the affinity mask" + (f"; cgroup quota {quota:g}" if quota else ", no cgroup quota")
+    found, source = cpu_fact(
+        ("count", usable, "the affinity mask" + (f"; cgroup quota {quota:g}" if quota else ", no cgroup quota")),
+        ("quota", quota, f"the cgroup quota of {quota:g} CPU{'s' if quota != 1 else ''}, rounded up" if quota else ""))
+    cpus = found or usable
     why = f"{cpus} CPU{'s' if cpus != 1 else ''} ({source}) for {ranks} rank{'s' if ranks != 1 else ''}"
     return {"cpus": cpus, "cpus_source": "cgroup_quota" if quota and cpus < usable else "affinity",
             "ranks_per_node": ranks, "bound": worker_bound(cpus, ranks), "why": why}

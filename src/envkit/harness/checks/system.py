@@ -1,14 +1,11 @@
-"""System checks: ``shm``, ``cpus``, ``ulimits`` and ``gpus``.
+"""System checks: ``cpus``, ``ulimits`` and ``gpus`` (``shm`` has its own module, :mod:`.shm`).
 
 Each function takes the resolved loader settings and/or the expectation's ``run``
 section, plus optional measured values (so tests can inject a starved host), and
-returns one check dict (see :mod:`envkit.harness.report`).
+returns one check record (see :mod:`envkit.harness.report`).
 
 Example:
-    >>> c = check_shm({"batch_size": 8, "sample_shape": [3, 8, 8], "dtype": "float32",
-    ...                "num_workers": 2, "prefetch_factor": 2}, {},
-    ...               stats={"path": "/dev/shm", "size_bytes": 1 << 30, "free_bytes": 1 << 30})
-    >>> c["status"]
+    >>> check_ulimits({}, limits={n: {"soft": -1, "hard": -1} for n in ULIMITS})["status"]
     'pass'
 """
 
@@ -18,85 +15,8 @@ import os
 from collections.abc import Mapping
 
 from ..probes import env as envmod
-from ..report import FAIL, PASS, SKIP, WARN, human_bytes, make_check, plural
-from ..rules.sizing import (
-    DOCKER_DEFAULT_SHM, contention_remedy, cpu_limit, docker_size, plan_workers, recommended_shm_bytes, shm_required_bytes,
-)
-
-# tmpfs sizes are page-rounded; anything within 1 % of the asked size counts as applied.
-SHM_MATCH_TOLERANCE = 0.01
-
-
-def shm_remedy(required: int) -> str:
-    size = docker_size(recommended_shm_bytes(required))
-    return (f"docker run --shm-size={size} (compose: shm_size: {size}; Kubernetes: an emptyDir "
-            f"with medium: Memory and sizeLimit: {size} mounted at /dev/shm), or lower batch_size, "
-            "num_workers or prefetch_factor. Note: with --ipc=host /dev/shm is the host's and "
-            "--shm-size is ignored.")
-
-
-def _shm_name(size: int) -> str:
-    """A /dev/shm size, named for what it is when it is Docker's default."""
-    return human_bytes(size) + (" (Docker's default: no --shm-size reached the container)"
-                                if size == DOCKER_DEFAULT_SHM else "")
-
-
-def check_shm(loader: dict, run: dict, stats: dict | None = None) -> dict:
-    """/dev/shm size and free space vs what the node's loaders need (``sizing.size_node``; a bare loader
-    dict: ``sizing.shm_required_bytes`` for one loader)."""
-    required = loader.get("shm_need_bytes")
-    if required is None:
-        required = shm_required_bytes(batch_size=loader["batch_size"], sample_shape=loader["sample_shape"],
-                                      dtype=loader["dtype"], num_workers=loader["num_workers"],
-                                      prefetch_factor=loader["prefetch_factor"])
-    ranks = loader.get("ranks_per_node") or 1
-    recommended = recommended_shm_bytes(required)
-    stats = stats if stats is not None else envmod.shm_stats()
-    expected = {"required_bytes": required, "recommended_bytes": recommended, "ranks_per_node": ranks,
-                "profile_shm_size_bytes": run.get("shm_size_bytes"), "ipc": run.get("ipc")}
-    if stats is None:
-        status = FAIL if required else SKIP
-        return make_check("shm", status, {}, expected,
-                          "/dev/shm does not exist: multi-worker DataLoaders cannot share batches"
-                          if required else "no /dev/shm, and num_workers=0 does not need it",
-                          shm_remedy(required) if required else None)
-    size, free = stats["size_bytes"], stats["free_bytes"]
-    measured = dict(stats)
-    who = "the loader" if ranks == 1 else f"{ranks} loaders at once (one per training process)"
-    need = (f"{who} (batch {loader['batch_size']} x {loader['sample_shape']} {loader['dtype']}, "
-            f"{plural(loader['num_workers'], 'worker')} x prefetch "
-            f"{loader['prefetch_factor']}{', with NCCL' if run.get('nccl') and ranks > 1 else ''}) "
-            f"{'needs' if ranks == 1 else 'need'} ~{human_bytes(required)}")
-    if size < required:
-        return make_check("shm", FAIL, measured, expected,
-                          f"/dev/shm is {_shm_name(size)} but {need}: workers will die with "
-                          "'unable to allocate shared memory(shm)' or a bus error", shm_remedy(required))
-    if free < required:
-        return make_check("shm", WARN, measured, expected,
-                          f"/dev/shm is {human_bytes(size)} but only {human_bytes(free)} is free and {need}; "
-                          "something else holds shared memory (leaked torch_* segments?)",
-                          "free /dev/shm (ls -la /dev/shm) or " + shm_remedy(required))
-    asked = run.get("shm_size_bytes")
-    source = (run.get("facts") or {}).get("shm_bytes") or "the profile's plan"
-    if asked and run.get("ipc") != "host" and asked < required:
-        # Enough here, but not under the profile's own settings: the remedy is the size the loader needs,
-        # never the too-small one the profile asks for.
-        return make_check("shm", WARN, measured, expected,
-                          f"/dev/shm is {human_bytes(size)} here, but the container is planned with "
-                          f"{human_bytes(asked)} ({source}), below what {need}: started with the generated "
-                          "settings, workers will die with 'unable to allocate shared memory(shm)' or a bus error",
-                          f"drop run.shm_size (envkit sizes it) or set run.shm_size: {docker_size(recommended)}, "
-                          "and generate again; by hand: " + shm_remedy(required))
-    if asked and run.get("ipc") != "host" and abs(size - asked) > asked * SHM_MATCH_TOLERANCE:
-        return make_check("shm", WARN, measured, expected,
-                          f"/dev/shm is {_shm_name(size)} but the container is planned with {human_bytes(asked)} "
-                          f"({source}): the run flags were not applied (it is enough for this loader: {need})",
-                          f"start the container with the generated flags: docker run --shm-size={docker_size(asked)} "
-                          f"(compose: shm_size: {docker_size(asked)})")
-    note = " (--ipc=host: this is the host's /dev/shm)" if run.get("ipc") == "host" else ""
-    return make_check("shm", PASS, measured, expected,
-                      f"/dev/shm is {human_bytes(size)} ({human_bytes(free)} free){note}; {need}")
-
+from ..report import FAIL, PASS, SKIP, WARN, make_check
+from ..rules.sizing import contention_remedy, cpu_fact, plan_workers
 
 def _at_most(cpus: int) -> str:
     """The remedy for too many workers on ``cpus`` CPUs: the sizing rule's own count (one CPU left to the loop).
@@ -114,8 +34,8 @@ def check_cpus(loader: dict, run: dict, usable: int | None = None, quota: dict |
     usable = envmod.usable_cpus() if usable is None else usable
     quota = envmod.read_cgroup_cpu_quota(cgroup_root) if quota is None else quota
     qcpus = quota.get("quota_cpus")
-    # The plan's rule (sizing.cpu_limit): a quota of 4.5 CPUs still runs 5 processes at once.
-    effective = cpu_limit(affinity=usable, quota=qcpus) or usable
+    # The plan's rule (sizing.cpu_fact): a quota of 4.5 CPUs still runs 5 processes at once.
+    effective = cpu_fact(("count", usable, "affinity"), ("quota", qcpus, "cgroup quota"))[0] or usable
     nw = loader["num_workers"]
     measured = {"usable_cpus": usable, "cgroup_version": quota.get("version"),
                 "cgroup_quota_cpus": qcpus, "quota_source": quota.get("source"),

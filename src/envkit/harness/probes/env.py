@@ -229,10 +229,10 @@ SHM_PATH = "/dev/shm"  # where Linux (and every container) mounts the shared-mem
 
 
 def shm_stats(path: str = SHM_PATH) -> dict | None:
-    """Size and free bytes of the shm tmpfs (statvfs), or None when it does not exist."""
+    """Size and free bytes of the shm tmpfs (statvfs), or None when it does not exist (or, on Windows, cannot)."""
     try:
         st = os.statvfs(path)
-    except OSError:
+    except (OSError, AttributeError):  # AttributeError: no os.statvfs (Windows)
         return None
     return {"path": path, "size_bytes": st.f_blocks * st.f_frsize, "free_bytes": st.f_bavail * st.f_frsize}
 

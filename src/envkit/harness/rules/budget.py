@@ -3,7 +3,7 @@
 What is new here is fitting a loader into the /dev/shm that is *free now*
 (:func:`shm_fit`); the rules it applies are the harness's own, imported, never
 copied: the shm formula (:func:`.sizing.shm_required_bytes`) here, and on the
-CPU side :func:`.sizing.cpu_limit` (quota rounded up) with
+CPU side :func:`.sizing.cpu_fact` (quota rounded up) with
 :func:`.sizing.plan_workers`, which the runtime companion and the adaptive
 loader call directly.
 

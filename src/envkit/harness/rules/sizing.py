@@ -5,7 +5,9 @@ Every number envkit plans with lives here, and generate's advice
 it, so they can never disagree (``tests/advice/test_rules_matrix.py`` feeds one
 matrix of hosts and profiles through all three):
 
-- :func:`cpu_limit` and :func:`plan_workers`: how many DataLoader workers ``auto`` means;
+- :func:`cpu_fact` (the CPUs, from every count and quota known, and which one said so) and
+  :func:`plan_workers`: how many DataLoader workers ``auto`` means;
+- :func:`shm_fact`: the container's /dev/shm, and where that comes from;
 - :func:`shm_required_bytes`: the /dev/shm the loader needs (below);
 - :data:`PROCESS_RSS` and :func:`memory_need_bytes`: the memory the container needs;
 - :data:`DOCKER_DEFAULT_SHM`: what a container gets without ``--shm-size``.
@@ -83,6 +85,30 @@ def cpu_limit(*, affinity: int | None = None, cpuset: int | None = None, quota: 
     """
     found = [n for n in (affinity, cpuset, math.ceil(quota) if quota else None) if n]
     return min(found) if found else None
+
+
+CpuFactor = tuple[str, "int | float | None", str]  # (kind: "count" or "quota", value, where it came from)
+
+
+def cpu_fact(*facts: CpuFactor, unknown: str = "not known") -> tuple[int | None, str]:
+    """The CPUs the node's processes can keep busy at once, and which fact says so: the smallest known wins.
+
+    The one place the CPU fact is decided (generate's plan, ``envkit doctor``, the harness and the runtime
+    companion all call it). Each fact is ``(kind, value, words)``: kind ``"count"`` (an affinity mask's
+    size, a cpuset's, a VM's processors) or ``"quota"`` (a CFS quota in CPUs: ``--cpus``, cgroup
+    ``cpu.max``), which counts rounded up (:func:`cpu_limit`). An unknown value (None or 0) is left out;
+    of equal counts the first wins, so a caller names the profile's own limits first. ``unknown``: the
+    words when nothing is known (the count is then None).
+
+    >>> cpu_fact(("count", 8, "run.cpuset"), ("quota", 2.5, "run.cpus 2.5"), ("count", 16, "affinity"))
+    (3, 'run.cpus 2.5')
+    >>> cpu_fact(("count", 4, "run.cpuset"), ("count", 4, "affinity")), cpu_fact(("quota", None, ""))
+    ((4, 'run.cpuset'), (None, 'not known'))
+    """
+    counts = ((cpu_limit(quota=value) if kind == "quota" else cpu_limit(affinity=int(value) if value else None), words)
+              for kind, value, words in facts)
+    known = [(n, words) for n, words in counts if n]
+    return min(known, key=lambda c: c[0]) if known else (None, unknown)
 
 
 def plan_workers(requested, cpus: int | None, ranks: int = 1) -> int:
@@ -257,6 +283,29 @@ def workload_problem(batch_size: int, sample_shape, dtype: str, prefetch_factor:
 
 
 SIZED = "sized"  # size_node's ``shm``: the container's /dev/shm is sized from the need
+SHM_HOST = "run.ipc: host (the host's /dev/shm, shared)"
+
+
+def shm_fact(ipc: str | None, size: int | None, source: str, *, sized: bool) -> tuple[int | None | str, str]:
+    """The container's /dev/shm and where it comes from: the one place that fact is decided.
+
+    None under ``ipc: host`` (the host's, shared, with no container-sized cap); else ``size``, named by
+    ``source`` (the profile's ``run.shm_size``, or the size the plan decided); else, where the size is
+    decided from the need (``sized``: generate's plan), :data:`SIZED`; else (the harness without a
+    profile) None: this machine's, as measured.
+
+    >>> shm_fact("host", 2**30, "run.shm_size", sized=True)[0], shm_fact(None, None, "", sized=True)[0]
+    (None, 'sized')
+    >>> shm_fact("private", 2**30, "run.shm_size", sized=False)
+    (1073741824, 'run.shm_size')
+    """
+    if ipc == "host":
+        return None, SHM_HOST
+    if size is not None:
+        return size, source
+    if sized:
+        return SIZED, "sized by envkit from the need; run.shm_size not set"
+    return None, "not planned (no profile): this machine's /dev/shm, as measured"
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ workers that would hide the loading behind the loop's work::
 
     needed = ceil(batch_load_s / loop_s_per_batch * 1.25)   clamped to [1, budget]
 
-where the budget is one worker per usable CPU (:func:`envkit.harness.rules.sizing.cpu_limit`, quota rounded up)
+where the budget is one worker per usable CPU (:func:`envkit.harness.rules.sizing.cpu_fact`, quota rounded up)
 and the shm rule (:func:`envkit.harness.rules.budget.shm_fit` against the free /dev/shm). It steps down
 only while more than one worker is above the estimate (one spare, so it does not oscillate), and only
 recommends (``history`` and one line on ``stream``) unless ``apply=True``; then
@@ -32,7 +32,7 @@ import time
 from ..probes import env as envmod
 from ..report import plural
 from ..rules.budget import shm_fit
-from ..rules.sizing import cpu_limit
+from ..rules.sizing import cpu_fact
 from .kwargs import item_bytes, loader_kwargs
 
 HEADROOM = 1.25
@@ -81,7 +81,8 @@ class AdaptiveLoader:
         self._tud = tud
         self.kwargs = dict(loader_kwargs(dataset) if kwargs is None else kwargs)
         if budget is None:
-            budget = cpu_limit(affinity=envmod.usable_cpus(), quota=envmod.read_cgroup_cpu_quota()["quota_cpus"]) or 1
+            budget = cpu_fact(("count", envmod.usable_cpus(), "affinity"),
+                              ("quota", envmod.read_cgroup_cpu_quota()["quota_cpus"], "cgroup quota"))[0] or 1
         self.budget, self.apply, self.shm_path = budget, apply, shm_path
         self.stream = sys.stderr if stream is None else stream
         self.counter = multiprocessing.Array("d", 2)

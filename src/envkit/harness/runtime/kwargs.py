@@ -2,7 +2,7 @@
 
 ``loader_kwargs()`` decides every DataLoader argument from the live process, by
 the harness's own rules (the ``auto`` worker rule :func:`envkit.harness.rules.sizing.plan_workers` on
-:func:`envkit.harness.rules.sizing.cpu_limit`, the CPUs usable with the quota rounded up; the shm
+:func:`envkit.harness.rules.sizing.cpu_fact`, the CPUs usable with the quota rounded up; the shm
 formula on the /dev/shm that is free now, :mod:`envkit.harness.rules.budget`), and keeps the reason
 for each choice. In the image it is ``from envkit_runtime import loader_kwargs``
 (the zipapp at /opt/envkit is on the venv's path); on a host
@@ -34,7 +34,7 @@ from ..probes import env as envmod
 from ..probes.gpufacts import largest_pinned, torch_pin_probe
 from ..report import human_bytes, plural
 from ..rules.budget import fit_pinned, pinned_block, pinned_need, shm_fit, shm_need
-from ..rules.sizing import DTYPE_ITEMSIZE, batch_bytes as _shape_batch_bytes, cpu_limit, plan_workers
+from ..rules.sizing import DTYPE_ITEMSIZE, batch_bytes as _shape_batch_bytes, cpu_fact, plan_workers
 
 EXPECT_ENV = "ENVKIT_EXPECT"
 EXPECT_NAME = "envkit_expect.json"
@@ -180,7 +180,7 @@ def loader_kwargs(dataset=None, batch_size: int | None = None, *, num_workers="a
     affinity = envmod.usable_cpus() if affinity is None else affinity
     if quota_cpus == "read":
         quota_cpus = envmod.read_cgroup_cpu_quota()["quota_cpus"]
-    cpus = cpu_limit(affinity=max(1, affinity), quota=quota_cpus) or 1
+    cpus = cpu_fact(("count", max(1, affinity), "affinity"), ("quota", quota_cpus, "cgroup quota"))[0] or 1
     if ranks is None:
         ranks = local_ranks()
     cpu_budget = plan_workers("auto", cpus, ranks)
