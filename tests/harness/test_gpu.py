@@ -91,7 +91,7 @@ def test_cpu_torch_here_skips_gpu_arch_with_the_reason():
     facts = torch_facts()  # the real torch of this (CPU) machine
     c = check_gpu_arch(facts)
     assert c["status"] == "skip" and "CPU-only build (torch.version.cuda is None)" in c["message"]
-    assert check_gpu_driver(facts, smi={"path": None, "gpus": []})["status"] == "skip"
+    assert check_gpu_driver(facts, smi=query_smi(None))["status"] == "skip"  # no nvidia-smi here
 
 
 def test_no_visible_device_skips_with_the_reason():

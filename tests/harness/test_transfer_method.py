@@ -61,7 +61,7 @@ def test_cpu_only_reports_not_measured(monkeypatch):
 def test_each_number_is_labelled_with_its_method(monkeypatch):
     # measure_h2d replaced behind its seam: the check's report must say how each number was timed.
     fake = {"size_bytes": 64 << 20, "loops": 4, "trials": 3, "warmup": 4, "device": "fake", "methods": dict(METHODS),
-            "affinity": {"bus_id": BUS, "numa_node": 1, "cpus": "8-15", "reason": None},
+            "affinity": {"bus_id": BUS, "numa_node": 1, "cpus": "8-15", "reason": None}, "integrated": False,
             "pinned_gbps": 24.0, "pageable_gbps": 9.0}
     monkeypatch.setattr(transfer, "measure_h2d", lambda **kw: dict(fake))
     monkeypatch.setattr(transfer, "run_loader_child", lambda *a, **k: {})  # the loader runs the check uses

@@ -223,7 +223,7 @@ def check_host_first(loaded: LoadedProfile, host: Host | None, err: TextIO) -> N
     if failed:
         raise CheckFailed(f"{loaded.source}: this host cannot run the profile's container, so nothing was built: "
                           + "; ".join(f"{c['name']}: {c['message']}" for c in failed),
-                          hint="; ".join(c["remedy"] for c in failed if c.get("remedy"))
+                          hint="; ".join(remedy for c in failed if (remedy := c["remedy"]))
                           + " (`envkit doctor` shows every check)")
 
 

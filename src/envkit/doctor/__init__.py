@@ -29,7 +29,7 @@ from envkit.doctor.gpu import gpu_checks, host_smi
 from envkit.doctor.host import Host
 from envkit.doctor.spawncheck import SCRIPT_MAX, check_file
 from envkit.harness.checks.shm import check_shm
-from envkit.harness.report import FAIL, PASS, WARN, make_check, verdict
+from envkit.harness.report import FAIL, PASS, WARN, Check, make_check, verdict
 from envkit.plan import envplan
 from envkit.profile import LoadedProfile
 
@@ -55,11 +55,11 @@ def _unreadable_remedy(exc: OSError) -> str:
     return "check the file and the disk it is on (the system refused the read)"
 
 
-def check_script(path: Path, shown: str | None = None) -> dict:
+def check_script(path: Path, shown: str | None = None) -> Check:
     """One ``script`` check: the spawn-safety findings of :mod:`.spawncheck` for ``path``."""
     name, label = f"script:{shown or path}", shown or str(path)
 
-    def unreadable(problem: str, remedy: str) -> dict:
+    def unreadable(problem: str, remedy: str) -> Check:
         return make_check(name, FAIL, {"path": str(path), "error": problem}, {"spawn_safe": True},
                           f"{label}: {problem}", remedy)
 
@@ -128,7 +128,7 @@ def diagnose(host: Host, loaded: LoadedProfile, scripts: list[Path], data_paths:
             "loader": plan.as_json(), "checks": results}
 
 
-def host_fit(host: Host, loaded: LoadedProfile) -> list[dict]:
+def host_fit(host: Host, loaded: LoadedProfile) -> list[Check]:
     """doctor's checks of what the container asks of this host: memory, cpus (the cpuset), GPUs and every ulimit.
 
     Each is the same check :func:`diagnose` runs; ``envkit validate`` runs them before it builds, so a

@@ -25,7 +25,10 @@ from envkit.harness.probes.cpulist import format_cpulist
 from envkit.harness.probes.env import WSL_ENV_VARS, WSL_INTEROP_FILE, read_cgroup_cpu_quota, wsl_version
 from envkit.engine.dockerd import fmt_limit
 from envkit.harness.probes.numa import read_topology, resolve_node
-from envkit.harness.report import FAIL, PASS, SKIP, WARN, human_bytes, make_check, plural
+from envkit.harness.expectation import ExpectRun, LoaderNeed
+from envkit.harness.probes.env import ShmStats
+from envkit.harness.probes.gpufacts import SmiFacts
+from envkit.harness.report import FAIL, PASS, SKIP, WARN, Check, Status, human_bytes, make_check, plural
 from envkit.harness.rules.sizing import GIB, MIB, contention_remedy, cpu_fact
 from envkit.profile.model import Profile
 from envkit.runsettings import Ulimit
@@ -49,7 +52,7 @@ def detect_wsl(host: Host) -> dict:
     return {"version": version, "osrelease": release or None, "evidence": evidence}
 
 
-def check_os(host: Host, wsl: dict) -> dict:
+def check_os(host: Host, wsl: dict) -> Check:
     measured = {"platform": host.platform, "osrelease": wsl["osrelease"], "wsl": wsl["version"],
                 "evidence": wsl["evidence"], "distro": host.environ.get("WSL_DISTRO_NAME")}
     if host.platform.startswith("win"):
@@ -82,7 +85,7 @@ def host_plan(host: Host, profile: Profile, container: LoaderPlan) -> LoaderPlan
                        shm=(container.shm_bytes, dict(container.facts)["shm_bytes"]))
 
 
-def check_memory(host: Host, profile: Profile, wsl: dict, the_plan: LoaderPlan) -> dict:
+def check_memory(host: Host, profile: Profile, wsl: dict, the_plan: LoaderPlan) -> Check:
     total = meminfo_total(host)
     need, how = container_memory_need(profile, the_plan)
     expected = {"container_bytes": need, "how": how, "need_bytes": the_plan.memory_need}
@@ -104,7 +107,7 @@ def check_memory(host: Host, profile: Profile, wsl: dict, the_plan: LoaderPlan) 
 WINDOWS_ROOM = 4 * GIB  # what Windows itself keeps beside the WSL VM
 
 
-def check_wsl_fit(host: Host, profile: Profile) -> dict:
+def check_wsl_fit(host: Host, profile: Profile) -> Check:
     """On native Windows: the profile's ``wsl.memory`` and ``wsl.processors`` against this PC, which the VM is cut from.
 
     More processors than the PC has, or more memory, is a fail: setup-wsl.ps1's own check (``nproc``,
@@ -153,7 +156,7 @@ def planned_differs(planned: LoaderPlan, here: LoaderPlan) -> str:
             f"here it is {here.workers}, from {dict(here.facts)['cpus']}")
 
 
-def check_cpus(host: Host, profile: Profile, the_plan: LoaderPlan, planned: LoaderPlan) -> dict:
+def check_cpus(host: Host, profile: Profile, the_plan: LoaderPlan, planned: LoaderPlan) -> Check:
     """The host's CPUs against ``the_plan`` (this host's loaders), saying where ``planned`` (the
     container's, as generate planned it without seeing this host) differs."""
     cpus = host.usable_cpus()
@@ -186,7 +189,7 @@ def check_cpus(host: Host, profile: Profile, the_plan: LoaderPlan, planned: Load
                       f"{'worker' if workers == 1 else 'workers'})){differs}")
 
 
-def check_numa(host: Host, profile: Profile) -> dict:
+def check_numa(host: Host, profile: Profile) -> Check:
     """The host's NUMA topology (nodes, their CPUs, each NVIDIA GPU's node) against ``run.numa``."""
     topo = read_topology(host.root)
     measured = {"nodes": {str(k): format_cpulist(v) for k, v in topo["nodes"].items()}, "gpus": topo["gpus"]}
@@ -222,15 +225,15 @@ def check_numa(host: Host, profile: Profile) -> dict:
                       f"{summary}; node {node} ({why})" + (f"; {remedy}" if remedy else ""), remedy)
 
 
-def shm_facts(host: Host, profile: Profile, the_plan: LoaderPlan) -> tuple[dict, dict, dict | None]:
+def shm_facts(host: Host, profile: Profile, the_plan: LoaderPlan) -> tuple[LoaderNeed, ExpectRun, ShmStats | None]:
     """This host's facts for the harness's one ``shm`` check (:func:`envkit.harness.checks.shm.check_shm`,
     run with ``inside=False``): the node's loaders as planned on this host, the container's planned
     /dev/shm with its source and ``ipc``, and this host's /dev/shm (the loaders' only under ``ipc: host``)."""
     ld = profile.loader
-    loader = {"batch_size": ld.batch_size, "sample_shape": list(ld.sample_shape), "dtype": ld.dtype,
+    loader: LoaderNeed = {"batch_size": ld.batch_size, "sample_shape": list(ld.sample_shape), "dtype": ld.dtype,
               "num_workers": the_plan.workers, "prefetch_factor": ld.prefetch_factor,
               "ranks_per_node": the_plan.ranks, "shm_need_bytes": the_plan.shm_need}
-    run = {"shm_size_bytes": the_plan.shm_bytes, "ipc": profile.run.ipc, "nccl": the_plan.nccl,
+    run: ExpectRun = {"shm_size_bytes": the_plan.shm_bytes, "ipc": profile.run.ipc, "nccl": the_plan.nccl,
            "facts": {"shm_bytes": dict(the_plan.facts)["shm_bytes"]}}
     return loader, run, host.statvfs("/dev/shm")
 
@@ -240,7 +243,7 @@ RAISE_DAEMON = ("raise dockerd's limit (systemd: `sudo systemctl edit docker` ->
                 "cannot exceed its own)")
 
 
-def ulimit_fit(host: Host, daemon, name: str, want) -> tuple[str, str, str | None, dict]:
+def ulimit_fit(host: Host, daemon, name: str, want) -> tuple[Status, str, str | None, dict]:
     """``(status, sentence, remedy, measured)``: does the engine grant ulimit ``name`` as the profile asks (``want``)?
 
     runc applies a container's rlimits from the daemon's side, so the daemon's hard limit is the ceiling a
@@ -276,7 +279,7 @@ def ulimit_fit(host: Host, daemon, name: str, want) -> tuple[str, str, str | Non
             f"could not be asked ({said})", remedy, measured)
 
 
-def check_memlock(host: Host, profile: Profile, daemon=None) -> dict:
+def check_memlock(host: Host, profile: Profile, daemon=None) -> Check:
     """Can the container get the profile's memlock? The Docker daemon's limit decides, not this shell's
     (:func:`ulimit_fit`)."""
     want = profile.run.ulimits.get("memlock")
@@ -297,7 +300,7 @@ def check_memlock(host: Host, profile: Profile, daemon=None) -> dict:
                       remedy and f"{remedy}; or drop run.ulimits.memlock if you do not use RDMA/NCCL over InfiniBand")
 
 
-def check_ulimits(host: Host, profile: Profile, daemon=None) -> dict:
+def check_ulimits(host: Host, profile: Profile, daemon=None) -> Check:
     """Every other ulimit the profile asks (nofile, nproc, stack, ...) against what the engine grants (:func:`ulimit_fit`)."""
     asked = {n: u for n, u in profile.run.ulimits.items() if n != "memlock"}
     expected = {n: [u.soft, u.hard] for n, u in asked.items()}
@@ -313,7 +316,7 @@ def check_ulimits(host: Host, profile: Profile, daemon=None) -> dict:
     return make_check("ulimits", status, {n: r[3] for n, r in results.items()}, expected, message, remedy)
 
 
-def check_docker(host: Host, profile: Profile) -> list[dict]:
+def check_docker(host: Host, profile: Profile) -> list[Check]:
     info = host.docker()
     if info is None:
         return [make_check("docker", SKIP, {}, {}, "Docker engine not probed")]
@@ -347,7 +350,7 @@ def check_docker(host: Host, profile: Profile) -> list[dict]:
     return checks
 
 
-def gpu_runtime_check(measured: dict, nvidia_runtime: bool, daemon) -> dict:
+def gpu_runtime_check(measured: dict, nvidia_runtime: bool, daemon) -> Check:
     """Can ``docker run --gpus`` work? What decides it is the daemon, not a runtime's name.
 
     moby registers its GPU device driver when ``nvidia-container-runtime-hook`` is on dockerd's
@@ -387,7 +390,7 @@ def gpu_runtime_check(measured: dict, nvidia_runtime: bool, daemon) -> dict:
 CPU_WAY = "or run on the CPU here: run.gpus: none and image.torch.variant: cpu (a CUDA wheel is gigabytes)"
 
 
-def check_gpu(host: Host, profile: Profile, wsl: dict, smi: dict) -> dict:
+def check_gpu(host: Host, profile: Profile, wsl: dict, smi: SmiFacts) -> Check:
     """Does this host show the GPUs the profile asks for? ``smi``: what nvidia-smi said (:func:`envkit.doctor.gpu.host_smi`).
 
     nvidia-smi that is present but fails ("couldn't communicate with the NVIDIA driver", "No devices were
@@ -507,7 +510,7 @@ def measure_read(path: Path, max_bytes: int = READ_MAX_BYTES, budget_s: float = 
             "mb_per_s": round(done / seconds / 1e6, 1) if seconds and done else None}
 
 
-def check_location(host: Host, name: str, path: str, wsl: dict, mounts, measure: bool) -> dict:
+def check_location(host: Host, name: str, path: str, wsl: dict, mounts, measure: bool) -> Check:
     """Is ``path`` on Windows' drives (/mnt/c through 9P/drvfs)? With ``measure``, also time a read."""
     m = mount_of(path, mounts)
     fstype = m[2] if m else None

@@ -28,9 +28,9 @@ import re
 from envkit.doctor.host import FIXTURE_DIR, Host
 from envkit.harness.rules import cudatable as T
 from envkit.harness.checks.gpu import arch_remedy, judge_arch, judge_driver, machine_key
-from envkit.harness.probes.gpufacts import query_smi
-from envkit.harness.report import FAIL, PASS, SKIP, WARN, make_check
+from envkit.harness.probes.gpufacts import SmiFacts, SmiGpu, query_smi
 from envkit.harness.probes.toolrun import ToolResult, run_tool
+from envkit.harness.report import FAIL, PASS, SKIP, WARN, Check, Status, make_check
 from envkit.profile.model import Profile
 
 CTK_SYMLINKS = "sudo nvidia-ctk system create-dev-char-symlinks --create-all"
@@ -39,7 +39,7 @@ NVML_SOURCES = ("NVIDIA/nvidia-container-toolkit#48; NVIDIA/nvidia-docker#1730; 
                 "Error' (https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/troubleshooting.html)")
 
 
-def host_smi(host: Host) -> dict:
+def host_smi(host: Host) -> SmiFacts:
     """:func:`~envkit.harness.probes.gpufacts.query_smi` on the host; a fixture host answers from its recording."""
     path = host.which("nvidia-smi")
     if host.is_real or not path:
@@ -72,17 +72,17 @@ def host_machine(host: Host) -> str:
     return machine_key(doc.get("machine") or "x86_64")
 
 
-def _no_gpu(smi: dict) -> str | None:
-    if not smi.get("path"):
+def _no_gpu(smi: SmiFacts) -> str | None:
+    if not smi["path"]:
         return "no NVIDIA GPU here: nvidia-smi is not on PATH"
-    if not smi.get("ok"):
-        return f"nvidia-smi failed ({smi.get('error')})"
-    if not smi.get("gpus"):
+    if not smi["ok"]:
+        return f"nvidia-smi failed ({smi['error']})"
+    if not smi["gpus"]:
         return "nvidia-smi lists no GPU"
     return None
 
 
-def given_gpus(gpus: list[dict], spec) -> tuple[list[dict], str]:
+def given_gpus(gpus: list[SmiGpu], spec) -> tuple[list[SmiGpu], str]:
     """The GPUs the container gets of the host's (``nvidia-smi``'s lines, in index order) under ``run.gpus``, and
     which: ``all``, a count (the first N, as Docker's ``--gpus N`` picks) or ids (indexes; a UUID matches none here).
 
@@ -100,7 +100,7 @@ def given_gpus(gpus: list[dict], spec) -> tuple[list[dict], str]:
     return picked, f"GPU {', '.join(map(str, spec))} (run.gpus)"
 
 
-def check_gpu_arch(host: Host, profile: Profile, smi: dict) -> dict:
+def check_gpu_arch(host: Host, profile: Profile, smi: SmiFacts) -> Check:
     torch = profile.image.torch
     machine = host_machine(host)
     variant = torch.variant if torch else None
@@ -118,10 +118,10 @@ def check_gpu_arch(host: Host, profile: Profile, smi: dict) -> dict:
         return make_check("gpu_arch", SKIP, measured, expected, "not checked: the profile installs no torch (image.torch)")
     known = [g for g in gpus if g.get("capability")]
     if variant == "cpu":
-        status = WARN if profile.run.wants_gpus else SKIP
-        return make_check("gpu_arch", status, measured, expected,
+        unused: Status = WARN if profile.run.wants_gpus else SKIP
+        return make_check("gpu_arch", unused, measured, expected,
                           "the profile's torch is the CPU build (torch.variant: cpu): the GPU goes unused",
-                          arch_remedy(known, machine, release) if known and status == WARN else None)
+                          arch_remedy(known, machine, release) if known and unused == WARN else None)
     if release in T.RELEASES and variant not in T.RELEASES[release]:
         ships = ", ".join(sorted(T.RELEASES[release], key=lambda v: T.version_key(T.variant_cuda(v) or "0")))
         return make_check("gpu_arch", FAIL, measured, expected,
@@ -136,11 +136,11 @@ def check_gpu_arch(host: Host, profile: Profile, smi: dict) -> dict:
                       remedy)
 
 
-def check_gpu_driver(host: Host, profile: Profile, smi: dict, wsl: dict) -> dict:
+def check_gpu_driver(host: Host, profile: Profile, smi: SmiFacts, wsl: dict) -> Check:
     torch = profile.image.torch
     cuda = T.variant_cuda(torch.variant) if torch else None
-    drivers = sorted({g["driver"] for g in smi.get("gpus") or [] if g.get("driver")})
-    measured = {"nvidia_smi": smi.get("path"), "drivers": drivers, "error": smi.get("error"), "wsl": wsl.get("version")}
+    drivers = sorted({g["driver"] for g in smi["gpus"] if g["driver"]})
+    measured = {"nvidia_smi": smi["path"], "drivers": drivers, "error": smi["error"], "wsl": wsl.get("version")}
     why = _no_gpu(smi)
     if why:
         return make_check("gpu_driver", SKIP, measured, {}, f"not checked: {why}, so there is no driver to compare")
@@ -211,7 +211,7 @@ def toolkit_version(host: Host) -> tuple[tuple[int, ...] | None, str]:
     return tuple(int(x) for x in m.groups()), ".".join(m.groups())
 
 
-def check_nvml_risk(host: Host, profile: Profile, docker_measured: dict | None) -> dict:
+def check_nvml_risk(host: Host, profile: Profile, docker_measured: dict | None) -> Check:
     """Warn where running containers can lose their GPUs: a ``systemctl daemon-reload`` (systemd cgroup driver
     without /dev/char links) or a ``docker update`` (any cgroup driver), unless the toolkit injects through CDI."""
     info = docker_measured or {}
@@ -255,7 +255,7 @@ def check_nvml_risk(host: Host, profile: Profile, docker_measured: dict | None) 
                       f"{upgrade}; until then, restart a training container rather than `docker update` it")
 
 
-def gpu_checks(host: Host, profile: Profile, wsl: dict, docker_checks: list[dict], smi: dict) -> list[dict]:
+def gpu_checks(host: Host, profile: Profile, wsl: dict, docker_checks: list[Check], smi: SmiFacts) -> list[Check]:
     """The three checks on one answer of nvidia-smi (``smi``); ``docker_checks``: what :func:`check_docker` returned."""
     docker = next((c["measured"] for c in docker_checks if c["name"] == "docker"), None)
     return [check_gpu_arch(host, profile, smi), check_gpu_driver(host, profile, smi, wsl),

@@ -40,7 +40,7 @@ from typing import Any, Callable, Mapping
 from envkit.engine import EngineSilent, os_error_in
 from envkit.engine.dockerd import DaemonFacts, read_daemon
 from envkit.errors import EngineError
-from envkit.harness.probes.env import shm_stats
+from envkit.harness.probes.env import ShmStats, shm_stats
 
 FIXTURE_DIR = ".envkit-fixture"
 
@@ -97,11 +97,11 @@ class Host:
             return sys.platform
         return (self._fixture("host.json") or {}).get("platform", "linux")
 
-    def statvfs(self, p: str) -> dict | None:
+    def statvfs(self, p: str) -> ShmStats | None:
         """``{"path", "size_bytes", "free_bytes"}`` of the file system holding ``p``, or None."""
         if not self.is_real:
             entry = (self._fixture("statvfs.json") or {}).get(p)
-            return {"path": p, **entry} if entry else None
+            return {"path": p, "size_bytes": entry["size_bytes"], "free_bytes": entry["free_bytes"]} if entry else None
         return shm_stats(p)
 
     def getrlimit(self, name: str) -> tuple[int, int] | None:

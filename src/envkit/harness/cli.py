@@ -22,7 +22,7 @@ import time
 from .errors import UsageError, interrupted_status, raise_on_sigterm
 from .expectation import load_expect
 from .probes.env import quiet_numpy_warning
-from .report import FAIL, describe_workload, render_table, to_json
+from .report import FAIL, Report, render_table, to_json
 from .rules.defaults import sample_cost_problem
 from .rules.sizing import MAX_RANKS
 from .runner import DEFAULT_TIMEOUT_S, check_timeout, run_checks
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None, *, prog: str = "envkit-harness", profile
     return 1 if report["verdict"] == FAIL else 0
 
 
-def _run(args: argparse.Namespace, prog: str) -> dict | int:
+def _run(args: argparse.Namespace, prog: str) -> Report | int:
     """The checks' report, or the exit status of a run that could not make one (usage error, interrupted)."""
     try:
         # Bad input is refused before torch is imported (seconds): NaN/inf/0/negative timeouts, a plot path
@@ -196,9 +196,7 @@ def _run(args: argparse.Namespace, prog: str) -> dict | int:
         report = run_checks(expect, dataset=args.dataset, num_workers=args.num_workers,
                             batch_size=args.batch_size, timeout=args.timeout, quick=args.quick,
                             sweep=args.sweep, progress=_Progress(), plot=args.plot,
-                            sample_cost_ms=args.sample_cost_ms, ranks=args.ranks)
-        # Say which workload ran and from which file: the defaults' or the profile's own.
-        report["workload"] = describe_workload(report["environment"].get("loader_settings") or {}, args.expect)
+                            sample_cost_ms=args.sample_cost_ms, ranks=args.ranks, expect_file=args.expect)
     except UsageError as exc:  # exit 2, or 1 where the file system refused (FileUnreadable)
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -13,12 +13,12 @@ Example:
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any, Literal, TypedDict, Union
 
 from .boundedio import read_bounded
 from .errors import FileUnreadable, UsageError
 from .rules.defaults import LOADER_DEFAULTS, sample_cost_problem
-from .rules.sizing import DTYPE_ITEMSIZE, MAX_PREFETCH, MAX_RANKS, MAX_WORKERS, cpu_fact, shm_fact, size_node
+from .rules.sizing import DTYPE_ITEMSIZE, MAX_PREFETCH, MAX_RANKS, MAX_WORKERS, LoaderJson, cpu_fact, shm_fact, size_node
 
 
 # The expectation format's version: defined here, on the consumer's side, and imported by
@@ -30,7 +30,98 @@ DEFAULT_LOADER = LOADER_DEFAULTS  # the profile's defaults: with no expectation 
 ExpectError = UsageError  # the expectation-specific spelling
 
 
+class ExpectLoader(TypedDict, total=False):
+    """the profile's loader, as promised; a key absent or null is not asserted (the defaults apply)"""
+
+    num_workers: int | Literal["auto"] | None
+    batch_size: int | None
+    sample_shape: list[int] | None
+    dtype: str | None
+    pin_memory: bool | None
+    prefetch_factor: int | None
+    persistent_workers: bool | None
+    start_method: Literal["fork", "spawn", "forkserver"] | None
+    sample_cost_ms: float | None
+
+
+class Ulimit(TypedDict, total=False):
+    soft: int | None
+    hard: int | None
+
+
+class ExpectRun(TypedDict, total=False):
+    """the container's run settings as planned; a key absent or null is not asserted"""
+
+    shm_size_bytes: Annotated[int | None, "the container's /dev/shm as planned"]
+    ipc: str | None
+    cpuset: str | None
+    cpuset_count: int | None
+    cpus: Annotated[float | None, "the CFS quota asked (--cpus)"]
+    memory_bytes: int | None
+    gpus: int | str | list[int | str] | None
+    ulimits: dict[str, Ulimit | None] | None
+    user: str | None
+    numa: int | str | None
+    ranks_per_node: Annotated[int | None, "training processes per node"]
+    nccl: Annotated[bool | None, "the ranks talk over NCCL (GPUs)"]
+    facts: Annotated[dict[str, str] | None, "where each planned value came from"]
+
+
+class _Expectation(TypedDict):
+    envkit_expect: Literal[1]
+
+
+class Expectation(_Expectation, total=False):
+    """envkit_expect.json: what the profile promised (envkit generate writes it; unknown keys are ignored)"""
+
+    profile: str | None
+    loader: ExpectLoader | None
+    run: ExpectRun | None
+
+
+class LoaderSize(TypedDict):
+    """what one loader's /dev/shm need is computed from"""
+
+    batch_size: int
+    sample_shape: list[int]
+    dtype: str
+    num_workers: int
+    prefetch_factor: int
+
+
+class LoaderNeed(LoaderSize, total=False):
+    """a loader with the node's need already resolved (absent: one loader's, computed)"""
+
+    ranks_per_node: int
+    shm_need_bytes: int
+
+
+class LoaderSettings(TypedDict):
+    """the loader the harness ran: the defaults, the expectation's loader and the command line's overrides,
+    the node resolved by the one rule"""
+
+    num_workers: Annotated[int, "workers per training process, as resolved"]
+    batch_size: int
+    sample_shape: list[int]
+    dtype: str
+    pin_memory: bool
+    prefetch_factor: int
+    persistent_workers: bool
+    start_method: str
+    sample_cost_ms: float
+    dataset: Annotated[str, "synthetic, or the --dataset MODULE:CALLABLE"]
+    num_workers_requested: Annotated[int | Literal["auto"], "as asked, before the rule resolved auto"]
+    ranks_per_node: int
+    rank_shm_need_bytes: Annotated[int, "one rank's loader's /dev/shm need"]
+    shm_need_bytes: Annotated[int, "the node's: every rank's loader at once, with NCCL's allowance"]
+    memory_need_bytes: int
+    node: LoaderJson
+
+
 EXPECT_MAX = 1024 * 1024  # an expectation is a few hundred bytes (README, "Limits")
+
+
+AnyLoader = Union[LoaderNeed, LoaderSettings]  # a check's loader: resolved by the harness, or sized by its caller
 
 
 def _read_bounded(path) -> bytes:
@@ -38,7 +129,7 @@ def _read_bounded(path) -> bytes:
     return read_bounded(path, EXPECT_MAX, "an expectation JSON file (envkit_expect.json)", ExpectError, FileUnreadable)
 
 
-def load_expect(path) -> dict:
+def load_expect(path) -> Expectation:
     """Read and validate an expectation JSON file; raise :class:`ExpectError` with one clear line."""
     raw = _read_bounded(path)
     try:
@@ -69,6 +160,11 @@ def validate_expect(doc) -> None:
     run = doc.get("run") or {}
     if not isinstance(loader, dict) or not isinstance(run, dict):
         raise ExpectError("expectation 'loader' and 'run' must be objects")
+    _validate_loader(loader)
+    _validate_run(run)
+
+
+def _validate_loader(loader: dict) -> None:
     nw = loader.get("num_workers")
     if not (isinstance(nw, str) and nw == "auto"):
         _int("loader", "num_workers", nw, 0)
@@ -93,6 +189,9 @@ def validate_expect(doc) -> None:
     for key in ("pin_memory", "persistent_workers"):
         if loader.get(key) is not None and not isinstance(loader[key], bool):
             raise ExpectError(f"loader.{key} must be true, false or null")
+
+
+def _validate_run(run: dict) -> None:
     for key in ("shm_size_bytes", "cpuset_count", "memory_bytes"):
         _int("run", key, run.get(key), 0)
     _int("run", "ranks_per_node", run.get("ranks_per_node"), 1)
@@ -125,8 +224,8 @@ def validate_expect(doc) -> None:
             _int("run.ulimits." + name, k, lim.get(k), -1)
 
 
-def resolve_loader(expect: dict | None, *, usable: int, quota: float | None = None, num_workers=None,
-                   batch_size=None, dataset: str | None = None, ranks: int | None = None) -> dict:
+def resolve_loader(expect: Expectation | None, *, usable: int, quota: float | None = None, num_workers=None,
+                   batch_size=None, dataset: str | None = None, ranks: int | None = None) -> LoaderSettings:
     """Concrete loader settings: defaults <- expectation's ``loader`` <- CLI overrides.
 
     The node is resolved by the one rule (:func:`envkit.harness.rules.sizing.size_node`) over this machine's facts:
@@ -137,51 +236,56 @@ def resolve_loader(expect: dict | None, *, usable: int, quota: float | None = No
     the node's (every rank's loader at once), ``rank_shm_need_bytes`` one rank's, and ``node``
     the ``loader`` object every command prints.
     """
-    loader: dict[str, Any] = dict(DEFAULT_LOADER)
-    for key, value in ((expect or {}).get("loader") or {}).items():
-        if key in loader and value is not None:
-            loader[key] = value
+    promised: ExpectLoader = (expect.get("loader") if expect else None) or {}
+    asked = _asked(promised, num_workers, batch_size)
+    if ranks is not None and not 1 <= ranks <= MAX_RANKS:
+        raise ExpectError(f"--ranks must be from 1 to {MAX_RANKS}, got {ranks}")
+    method = _start_method(asked["start_method"], promised.get("start_method"))
+    run: ExpectRun = (expect.get("run") if expect else None) or {}
+    shape = list(asked["sample_shape"])
+    node = size_node(num_workers=asked["num_workers"], batch_size=asked["batch_size"], sample_shape=shape,
+                     dtype=asked["dtype"], prefetch_factor=asked["prefetch_factor"], ranks=_ranks(ranks, run),
+                     cpus=_cpus(usable, quota, run), shm=planned_shm(run), nccl=bool(run.get("nccl")))
+    return {"num_workers": node.workers, "batch_size": asked["batch_size"], "sample_shape": shape,
+            "dtype": asked["dtype"], "pin_memory": asked["pin_memory"], "prefetch_factor": asked["prefetch_factor"],
+            "persistent_workers": asked["persistent_workers"],
+            "start_method": method,
+            "sample_cost_ms": asked["sample_cost_ms"], "dataset": dataset or "synthetic",
+            "num_workers_requested": asked["num_workers"], "ranks_per_node": node.ranks,
+            "rank_shm_need_bytes": node.rank_need, "shm_need_bytes": node.shm_need,
+            "memory_need_bytes": node.memory_need, "node": node.as_json()}
+
+
+def _asked(promised: ExpectLoader, num_workers, batch_size) -> dict[str, Any]:
+    """The defaults, then the expectation's loader (its known keys that are not null), then the overrides."""
+    asked: dict[str, Any] = dict(DEFAULT_LOADER)
+    asked.update((key, value) for key, value in promised.items() if key in asked and value is not None)
     if num_workers is not None:
         if isinstance(num_workers, int) and not 0 <= num_workers <= MAX_WORKERS:
             raise ExpectError(f"--num-workers must be from 0 to {MAX_WORKERS} (the profile's bound: each worker is a "
                               f"process with torch imported), got {num_workers}")
-        loader["num_workers"] = num_workers
+        asked["num_workers"] = num_workers
     if batch_size is not None:
         if batch_size < 1:
             raise ExpectError("--batch-size must be >= 1")
-        loader["batch_size"] = batch_size
-    if ranks is not None and not 1 <= ranks <= MAX_RANKS:
-        raise ExpectError(f"--ranks must be from 1 to {MAX_RANKS}, got {ranks}")
-    import multiprocessing  # here, not at the top: generate imports this module and never needs it
-
-    asked = ((expect or {}).get("loader") or {}).get("start_method")
-    if loader["start_method"] is None or (asked is None and loader["start_method"]
-                                          not in multiprocessing.get_all_start_methods()):
-        # The platform default (Linux fork before 3.14, forkserver from 3.14, spawn elsewhere): also where
-        # the default method (fork) is not available and nothing asked for it.
-        loader["start_method"] = (multiprocessing.get_start_method(allow_none=True)
-                                  or multiprocessing.get_all_start_methods()[0])
-    elif loader["start_method"] not in multiprocessing.get_all_start_methods():
-        raise ExpectError(f"start method {loader['start_method']!r} is not available on this platform")
-    loader["sample_shape"] = list(loader["sample_shape"])
-    loader["dataset"] = dataset or "synthetic"
-    run = (expect or {}).get("run") or {}
-    node = size_node(num_workers=loader["num_workers"], batch_size=loader["batch_size"],
-                     sample_shape=loader["sample_shape"], dtype=loader["dtype"],
-                     prefetch_factor=loader["prefetch_factor"], ranks=_ranks(ranks, run),
-                     cpus=_cpus(usable, quota, run), shm=planned_shm(run), nccl=bool(run.get("nccl")),
-                     nodes=run.get("nodes") or 1)
-    loader["num_workers_requested"] = loader["num_workers"]
-    loader["num_workers"] = node.workers
-    loader["ranks_per_node"] = node.ranks
-    loader["rank_shm_need_bytes"] = node.rank_need
-    loader["shm_need_bytes"] = node.shm_need
-    loader["memory_need_bytes"] = node.memory_need
-    loader["node"] = node.as_json()
-    return loader
+        asked["batch_size"] = batch_size
+    return asked
 
 
-def _ranks(ranks: int | None, run: dict) -> tuple[int, str]:
+def _start_method(method: str | None, promised: str | None) -> str:
+    """The start method to run: the one asked, else the platform's default where the default one (fork) is not
+    available and nothing asked for it (Linux fork before 3.14, forkserver from 3.14, spawn elsewhere)."""
+    import multiprocessing  # here, not at the top: generate imports this module and never needs it (~16 ms)
+
+    available = multiprocessing.get_all_start_methods()
+    if method is None or (promised is None and method not in available):
+        return multiprocessing.get_start_method(allow_none=True) or available[0]
+    if method not in available:
+        raise ExpectError(f"start method {method!r} is not available on this platform")
+    return method
+
+
+def _ranks(ranks: int | None, run: ExpectRun) -> tuple[int, str]:
     if ranks is not None:
         return ranks, f"--ranks {ranks}"
     planned = run.get("ranks_per_node")
@@ -190,7 +294,7 @@ def _ranks(ranks: int | None, run: dict) -> tuple[int, str]:
     return 1, "one training process (none planned)"
 
 
-def _cpus(usable: int, quota: float | None, run: dict) -> tuple[int | None, str]:
+def _cpus(usable: int, quota: float | None, run: ExpectRun) -> tuple[int | None, str]:
     """The CPU fact: the profile's planned limits (a container started with the generated settings never
     gets more) first, then this machine's affinity and cgroup quota."""
     return cpu_fact(("count", run.get("cpuset_count"), f"run.cpuset {run.get('cpuset')!r} ({run.get('cpuset_count')} CPUs)"),
@@ -199,7 +303,7 @@ def _cpus(usable: int, quota: float | None, run: dict) -> tuple[int | None, str]
                     ("quota", quota, f"this machine's cgroup quota {quota:g}" if quota else ""))
 
 
-def planned_shm(run: dict) -> tuple[int | None, str]:
+def planned_shm(run: ExpectRun) -> tuple[int | None, str]:
     """The shm fact of an expectation's ``run``: the container's planned /dev/shm (None: the host's under
     ``ipc: host``, or not planned) and where it came from."""
     size, source = shm_fact(run.get("ipc"), run.get("shm_size_bytes"),

@@ -19,9 +19,9 @@ from .checks.shm import check_shm
 from .checks.system import check_cpus, check_gpus, check_ulimits
 from .checks.transfer import check_pinned_transfer
 from .errors import UsageError
-from .expectation import resolve_loader, validate_expect
+from .expectation import Expectation, ExpectRun, LoaderSettings, LoaderSize, resolve_loader, validate_expect
 from .probes import env as envmod
-from .report import make_report
+from .report import Check, HarnessEnvironment, Report, describe_workload, make_report
 from .rules.defaults import sample_cost_problem
 from .rules.sizing import batch_bytes
 
@@ -52,7 +52,7 @@ def _check_dataset(spec: str) -> None:
                          "be importable from the current directory or PYTHONPATH") from None
 
 
-def check_batch_memory(settings: dict, available: int | None) -> None:
+def check_batch_memory(settings: LoaderSize, available: int | None) -> None:
     """Refuse (exit 2) a batch that cannot fit in the memory left, before anything allocates it.
 
     >>> check_batch_memory({"batch_size": 10**6, "sample_shape": [3, 224, 224], "dtype": "float32"},
@@ -68,7 +68,7 @@ def check_batch_memory(settings: dict, available: int | None) -> None:
                          f"({available / 1e9:.1f} GB) of memory available; lower --batch-size or loader.batch_size")
 
 
-def check_sample_cost(settings: dict, sample_cost_ms, timeout: float) -> None:
+def check_sample_cost(settings: LoaderSettings, sample_cost_ms, timeout: float) -> None:
     """Apply ``--sample-cost-ms`` to ``settings``; refuse (exit 2) a cost that is none, or whose
     synthetic batch (``batch_size x sample_cost_ms`` of CPU) could not arrive within ``timeout``.
 
@@ -85,20 +85,22 @@ def check_sample_cost(settings: dict, sample_cost_ms, timeout: float) -> None:
         if problem:
             raise UsageError(f"--sample-cost-ms {problem}")
         settings["sample_cost_ms"] = float(sample_cost_ms)
-    per_batch = settings["batch_size"] * (settings.get("sample_cost_ms") or 0) / 1000
-    if settings.get("dataset", "synthetic") == "synthetic" and per_batch >= timeout:
+    per_batch = settings["batch_size"] * (settings["sample_cost_ms"] or 0) / 1000
+    if settings["dataset"] == "synthetic" and per_batch >= timeout:
         raise UsageError(f"one synthetic batch costs {per_batch:g} s of CPU (batch_size {settings['batch_size']} x "
                          f"{settings['sample_cost_ms']:g} ms), more than --timeout {timeout:g} s allows a batch; "
                          "lower loader.sample_cost_ms (--sample-cost-ms) or the batch, or raise --timeout")
 
 
-def run_checks(expect: dict | None, *, dataset: str | None = None, num_workers=None, batch_size=None,
+def run_checks(expect: Expectation | None, *, dataset: str | None = None, num_workers=None, batch_size=None,
                timeout: float = DEFAULT_TIMEOUT_S, quick: bool = False, sweep: bool = False,
                progress=None, plot: str | None = None, cgroup_root: str = "/",
-               sample_cost_ms: float | None = None, ranks: int | None = None) -> dict:
+               sample_cost_ms: float | None = None, ranks: int | None = None,
+               expect_file: str | None = None) -> Report:
     """Run all checks against an expectation dict (None = defaults) and return the report.
 
     ``sample_cost_ms`` overrides ``loader.sample_cost_ms``, the CPU each synthetic sample costs the sweep.
+    ``expect_file``: the file the expectation came from, for the report's ``workload``.
     Raises :class:`UsageError` for an invalid expectation, override or dataset spec.
     ``progress`` is called with short lines like ``"loader: batch 12/40"``.
     """
@@ -118,19 +120,11 @@ def run_checks(expect: dict | None, *, dataset: str | None = None, num_workers=N
     elif sample_cost_ms is not None:
         check_sample_cost(settings, sample_cost_ms, float("inf"))
     check_batch_memory(settings, envmod.available_memory(cgroup_root))
-    run = (expect or {}).get("run") or {}
+    run: ExpectRun = (expect.get("run") if expect else None) or {}
     say("environment")
-    environment = envmod.collect_environment(settings["start_method"], root=cgroup_root, cgroup=quota)
-    environment["loader_settings"] = settings
-    checks = [check_shm(settings, run)]
-    checks.append(check_cpus(settings, run, usable=usable, quota=environment["cgroup"]))
-    checks.append(check_ulimits(run))
-    checks.append(check_gpus(run, info=environment))
-    checks.append(check_gpu_arch())
-    checks.append(check_gpu_driver(wsl=environment["wsl"]))
-    numa = check_numa(run, root=cgroup_root)
-    if numa is not None:  # only when the profile asks for placement (run.numa)
-        checks.append(numa)
+    environment: HarnessEnvironment = {**envmod.collect_environment(settings["start_method"], root=cgroup_root,
+                                                                      cgroup=quota), "loader_settings": settings}
+    checks = _system_checks(settings, run, usable, environment, cgroup_root)
     for c in checks:
         say(f"{c['name']}: {c['status']}")
     checks.append(check_loader(settings, timeout=timeout, quick=quick, progress=progress))
@@ -138,9 +132,20 @@ def run_checks(expect: dict | None, *, dataset: str | None = None, num_workers=N
     checks.append(check_pinned_transfer(settings, cuda_available=environment["cuda_available"], quick=quick,
                                         timeout=timeout, progress=progress, wsl=environment["wsl"]))
     if sweep or plot:
-        checks.append(check_workers_sweep(settings, usable=usable, quota=quota["quota_cpus"], timeout=timeout, quick=quick,
-                                          progress=progress, plot=plot))
+        checks.append(check_workers_sweep(settings, usable=usable, quota=quota["quota_cpus"], timeout=timeout,
+                                          quick=quick, progress=progress, plot=plot))
         say(f"workers_sweep: {checks[-1]['status']}")
-    report = make_report(environment, checks)
-    report["loader"] = settings["node"]  # the loader object every command prints (docs/cli.md)
-    return report
+    # the loader object every command prints (docs/cli.md), and which workload ran from which file
+    return make_report(environment, checks, settings["node"], describe_workload(settings, expect_file))
+
+
+def _system_checks(settings: LoaderSettings, run: ExpectRun, usable: int, environment: HarnessEnvironment,
+                   cgroup_root: str) -> list[Check]:
+    """The checks that read the system, in the report's order (numa only when the profile asks for placement)."""
+    checks = [check_shm(settings, run), check_cpus(settings, run, usable=usable, quota=environment["cgroup"]),
+              check_ulimits(run), check_gpus(run, info=environment), check_gpu_arch(),
+              check_gpu_driver(wsl=environment["wsl"])]
+    numa = check_numa(run, root=cgroup_root)
+    if numa is not None:  # only when the profile asks for placement (run.numa)
+        checks.append(numa)
+    return checks

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import signal
 
+from ..expectation import LoaderSize
 from ..rules.sizing import shm_required_bytes
 from .shm import shm_remedy
 
@@ -83,7 +84,7 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-def failure_remedy(failure: str, detail: str, settings: dict) -> str:
+def failure_remedy(failure: str, detail: str, settings: LoaderSize) -> str:
     """What to change for each failure class (the shm size comes from :mod:`envkit.harness.rules.sizing`)."""
     if failure == "shm_exhausted":
         required = shm_required_bytes(batch_size=settings["batch_size"], sample_shape=settings["sample_shape"],

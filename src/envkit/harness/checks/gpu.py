@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import platform
 import shutil
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..rules import cudatable as T
-from ..probes.gpufacts import query_smi, torch_facts
-from ..report import FAIL, PASS, SKIP, WARN, make_check
+from ..probes.gpufacts import SmiFacts, TorchFacts, query_smi, torch_facts
+from ..report import FAIL, PASS, SKIP, WARN, Check, Status, make_check
 
 
 def cap_text(capability) -> str:
@@ -34,11 +36,12 @@ def machine_key(machine: str | None = None) -> str:
     return "aarch64" if m in ("aarch64", "arm64") else "x86_64"
 
 
-def judge_arch(gpus: list[dict], archs: list[str], build: str, machine: str = "x86_64",
-               release: str | None = None) -> tuple[str, str, str | None]:
-    """``(status, message, remedy)``: does a build with ``archs`` (named ``build``, of torch ``release``) run on
-    every GPU? The remedy names a torch version and variant that exist together and run on ALL of them."""
-    known = [g for g in gpus if g.get("capability")]
+def judge_arch(gpus: Sequence[Mapping[str, Any]], archs: list[str], build: str, machine: str = "x86_64",
+               release: str | None = None) -> tuple[Status, str, str | None]:
+    """``(status, message, remedy)``: does a build with ``archs`` (named ``build``, of torch ``release``) run on every
+    GPU (nvidia-smi's or torch's devices: each with its ``name`` and ``capability``, None when unknown)? The remedy
+    names a torch version and variant that exist together and run on ALL of them."""
+    known = [g for g in gpus if g["capability"]]
     if not known:
         return SKIP, "no GPU reported its compute capability (nvidia-smi before R510 has no compute_cap)", None
     bad = [g for g in known if not T.runs_on(archs, g["capability"])]
@@ -52,7 +55,7 @@ def judge_arch(gpus: list[dict], archs: list[str], build: str, machine: str = "x
     return FAIL, message, arch_remedy(known, machine, release)
 
 
-def arch_remedy(gpus: list[dict], machine: str, release: str | None) -> str:
+def arch_remedy(gpus: Sequence[Mapping[str, Any]], machine: str, release: str | None) -> str:
     """A (torch version, variant) that exists and runs on every one of ``gpus``: the smallest step from ``release``.
 
     >>> arch_remedy([{"name": "RTX 5090", "capability": (12, 0)}], "x86_64", "2.5").split(" (")[0]
@@ -76,7 +79,7 @@ def arch_remedy(gpus: list[dict], machine: str, release: str | None) -> str:
 
 
 def judge_driver(driver: str, cuda: str, windows: bool = False,
-                 release: str | None = None) -> tuple[str, str, str | None, dict]:
+                 release: str | None = None) -> tuple[Status, str, str | None, dict]:
     """``(status, message, remedy, minimum)``: the driver against the minimum for the wheel's CUDA; a variant
     it names instead is one ``release`` (when known) ships."""
     mins = T.driver_minimum(cuda, windows)
@@ -110,49 +113,48 @@ def judge_driver(driver: str, cuda: str, windows: bool = False,
     return PASS, f"{where}driver {driver} >= {toolkit or compat}, CUDA {cuda}'s minimum", None, mins
 
 
-def check_gpu_arch(facts: dict | None = None, machine: str | None = None) -> dict:
+def check_gpu_arch(facts: TorchFacts | None = None, machine: str | None = None) -> Check:
     """``gpu_arch`` in the image: ``torch.cuda.get_arch_list()`` against each visible device's capability."""
     facts = torch_facts() if facts is None else facts
-    measured = {"torch": facts.get("torch"), "torch_cuda": facts.get("cuda"), "arch_list": facts.get("arch_list"),
-                "devices": facts.get("devices"), "error": facts.get("error")}
+    measured = {"torch": facts["torch"], "torch_cuda": facts["cuda"], "arch_list": facts["arch_list"],
+                "devices": facts["devices"], "error": facts["error"]}
     expected = {"rule": "an arch with the device's major version and a minor version not above it "
                         "(torch.cuda._check_capability)"}
-    if facts.get("torch") is None:
+    if facts["torch"] is None:
         return make_check("gpu_arch", SKIP, measured, expected, "not checked: torch is not importable")
-    if facts.get("hip"):
+    if facts["hip"]:
         return make_check("gpu_arch", SKIP, measured, expected,
                           f"not checked: torch {facts['torch']} is a ROCm build (the check covers CUDA archs)")
-    if not facts.get("cuda"):
+    if not facts["cuda"]:
         return make_check("gpu_arch", SKIP, measured, expected,
                           f"not checked: torch {facts['torch']} is a CPU-only build (torch.version.cuda is None), "
                           "so it carries no GPU kernels to match a device against")
-    if not facts.get("devices"):
-        why = facts.get("error") or "torch.cuda.is_available() is False"
+    if not facts["devices"]:
+        why = facts["error"] or "torch.cuda.is_available() is False"
         return make_check("gpu_arch", SKIP, measured, expected,
                           f"not checked: no CUDA device visible ({why}), so there is no capability to compare "
-                          f"with the build's archs ({' '.join(facts.get('arch_list') or [])})")
+                          f"with the build's archs ({' '.join(facts['arch_list'])})")
     status, message, remedy = judge_arch(facts["devices"], facts["arch_list"],
                                          f"torch {facts['torch']} (CUDA {facts['cuda']})", machine_key(machine),
                                          T.release_of(facts["torch"]))
     return make_check("gpu_arch", status, measured, expected, message, remedy)
 
 
-def check_gpu_driver(facts: dict | None = None, smi: dict | None = None, wsl: int | None = None) -> dict:
+def check_gpu_driver(facts: TorchFacts | None = None, smi: SmiFacts | None = None, wsl: int | None = None) -> Check:
     """``gpu_driver`` in the image: nvidia-smi's driver against the minimum for torch's CUDA."""
     facts = torch_facts() if facts is None else facts
     smi = query_smi(shutil.which("nvidia-smi")) if smi is None else smi
-    measured = {"torch_cuda": facts.get("cuda"), "nvidia_smi": smi.get("path"),
-                "drivers": sorted({g["driver"] for g in smi.get("gpus") or [] if g.get("driver")}),
-                "error": smi.get("error")}
-    cuda = facts.get("cuda")
+    drivers = sorted({g["driver"] for g in smi["gpus"] if g["driver"]})
+    measured = {"torch_cuda": facts["cuda"], "nvidia_smi": smi["path"], "drivers": drivers, "error": smi["error"]}
+    cuda = facts["cuda"]
     if not cuda:
         return make_check("gpu_driver", SKIP, measured, {},
-                          "not checked: torch is not a CUDA build" if facts.get("torch") else
+                          "not checked: torch is not a CUDA build" if facts["torch"] else
                           "not checked: torch is not importable")
-    if not measured["drivers"]:
-        why = (f"nvidia-smi failed ({smi['error']})" if smi.get("error") else
+    if not drivers:
+        why = (f"nvidia-smi failed ({smi['error']})" if smi["error"] else
                "nvidia-smi is not on PATH here (the NVIDIA runtime mounts it with the 'utility' capability)")
         return make_check("gpu_driver", SKIP, measured, {"cuda": cuda}, f"not checked: {why}, so the driver is unknown")
-    driver = measured["drivers"][0]
-    status, message, remedy, mins = judge_driver(driver, cuda, windows=wsl == 2, release=T.release_of(facts.get("torch")))
+    driver = drivers[0]
+    status, message, remedy, mins = judge_driver(driver, cuda, windows=wsl == 2, release=T.release_of(facts["torch"]))
     return make_check("gpu_driver", status, measured, mins, message, remedy)

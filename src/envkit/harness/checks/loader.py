@@ -29,11 +29,12 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any
+from typing import Any, TypedDict
 
+from ..expectation import LoaderSettings
 from ..probes.env import SHM_PATH, child_warnings, shm_stats
 from ..probes.procs import children_of, group_members, sample
-from ..report import FAIL, PASS, human_bytes, make_check
+from ..report import FAIL, PASS, Check, human_bytes, make_check, plural
 from ..rules.sizing import shm_required_bytes
 from .classify import FAILURES, MESSAGES, classify, failure_remedy  # noqa: F401 (re-exported)
 from .loader_child import BOOTSTRAP
@@ -109,6 +110,21 @@ def reap_adopted(before: set[int], grace: float = 5.0) -> None:
                 os.waitpid(pid, 0)
 
 
+class ChildResult(TypedDict):
+    """What one watched loader child did (:func:`run_loader_children`)."""
+
+    results: dict[int, dict[str, Any]]  # run index -> the run's stats (its ``run_done`` event)
+    errors: dict[int, dict[str, Any]]  # run index -> its ``error`` event
+    error: dict[str, Any] | None  # the last error event
+    hang: bool  # the watchdog fired
+    returncode: int | None
+    stderr_tail: str
+    child_pid: int | None
+    leftover: list[int]  # processes of its group (or escaped) found alive afterwards, then killed
+    last_batch: int
+    killed_by_harness: bool  # still running when the harness ended it: its exit status means nothing
+
+
 def _check_watch_timeout(timeout) -> None:
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) \
             or timeout <= 0:
@@ -116,11 +132,9 @@ def _check_watch_timeout(timeout) -> None:
 
 
 def run_loader_child(runs: list[dict], *, timeout: float, progress=None, label: str = "loader",
-                     stop_on_error: bool = True) -> dict:
+                     stop_on_error: bool = True) -> ChildResult:
     """Run DataLoader configurations in a watched child; return events, stats and failure evidence.
 
-    Returns ``{"results": {run_index: stats}, "errors": {run_index: event}, "error": last event|None, "hang": bool,
-    "returncode": int|None, "stderr_tail": str, "child_pid": int, "leftover": [pids]}``.
     Raises :class:`ValueError` unless ``timeout`` is a finite number > 0 (a NaN or infinite
     timeout would make the watchdog's deadline never fire).
     """
@@ -132,7 +146,7 @@ def run_loader_child(runs: list[dict], *, timeout: float, progress=None, label: 
 class _Child:
     """One watched loader child: its process, event pipe, barrier pipe and watchdog deadline."""
 
-    def __init__(self, rank: int, label: str, out: dict):
+    def __init__(self, rank: int, label: str, out: ChildResult):
         self.rank, self.label, self.out = rank, label, out
         self.proc: subprocess.Popen | None = None
         self.rfd = self.go = -1
@@ -143,7 +157,7 @@ class _Child:
 
 
 def run_loader_children(runs_per_child: list[list[dict]], *, timeout: float, progress=None, label: str = "loader",
-                        stop_on_error: bool = True, on_barrier=None) -> list[dict]:
+                        stop_on_error: bool = True, on_barrier=None) -> list[ChildResult]:
     """Start one watched child per entry of ``runs_per_child`` at once; return one result each (as
     :func:`run_loader_child`'s), in order.
 
@@ -160,11 +174,7 @@ def run_loader_children(runs_per_child: list[list[dict]], *, timeout: float, pro
     barrier = ranks > 1 or on_barrier is not None
     base_env = dict(os.environ, PYTORCH_NVML_BASED_CUDA_CHECK="1", PYTHONUNBUFFERED="1",
                     PYTHONWARNINGS=child_warnings())  # inherited by spawned workers too
-    kids: list[_Child] = []
-    for rank in range(ranks):
-        out: dict[str, Any] = {"results": {}, "errors": {}, "error": None, "hang": False, "returncode": None,
-                               "stderr_tail": "", "child_pid": None, "leftover": [], "last_batch": 0}
-        kids.append(_Child(rank, f"{label} rank {rank}" if ranks > 1 else label, out))
+    kids = [_Child(rank, f"{label} rank {rank}" if ranks > 1 else label, _new_result()) for rank in range(ranks)]
     stderrs = [tempfile.TemporaryFile() for _ in kids]
     before = set(children_of(os.getpid()))
     with _subreaper():
@@ -178,32 +188,42 @@ def run_loader_children(runs_per_child: list[list[dict]], *, timeout: float, pro
                     with contextlib.suppress(subprocess.TimeoutExpired):
                         kid.proc.wait(timeout=max(0.0, settle - time.monotonic()))
         finally:
-            started = [(kid, kid.proc) for kid in kids if kid.proc is not None]
-            for kid, proc in started:
-                kid.out["killed_by_harness"] = proc.poll() is None
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGKILL)  # every group at once, before any is waited for
-            for _, proc in started:
-                kill_and_reap(proc, proc.pid)
-            for kid in kids:
-                for fd in (kid.rfd, kid.go):
-                    if fd >= 0:
-                        with contextlib.suppress(OSError):
-                            os.close(fd)
-            # Processes that left their group (setsid: a new session) re-parented to us, the subreaper,
-            # when their parents died: leftovers too. Reported, then killed and reaped (still as subreaper,
-            # so their own children come to us as well).
-            pids = {proc.pid for _, proc in started}
-            escaped = [pid for pid in adopted_children(before) if pid not in pids]
-            for kid, proc in started:
-                kid.out["leftover"] = sorted(set(group_members(proc.pid)) | set(escaped))
-            reap_adopted(before)
+            _end_all(kids, before)
     for kid, stderr in zip(kids, stderrs, strict=True):
         kid.out["returncode"] = kid.proc.returncode if kid.proc is not None else None
         stderr.seek(0)
         kid.out["stderr_tail"] = stderr.read().decode("utf-8", "replace")[-4000:]
         stderr.close()
     return [kid.out for kid in kids]
+
+
+def _new_result() -> ChildResult:
+    return {"results": {}, "errors": {}, "error": None, "hang": False, "returncode": None, "stderr_tail": "",
+            "child_pid": None, "leftover": [], "last_batch": 0, "killed_by_harness": False}
+
+
+def _end_all(kids: list[_Child], before: set[int]) -> None:
+    """Kill every child's group, reap them, close their pipes, and report then kill what escaped."""
+    started = [(kid, kid.proc) for kid in kids if kid.proc is not None]
+    for kid, proc in started:
+        kid.out["killed_by_harness"] = proc.poll() is None
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)  # every group at once, before any is waited for
+    for _, proc in started:
+        kill_and_reap(proc, proc.pid)
+    for kid in kids:
+        for fd in (kid.rfd, kid.go):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+    # Processes that left their group (setsid: a new session) re-parented to us, the subreaper,
+    # when their parents died: leftovers too. Reported, then killed and reaped (still as subreaper,
+    # so their own children come to us as well).
+    pids = {proc.pid for _, proc in started}
+    escaped = [pid for pid in adopted_children(before) if pid not in pids]
+    for kid, proc in started:
+        kid.out["leftover"] = sorted(set(group_members(proc.pid)) | set(escaped))
+    reap_adopted(before)
 
 
 def _start(kid: _Child, runs: list[dict], stderr, stop_on_error: bool, base_env: dict, ranks: int,
@@ -344,19 +364,22 @@ def plan_batches(num_workers: int, prefetch_factor: int, quick: bool = False) ->
     return max(10, in_flight * 2 + 4), in_flight + 1
 
 
-def make_run(settings: dict, quick: bool = False, **overrides) -> dict:
+def make_run(settings: LoaderSettings, quick: bool = False, **overrides) -> dict[str, Any]:
     """One child run configuration from resolved loader settings."""
     batches, warmup = plan_batches(overrides.get("num_workers", settings["num_workers"]),
                                    settings["prefetch_factor"], quick)
-    run = {k: settings[k] for k in ("num_workers", "batch_size", "prefetch_factor", "persistent_workers",
-                                    "start_method", "pin_memory", "sample_shape", "dtype", "dataset")}
+    run: dict[str, Any] = {"num_workers": settings["num_workers"], "batch_size": settings["batch_size"],
+                           "prefetch_factor": settings["prefetch_factor"],
+                           "persistent_workers": settings["persistent_workers"], "start_method": settings["start_method"],
+                           "pin_memory": settings["pin_memory"], "sample_shape": settings["sample_shape"],
+                           "dtype": settings["dtype"], "dataset": settings["dataset"]}
     run.update(batches=batches, warmup=warmup, to_device=True)
     run.update(overrides)
     run["grace"] = SPAWN_GRACE_S if run["num_workers"] > 0 and run["start_method"] != "fork" else 0.0
     return run
 
 
-def evaluate(child: dict, run_index: int = 0) -> tuple[dict | None, dict]:
+def evaluate(child: ChildResult, run_index: int = 0) -> tuple[dict | None, dict]:
     """From a child result: ``(stats or None, failure evidence)`` for one run."""
     stats = child["results"].get(run_index)
     if stats is not None:
@@ -366,7 +389,7 @@ def evaluate(child: dict, run_index: int = 0) -> tuple[dict | None, dict]:
         return None, {"failure": "hang", "detail": "no batch within the timeout"}
     err = err or {}
     text = "\n".join(filter(None, [err.get("message"), err.get("traceback"), child["stderr_tail"]]))
-    rc = None if child.get("killed_by_harness") else child["returncode"]
+    rc = None if child["killed_by_harness"] else child["returncode"]
     nw = err.get("nw", 1)
     failure, detail = classify(text, rc, nw, err.get("phase"))
     if failure == "unknown" and err.get("where"):
@@ -428,23 +451,22 @@ def _combined(stats: list[dict]) -> dict:
             "per_rank": stats}
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
-def check_loader(settings: dict, *, timeout: float = 60.0, quick: bool = False, progress=None) -> dict:
+def check_loader(settings: LoaderSettings, *, timeout: float = 60.0, quick: bool = False, progress=None) -> Check:
     """Run the real DataLoader in a watched child, one per rank at once, and turn the outcome into the ``loader`` check.
 
-    The ranks are ``settings["ranks_per_node"]`` (1 when absent): torchrun starts one DataLoader per
+    The ranks are ``settings["ranks_per_node"]``: torchrun starts one DataLoader per
     rank, and they share the node's CPUs and /dev/shm. A failure in any rank fails the check and
     names the rank. ``measured`` carries ``concurrent_loaders`` and ``peak_shm_bytes`` (the most
     of /dev/shm seen in use while the loaders ran).
     """
-    ranks = max(1, int(settings.get("ranks_per_node", 1) or 1))
+    ranks = max(1, settings["ranks_per_node"])
     run = make_run(settings, quick, fill=True)  # the pipeline's peak in /dev/shm on every run, not by chance
-    expected = {k: settings[k] for k in ("num_workers", "batch_size", "sample_shape", "dtype", "pin_memory",
-                                         "prefetch_factor", "persistent_workers", "start_method", "dataset")}
-    expected.update(batches=run["batches"], timeout_s=timeout, ranks_per_node=ranks)
+    expected = {"num_workers": settings["num_workers"], "batch_size": settings["batch_size"],
+                "sample_shape": settings["sample_shape"], "dtype": settings["dtype"],
+                "pin_memory": settings["pin_memory"], "prefetch_factor": settings["prefetch_factor"],
+                "persistent_workers": settings["persistent_workers"], "start_method": settings["start_method"],
+                "dataset": settings["dataset"], "batches": run["batches"], "timeout_s": timeout,
+                "ranks_per_node": ranks}
     runs = [[run]] if ranks == 1 else [[dict(run, rank=r)] for r in range(ranks)]
     started = time.monotonic()
     with ShmPeak() as peak:
@@ -458,25 +480,11 @@ def check_loader(settings: dict, *, timeout: float = 60.0, quick: bool = False, 
         "peak_shm_bytes": peak.peak, "shm_used_before_bytes": peak.before}
     if ranks > 1:
         measured["child_pids"] = [child["child_pid"] for child in children]
-    nw = settings["num_workers"]
-    at_once = f"{ranks} loaders at once, {_plural(nw, 'worker')} each: " if ranks > 1 else ""
+    at_once = f"{ranks} loaders at once, {plural(settings['num_workers'], 'worker')} each: " if ranks > 1 else ""
     failed = [r for r, (stats, _) in enumerate(outcomes) if stats is None]
     if not failed:
-        all_stats = [stats for stats, _ in outcomes if stats is not None]
-        stats = all_stats[0] if ranks == 1 else _combined(all_stats)
-        measured.update(stats)
-        note = ""
-        if settings["pin_memory"] and not stats["pin_memory_used"]:
-            note = "; pin_memory was requested but there is no accelerator, so batches were not pinned"
-        if ranks == 1:
-            body = (f"{stats['batches']} batches of {settings['batch_size']} with {nw} "
-                    f"{settings['start_method']} workers: {stats['samples_per_s']:.0f} samples/s, first batch "
-                    f"after {stats['first_batch_s']:.2f} s")
-        else:
-            body = (f"{stats['batches']} batches of {settings['batch_size']} each, {settings['start_method']} workers: "
-                    f"{stats['samples_per_s']:.0f} samples/s in all (slowest loader "
-                    f"{stats['slowest_samples_per_s']:.0f}), first batch after {stats['first_batch_s']:.2f} s at most")
-        return make_check("loader", PASS, measured, expected, at_once + body + note)
+        passed = [stats for stats, _ in outcomes if stats is not None]
+        return _loader_passed(settings, passed[0] if ranks == 1 else _combined(passed), at_once, measured, expected)
     # The rank that failed for a reason of its own, before any that only hung.
     rank = next((r for r in failed if outcomes[r][1]["failure"] != "hang"), failed[0])
     child, bad = children[rank], dict(outcomes[rank][1])
@@ -484,22 +492,40 @@ def check_loader(settings: dict, *, timeout: float = 60.0, quick: bool = False, 
                     stderr_tail=child["stderr_tail"][-1500:])
     if ranks > 1:
         measured.update(failed_rank=rank, failed_ranks=failed)
-    remedy = None
-    if bad["failure"] == "shm_exhausted":
-        st = shm_stats() or {}
-        need = shm_required_bytes(batch_size=settings["batch_size"], sample_shape=settings["sample_shape"],
-                                  dtype=settings["dtype"], num_workers=nw,
-                                  prefetch_factor=settings["prefetch_factor"])
-        if ranks == 1:
-            bad["detail"] = (f"/dev/shm is {human_bytes(st.get('size_bytes'))}, this loader needs "
-                             f"~{human_bytes(need)}; {bad['detail']}")
-        else:
-            bad["detail"] = (f"/dev/shm is {human_bytes(st.get('size_bytes'))}, {ranks} loaders need "
-                             f"~{human_bytes(ranks * need)} (~{human_bytes(need)} each); {bad['detail']}")
-            remedy = shm_remedy(ranks * need)
+    remedy = _shm_exhausted(bad, settings, ranks) if bad["failure"] == "shm_exhausted" else None
     msg = MESSAGES[bad["failure"]].format(detail=bad["detail"], timeout=timeout, last=child["last_batch"],
                                           of=run["batches"], method=settings["start_method"])
-    if ranks > 1:
-        msg = f"{at_once}rank {rank} failed: {msg}"
-    return make_check("loader", FAIL, measured, expected, msg,
+    return make_check("loader", FAIL, measured, expected, f"{at_once}rank {rank} failed: {msg}" if ranks > 1 else msg,
                       remedy or failure_remedy(bad["failure"], bad["detail"], settings))
+
+
+def _loader_passed(settings: LoaderSettings, stats: dict, at_once: str, measured: dict[str, Any],
+                   expected: dict[str, Any]) -> Check:
+    measured.update(stats)
+    note = ""
+    if settings["pin_memory"] and not stats["pin_memory_used"]:
+        note = "; pin_memory was requested but there is no accelerator, so batches were not pinned"
+    if not at_once:
+        body = (f"{stats['batches']} batches of {settings['batch_size']} with {settings['num_workers']} "
+                f"{settings['start_method']} workers: {stats['samples_per_s']:.0f} samples/s, first batch "
+                f"after {stats['first_batch_s']:.2f} s")
+    else:
+        body = (f"{stats['batches']} batches of {settings['batch_size']} each, {settings['start_method']} workers: "
+                f"{stats['samples_per_s']:.0f} samples/s in all (slowest loader "
+                f"{stats['slowest_samples_per_s']:.0f}), first batch after {stats['first_batch_s']:.2f} s at most")
+    return make_check("loader", PASS, measured, expected, at_once + body + note)
+
+
+def _shm_exhausted(bad: dict, settings: LoaderSettings, ranks: int) -> str | None:
+    """Say in ``bad["detail"]`` how big /dev/shm is against the need; of several ranks, the remedy for all of them."""
+    st = shm_stats()
+    size = st["size_bytes"] if st else None
+    need = shm_required_bytes(batch_size=settings["batch_size"], sample_shape=settings["sample_shape"],
+                              dtype=settings["dtype"], num_workers=settings["num_workers"],
+                              prefetch_factor=settings["prefetch_factor"])
+    if ranks == 1:
+        bad["detail"] = f"/dev/shm is {human_bytes(size)}, this loader needs ~{human_bytes(need)}; {bad['detail']}"
+        return None
+    bad["detail"] = (f"/dev/shm is {human_bytes(size)}, {ranks} loaders need "
+                     f"~{human_bytes(ranks * need)} (~{human_bytes(need)} each); {bad['detail']}")
+    return shm_remedy(ranks * need)

@@ -167,6 +167,17 @@ def hold_until_full(it, max_s: float = FILL_MAX_S, poll_s: float = 0.01) -> dict
             "waited_s": round(time.perf_counter() - t0, 3), "method": method}
 
 
+class _Counts:
+    """What one run has loaded so far, and when."""
+
+    def __init__(self) -> None:
+        self.batches = self.samples = self.timed_samples = self.epochs = 0
+        self.t0 = time.perf_counter()
+        self.t_warm: float | None = None
+        self.first: float | None = None
+        self.fill: dict | None = None
+
+
 def run_one(index: int, run: dict, emit, wait=None) -> dict:
     """Iterate one DataLoader configuration; return the stats dict (raises on loader failure).
 
@@ -176,83 +187,98 @@ def run_one(index: int, run: dict, emit, wait=None) -> dict:
     phase = "setup"
     try:
         import torch  # in the child, after the parent's watchdog started: importing torch takes seconds
-        from torch.utils.data import DataLoader
 
         phase = "build"
-        if run["dataset"] == "synthetic":
-            dataset = SyntheticDataset(run["batches"] * run["batch_size"], run["sample_shape"], run["dtype"],
-                                       run.get("sample_cost_ms") or 0.0)
-        else:
-            dataset = resolve_factory(run["dataset"])()
-        accel = torch.cuda.is_available()
-        pin = bool(run["pin_memory"]) and accel
-        device = None
-        if accel and run.get("to_device"):
-            device = torch.device("cuda")
-            if "rank" in run:  # one GPU per rank, as torchrun's LOCAL_RANK picks it; the pin thread uses it too
-                device = torch.device("cuda", int(run["rank"]) % max(1, torch.cuda.device_count()))
-                torch.cuda.set_device(device)
-        nw = run["num_workers"]
-        kwargs = dict(batch_size=run["batch_size"], shuffle=False, num_workers=nw, pin_memory=pin)
-        if nw > 0:
-            kwargs.update(prefetch_factor=run["prefetch_factor"], persistent_workers=bool(run["persistent_workers"]),
-                          multiprocessing_context=run["start_method"],
-                          worker_init_fn=functools.partial(_worker_init, os.getpid()))
-        loader: DataLoader = DataLoader(dataset, **kwargs)  # type: ignore[arg-type]  # any map-style dataset
+        loader, pin, accel, device = _build(run, torch)
         emit({"event": "ready", "run": index, "grace": run.get("grace", 0.0)})
         if wait is not None:
             wait("start")
-        batches, samples, timed_samples, t_warm, first, fill = 0, 0, 0, None, None, None
-        t0 = time.perf_counter()
-        epochs = 0
-        while batches < run["batches"] and epochs < 1000:
+        counts = _Counts()
+        while counts.batches < run["batches"] and counts.epochs < 1000:
             phase = "iter_start"
             # Workers start here (and under spawn the dataset is serialised to them).
             it = iter(loader)
             phase = "iterate"
-            got = False
-            for batch in it:
-                got = True
-                if fill is None and run.get("fill") and nw > 0:
-                    first = time.perf_counter() - t0
-                    # The parent's watchdog gives the hold its own allowance (it resets on events).
-                    emit({"event": "fill", "run": index, "max_s": FILL_MAX_S})
-                    fill = hold_until_full(it)
-                    if wait is not None:
-                        wait("full")
-                n = _count(batch, run["batch_size"])
-                if device is not None:
-                    batch = _to_device(batch, device, pin)
-                batches += 1
-                samples += n
-                now = time.perf_counter()
-                if first is None:
-                    first = now - t0
-                if batches == run["warmup"]:
-                    t_warm = now
-                elif t_warm is not None:
-                    timed_samples += n
-                del batch
-                emit({"event": "batch", "run": index, "i": batches, "of": run["batches"]})
-                if batches >= run["batches"]:
-                    break
-            epochs += 1
-            if not got:
+            if not _epoch(it, index, run, emit, wait, device, pin, counts):
                 raise RuntimeError("the dataset yielded no batches (empty dataset?)")
         if device is not None:
             torch.cuda.synchronize()
-        end = time.perf_counter()
-        steady = end - t_warm if t_warm is not None and timed_samples else end - t0
-        rate = (timed_samples if t_warm is not None and timed_samples else samples) / steady if steady > 0 else 0.0
         del loader
-        return {"batches": batches, "samples": samples, "seconds": round(end - t0, 4),
-                "first_batch_s": round(first or 0.0, 4), "samples_per_s": round(rate, 2),
-                "warmup_batches": run["warmup"], "pin_memory_used": pin, "accelerator": accel,
-                "epochs": epochs, "device": str(device) if device is not None else None,
-                **({"pipeline_fill": fill} if fill else {})}
+        return _stats(run, counts, pin, accel, device)
     except BaseException as exc:
         exc.envkit_phase = phase  # type: ignore[attr-defined]  # read by the parent's classifier
         raise
+
+
+def _build(run: dict, torch):
+    """``(loader, pin, accelerator, device)``: the run's dataset in a DataLoader, pinned where CUDA is."""
+    if run["dataset"] == "synthetic":
+        dataset = SyntheticDataset(run["batches"] * run["batch_size"], run["sample_shape"], run["dtype"],
+                                   run.get("sample_cost_ms") or 0.0)
+    else:
+        dataset = resolve_factory(run["dataset"])()
+    accel = torch.cuda.is_available()
+    pin = bool(run["pin_memory"]) and accel
+    device = None
+    if accel and run.get("to_device"):
+        device = torch.device("cuda")
+        if "rank" in run:  # one GPU per rank, as torchrun's LOCAL_RANK picks it; the pin thread uses it too
+            device = torch.device("cuda", int(run["rank"]) % max(1, torch.cuda.device_count()))
+            torch.cuda.set_device(device)
+    nw = run["num_workers"]
+    kwargs = dict(batch_size=run["batch_size"], shuffle=False, num_workers=nw, pin_memory=pin)
+    if nw > 0:
+        kwargs.update(prefetch_factor=run["prefetch_factor"], persistent_workers=bool(run["persistent_workers"]),
+                      multiprocessing_context=run["start_method"],
+                      worker_init_fn=functools.partial(_worker_init, os.getpid()))
+    from torch.utils.data import DataLoader  # torch is imported by now (run_one)
+
+    return DataLoader(dataset, **kwargs), pin, accel, device  # type: ignore[arg-type]  # any map-style dataset
+
+
+def _epoch(it, index: int, run: dict, emit, wait, device, pin: bool, counts: _Counts) -> bool:
+    """Take batches from ``it`` until the run has its batches or the epoch ends; False when it yielded none."""
+    got = False
+    for batch in it:
+        got = True
+        if counts.fill is None and run.get("fill") and run["num_workers"] > 0:
+            counts.first = time.perf_counter() - counts.t0
+            # The parent's watchdog gives the hold its own allowance (it resets on events).
+            emit({"event": "fill", "run": index, "max_s": FILL_MAX_S})
+            counts.fill = hold_until_full(it)
+            if wait is not None:
+                wait("full")
+        n = _count(batch, run["batch_size"])
+        if device is not None:
+            batch = _to_device(batch, device, pin)
+        counts.batches += 1
+        counts.samples += n
+        now = time.perf_counter()
+        if counts.first is None:
+            counts.first = now - counts.t0
+        if counts.batches == run["warmup"]:
+            counts.t_warm = now
+        elif counts.t_warm is not None:
+            counts.timed_samples += n
+        del batch
+        emit({"event": "batch", "run": index, "i": counts.batches, "of": run["batches"]})
+        if counts.batches >= run["batches"]:
+            break
+    counts.epochs += 1
+    return got
+
+
+def _stats(run: dict, counts: _Counts, pin: bool, accel: bool, device) -> dict:
+    """The run's stats: samples/s after the warm-up batches (all of them when none were timed)."""
+    end = time.perf_counter()
+    timed = counts.t_warm is not None and counts.timed_samples
+    steady = end - counts.t_warm if timed and counts.t_warm is not None else end - counts.t0
+    rate = (counts.timed_samples if timed else counts.samples) / steady if steady > 0 else 0.0
+    return {"batches": counts.batches, "samples": counts.samples, "seconds": round(end - counts.t0, 4),
+            "first_batch_s": round(counts.first or 0.0, 4), "samples_per_s": round(rate, 2),
+            "warmup_batches": run["warmup"], "pin_memory_used": pin, "accelerator": accel,
+            "epochs": counts.epochs, "device": str(device) if device is not None else None,
+            **({"pipeline_fill": counts.fill} if counts.fill else {})}
 
 
 def _user_frame(exc: BaseException) -> str | None:

@@ -18,10 +18,11 @@ from pathlib import Path
 from ..probes.cpulist import format_cpulist
 from ..probes.env import read_text
 from ..probes.numa import allowed, read_topology, resolve_node
-from ..report import FAIL, PASS, SKIP, WARN, make_check
+from ..expectation import ExpectRun
+from ..report import FAIL, PASS, SKIP, WARN, Check, make_check
 
 
-def check_numa(run: dict, root: str | os.PathLike = "/") -> dict | None:
+def check_numa(run: ExpectRun, root: str | os.PathLike = "/") -> Check | None:
     """The harness's ``numa`` check; None when the expectation asserts no placement (``run.numa`` none/absent)."""
     numa = run.get("numa")
     if numa in (None, "none"):

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..expectation import planned_shm
+from ..expectation import AnyLoader, ExpectRun, planned_shm
 from ..probes import env as envmod
-from ..report import FAIL, PASS, SKIP, WARN, human_bytes, make_check, plural
+from ..probes.env import ShmStats
+from ..report import FAIL, PASS, SKIP, WARN, Check, human_bytes, make_check, plural
 from ..rules.sizing import DOCKER_DEFAULT_SHM, docker_size, recommended_shm_bytes, shm_required_bytes
 
 # tmpfs sizes are page-rounded; anything within 1 % of the asked size counts as applied.
@@ -51,7 +52,7 @@ def _shm_name(size: int) -> str:
                                 if size == DOCKER_DEFAULT_SHM else "")
 
 
-def _need(loader, run, required: int, ranks: int) -> str:
+def _need(loader: AnyLoader, run: ExpectRun, required: int, ranks: int) -> str:
     """What the node's loaders need, in words: who, the batch and the workers behind the number."""
     who = "the loader" if ranks == 1 else f"{ranks} loaders at once (one per training process)"
     return (f"{who} (batch {loader['batch_size']} x {loader['sample_shape']} {loader['dtype']}, "
@@ -71,7 +72,7 @@ def _planned_remedy(required: int) -> str:
             "and generate again; by hand: " + shm_remedy(required))
 
 
-def check_shm(loader, run, stats: dict | None = None, *, inside: bool = True) -> dict:
+def check_shm(loader: AnyLoader, run: ExpectRun, stats: ShmStats | None = None, *, inside: bool = True) -> Check:
     """/dev/shm size and free space vs what the node's loaders need (``sizing.size_node``; a bare loader
     dict: ``sizing.shm_required_bytes`` for one loader).
 
@@ -100,8 +101,8 @@ def check_shm(loader, run, stats: dict | None = None, *, inside: bool = True) ->
     return _judge_measured(stats, run, asked, source, required, need, expected)
 
 
-def _judge_planned(stats: dict | None, asked: int, source: str, required: int, need: str,
-                   expected: dict[str, Any]) -> dict:
+def _judge_planned(stats: ShmStats | None, asked: int, source: str, required: int, need: str,
+                   expected: dict[str, Any]) -> Check:
     """The container's /dev/shm as planned against the need (``envkit doctor``: it is not started yet)."""
     measured = dict(stats or {})
     size = stats["size_bytes"] if stats else None
@@ -113,8 +114,8 @@ def _judge_planned(stats: dict | None, asked: int, source: str, required: int, n
                       f"the container gets {human_bytes(asked)} of /dev/shm ({source}); {need}{here}")
 
 
-def _judge_measured(stats: dict, run, asked: int | None, source: str, required: int, need: str,
-                    expected: dict[str, Any]) -> dict:
+def _judge_measured(stats: ShmStats, run: ExpectRun, asked: int | None, source: str, required: int, need: str,
+                    expected: dict[str, Any]) -> Check:
     """The /dev/shm the loaders use, as measured, against the need and against the plan."""
     size, free = stats["size_bytes"], stats["free_bytes"]
     measured = dict(stats)

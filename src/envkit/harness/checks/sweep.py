@@ -31,7 +31,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ..report import PASS, WARN, make_check
+from ..expectation import LoaderSettings
+from ..report import PASS, WARN, Check, make_check
 from ..rules.sizing import cpu_fact
 from .loader import evaluate, make_run, run_loader_child
 
@@ -72,15 +73,15 @@ def cpu_facts(usable: int, quota: float | None, ranks: int) -> dict:
             "ranks_per_node": ranks, "bound": worker_bound(cpus, ranks), "why": why}
 
 
-def measured_what(settings: dict) -> str:
+def measured_what(settings: LoaderSettings) -> str:
     """What the sweep ran: the synthetic samples and their cost, or the user's dataset factory.
 
     >>> measured_what({"dataset": "synthetic", "sample_cost_ms": 4.0}), measured_what({"dataset": "my.data:make"})
     ('synthetic samples costing 4 ms of CPU each', 'your dataset my.data:make')
     """
-    if settings.get("dataset", "synthetic") != "synthetic":
+    if settings["dataset"] != "synthetic":
         return f"your dataset {settings['dataset']}"
-    cost = settings.get("sample_cost_ms") or 0
+    cost = settings["sample_cost_ms"] or 0
     if cost == 0:
         return ("free synthetic samples (sample_cost_ms 0): only the pipeline's overhead was measured; "
                 "your samples' decode cost decides how many workers pay, so set loader.sample_cost_ms or "
@@ -101,11 +102,11 @@ def plot_sweep(table: list[dict], path: str, recommended=None) -> None:
 
     Raises ImportError without matplotlib, OSError when ``path`` cannot be written.
     """
-    import matplotlib
+    import matplotlib  # here: an optional dependency, only for --plot
     matplotlib.use("Agg")  # no display in a container
     import matplotlib.pyplot as plt
 
-    rows = [r for r in table if r.get("samples_per_s") is not None]
+    rows = [r for r in table if r["samples_per_s"] is not None]
     fig, ax = plt.subplots(figsize=(6, 4))
     try:
         ax.plot([r["num_workers"] for r in rows], [r["samples_per_s"] for r in rows], marker="o")
@@ -122,26 +123,50 @@ def plot_sweep(table: list[dict], path: str, recommended=None) -> None:
         plt.close(fig)
 
 
-def check_workers_sweep(settings: dict, *, usable: int, quota: float | None = None, timeout: float = 60.0,
+def check_workers_sweep(settings: LoaderSettings, *, usable: int, quota: float | None = None, timeout: float = 60.0,
                         quick: bool = False, progress=None, plot: str | None = None,
-                        counts: list[int] | None = None) -> dict:
+                        counts: list[int] | None = None) -> Check:
     """Run the sweep and report the table, the best and the recommended worker count.
 
     ``usable``: the affinity mask's size; ``quota``: the cgroup CPU quota (None: none); the ranks are
-    ``settings["ranks_per_node"]`` (1 when absent). ``counts`` overrides the counts tried (a test's
+    ``settings["ranks_per_node"]``. ``counts`` overrides the counts tried (a test's
     seam); the recommendation stays within :func:`worker_bound` whatever was tried.
     """
-    facts = cpu_facts(usable, quota, int(settings.get("ranks_per_node", 1) or 1))
+    facts = cpu_facts(usable, quota, max(1, settings["ranks_per_node"]))
     bound = min(facts["bound"], MAX_WORKERS)
     counts = counts if counts is not None else worker_counts(bound)
+    table, rates = _measure(settings, counts, quick=quick, timeout=timeout, progress=progress)
+    # Where the CPUs allow a worker, 0 is not recommended: it loads on the training process's CPU, between
+    # steps, and the harness has no step to delay, so its 0-worker rate overstates what training would see.
+    allowed = {w: r for w, r in rates.items() if w <= bound and (w >= 1 or bound == 0)} \
+        or ({0: rates[0]} if 0 in rates else {})
+    rec = recommend(allowed)
+    best_w = max(allowed, key=lambda w: allowed[w]) if allowed else None
+    synthetic = settings["dataset"] == "synthetic"
+    measured: dict[str, Any] = {"table": table, "recommended": rec, "best": best_w,
+                                "best_samples_per_s": rates.get(best_w) if best_w is not None else None,
+                                "recommended_samples_per_s": rates.get(rec) if rec is not None else None,
+                                "fastest_measured": max(rates, key=lambda w: rates[w]) if rates else None,
+                                "dataset": settings["dataset"],
+                                "sample_cost_ms": (settings["sample_cost_ms"] or 0.0) if synthetic else None,
+                                "measured": measured_what(settings),
+                                **{k: facts[k] for k in ("cpus", "cpus_source", "ranks_per_node")}}
+    expected = {"num_workers": settings["num_workers"], "counts": counts, "within": WITHIN,
+                "max_workers_per_rank": bound}
+    if plot:
+        _plot(measured, table, plot, rec)
+    return _judge(settings, facts, bound, table, rates, measured, expected)
+
+
+def _measure(settings: LoaderSettings, counts: list[int], *, quick: bool, timeout: float,
+             progress) -> tuple[list[dict], dict[int, float]]:
+    """One watched child runs a short loader per worker count: the table, and samples/s by count."""
     timed = TIMED_BATCHES_QUICK if quick else TIMED_BATCHES
-    cost = settings.get("sample_cost_ms") or 0.0
-    what = measured_what(settings)
     runs = []
     for w in counts:
         warmup = w * settings["prefetch_factor"] + 1
         runs.append(make_run(settings, quick, num_workers=w, batches=warmup + timed, warmup=warmup,
-                             persistent_workers=False, sample_cost_ms=cost))
+                             persistent_workers=False, sample_cost_ms=settings["sample_cost_ms"] or 0.0))
     child = run_loader_child(runs, timeout=timeout, progress=progress, label="workers_sweep", stop_on_error=False)
     table: list[dict] = []
     rates: dict[int, float] = {}
@@ -151,34 +176,27 @@ def check_workers_sweep(settings: dict, *, usable: int, quota: float | None = No
             rates[w] = stats["samples_per_s"]
             table.append({"num_workers": w, "samples_per_s": stats["samples_per_s"], "seconds": stats["seconds"]})
         else:
-            table.append({"num_workers": w, "samples_per_s": None, "failure": bad.get("failure")})
-    # Where the CPUs allow a worker, 0 is not recommended: it loads on the training process's CPU, between
-    # steps, and the harness has no step to delay, so its 0-worker rate overstates what training would see.
-    allowed = {w: r for w, r in rates.items() if w <= bound and (w >= 1 or bound == 0)} \
-        or ({0: rates[0]} if 0 in rates else {})
-    rec = recommend(allowed)
-    best_w = max(allowed, key=lambda w: allowed[w]) if allowed else None
-    fastest = max(rates, key=lambda w: rates[w]) if rates else None
-    measured: dict[str, Any] = {"table": table, "recommended": rec, "best": best_w,
-                                "best_samples_per_s": rates.get(best_w) if best_w is not None else None,
-                                "recommended_samples_per_s": rates.get(rec) if rec is not None else None,
-                                "fastest_measured": fastest, "dataset": settings.get("dataset", "synthetic"),
-                                "sample_cost_ms": cost if settings.get("dataset", "synthetic") == "synthetic"
-                                else None, "measured": what,
-                                **{k: facts[k] for k in ("cpus", "cpus_source", "ranks_per_node")}}
-    expected = {"num_workers": settings["num_workers"], "counts": counts, "within": WITHIN,
-                "max_workers_per_rank": bound}
-    if plot:
-        try:
-            plot_sweep(table, plot, rec)
-            measured["plot"] = plot
-        except ImportError:
-            measured["plot_error"] = "matplotlib is not installed: pip install matplotlib to use --plot"
-            print(f"workers_sweep: {measured['plot_error']}", file=sys.stderr)
-        except OSError as exc:  # e.g. the folder vanished or is not writable: keep the measured sweep
-            measured["plot_error"] = f"cannot write the plot {plot}: {exc.strerror or exc}"
-            print(f"workers_sweep: {measured['plot_error']}", file=sys.stderr)
-    failed = [r for r in table if r["samples_per_s"] is None]
+            table.append({"num_workers": w, "samples_per_s": None, "failure": bad["failure"]})
+    return table, rates
+
+
+def _plot(measured: dict[str, Any], table: list[dict], plot: str, rec: int | None) -> None:
+    """Write the plot; a failure to is evidence in ``measured`` (and a line on stderr), never the check's end."""
+    try:
+        plot_sweep(table, plot, rec)
+        measured["plot"] = plot
+    except ImportError:
+        measured["plot_error"] = "matplotlib is not installed: pip install matplotlib to use --plot"
+        print(f"workers_sweep: {measured['plot_error']}", file=sys.stderr)
+    except OSError as exc:  # e.g. the folder vanished or is not writable: keep the measured sweep
+        measured["plot_error"] = f"cannot write the plot {plot}: {exc.strerror or exc}"
+        print(f"workers_sweep: {measured['plot_error']}", file=sys.stderr)
+
+
+def _judge(settings: LoaderSettings, facts: dict, bound: int, table: list[dict], rates: dict[int, float],
+           measured: dict[str, Any], expected: dict[str, Any]) -> Check:
+    """The recommendation against the CPU bound and the configured count."""
+    rec, best_w, fastest, what = measured["recommended"], measured["best"], measured["fastest_measured"], measured["measured"]
     evidence = ", ".join(f"{r['num_workers']}: {r['samples_per_s']:.0f}" if r["samples_per_s"] is not None
                          else f"{r['num_workers']}: {r['failure']}" for r in table)
     limit = (f"the CPU bound: at most {bound} worker{'s' if bound != 1 else ''} per rank, "
@@ -192,17 +210,17 @@ def check_workers_sweep(settings: dict, *, usable: int, quota: float | None = No
     if fastest is not None and fastest > bound and rates[fastest] * WITHIN > rates[best_w]:
         msg += (f"; {fastest} workers measured {rates[fastest]:.0f} samples/s here, where no training step "
                 "competes for a CPU, but that is past the bound")
-    mine = rates.get(settings["num_workers"])
+    nw = settings["num_workers"]
+    mine = rates.get(nw)
     # An explicit count past the bound is the user's to lower; "auto" is planned elsewhere (sizing).
-    over = settings.get("num_workers_requested") != "auto" and settings["num_workers"] > bound
-    if failed or over or (mine is not None and mine < 0.8 * rates[best_w]):
-        if over:
-            note = (f"; configured num_workers={settings['num_workers']} is past the bound: "
-                    f"{facts['ranks_per_node']} x ({settings['num_workers']} + 1) processes on {facts['cpus']} CPUs")
-        elif mine is not None and mine < 0.8 * rates[best_w]:
-            note = f"; configured num_workers={settings['num_workers']} reaches only {mine:.0f}"
-        else:
-            note = ""
-        return make_check("workers_sweep", WARN, measured, expected, msg + note,
-                          f"set num_workers={rec} in the profile's loader section")
-    return make_check("workers_sweep", PASS, measured, expected, msg)
+    over = settings["num_workers_requested"] != "auto" and nw > bound
+    slow = mine is not None and mine < 0.8 * rates[best_w]
+    if not (any(r["samples_per_s"] is None for r in table) or over or slow):
+        return make_check("workers_sweep", PASS, measured, expected, msg)
+    if over:
+        note = (f"; configured num_workers={nw} is past the bound: "
+                f"{facts['ranks_per_node']} x ({nw} + 1) processes on {facts['cpus']} CPUs")
+    else:
+        note = f"; configured num_workers={nw} reaches only {mine:.0f}" if slow else ""
+    return make_check("workers_sweep", WARN, measured, expected, msg + note,
+                      f"set num_workers={rec} in the profile's loader section")

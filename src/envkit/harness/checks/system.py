@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import Any
 
+from ..expectation import AnyLoader, ExpectRun
 from ..probes import env as envmod
-from ..report import FAIL, PASS, SKIP, WARN, make_check
+from ..probes.env import CgroupQuota, TorchInfo
+from ..report import FAIL, PASS, SKIP, WARN, Check, Status, make_check
 from ..rules.sizing import contention_remedy, cpu_fact, plan_workers
+
 
 def _at_most(cpus: int) -> str:
     """The remedy for too many workers on ``cpus`` CPUs: the sizing rule's own count (one CPU left to the loop).
@@ -28,20 +32,22 @@ def _at_most(cpus: int) -> str:
     return f"use num_workers <= {n}" if n else "use num_workers: 0 (a single CPU is the training loop's)"
 
 
-def check_cpus(loader: dict, run: dict, usable: int | None = None, quota: dict | None = None,
-               cgroup_root: str = "/") -> dict:
+def check_cpus(loader: AnyLoader, run: ExpectRun, usable: int | None = None, quota: CgroupQuota | None = None,
+               cgroup_root: str = "/") -> Check:
     """Usable CPUs (affinity) and the cgroup quota vs the profile and vs num_workers."""
     usable = envmod.usable_cpus() if usable is None else usable
     quota = envmod.read_cgroup_cpu_quota(cgroup_root) if quota is None else quota
-    qcpus = quota.get("quota_cpus")
+    qcpus = quota["quota_cpus"]
     # The plan's rule (sizing.cpu_fact): a quota of 4.5 CPUs still runs 5 processes at once.
     effective = cpu_fact(("count", usable, "affinity"), ("quota", qcpus, "cgroup quota"))[0] or usable
     nw = loader["num_workers"]
-    measured = {"usable_cpus": usable, "cgroup_version": quota.get("version"),
-                "cgroup_quota_cpus": qcpus, "quota_source": quota.get("source"),
+    measured = {"usable_cpus": usable, "cgroup_version": quota["version"],
+                "cgroup_quota_cpus": qcpus, "quota_source": quota["source"],
                 "effective_cpus": effective, "num_workers": nw}
     expected = {"cpuset_count": run.get("cpuset_count"), "cpuset": run.get("cpuset"), "cpus": run.get("cpus")}
-    problems, status, remedies = [], PASS, []
+    problems: list[str] = []
+    remedies: list[str] = []
+    status: Status = PASS
     want = run.get("cpuset_count")
     if want is not None and usable < want:
         status = FAIL
@@ -76,7 +82,7 @@ def check_cpus(loader: dict, run: dict, usable: int | None = None, quota: dict |
                         "workers will be throttled")
         remedies.append(f"{_at_most(effective)} or raise --cpus")
     if not problems:
-        q = f", cgroup v{quota.get('version')} quota {qcpus} CPUs" if qcpus else ", no cgroup CPU quota"
+        q = f", cgroup v{quota['version']} quota {qcpus} CPUs" if qcpus else ", no cgroup CPU quota"
         return make_check("cpus", PASS, measured, expected,
                           f"{usable} usable CPUs{q}; num_workers={nw} fits")
     return make_check("cpus", status, measured, expected, "; ".join(problems), "; ".join(remedies))
@@ -136,7 +142,8 @@ MEMLOCK_REMEDY = {
 }
 
 
-def check_ulimits(run: dict, limits: dict | None = None, environ: Mapping[str, str] | None = None) -> dict:
+def check_ulimits(run: ExpectRun, limits: dict[str, dict[str, int]] | None = None,
+                  environ: Mapping[str, str] | None = None) -> Check:
     """getrlimit MEMLOCK/STACK/NOFILE vs the profile; fail only when a limit is lower than asked.
 
     A low memlock's remedy names where the limit comes from (``where_running(environ)``): the node
@@ -152,11 +159,12 @@ def check_ulimits(run: dict, limits: dict | None = None, environ: Mapping[str, s
     low, flags, compose = [], [], []
     for name in ULIMITS:
         want = want_all.get(name) or {}
-        for kind in ("soft", "hard"):
-            if want.get(kind) is not None and _lower(limits[name][kind], want[kind]):
+        asked = {kind: v for kind, v in (("soft", want.get("soft")), ("hard", want.get("hard"))) if v is not None}
+        for kind, v in asked.items():
+            if _lower(limits[name][kind], v):
                 low.append(f"{name} {kind} is {limit_text(limits[name][kind])} but the profile asks for "
-                           f"{limit_text(want[kind])}")
-        if any(want.get(k) is not None and _lower(limits[name][k], want[k]) for k in ("soft", "hard")):
+                           f"{limit_text(v)}")
+        if any(_lower(limits[name][k], v) for k, v in asked.items()):
             soft, hard = want.get("soft", -1), want.get("hard", want.get("soft", -1))
             flags.append(f"--ulimit {name}={soft}:{hard}")
             compose.append(f"{name}: {{soft: {soft}, hard: {hard}}}")
@@ -194,32 +202,32 @@ GPU_REMEDY = ("start the container with --gpus all (compose: deploy.resources.re
               "CUDA build of torch")
 
 
-def check_gpus(run: dict, info: dict | None = None) -> dict:
+def check_gpus(run: ExpectRun, info: TorchInfo | None = None) -> Check:
     """Visible CUDA devices vs the profile's ``gpus``; skip when none are expected and none exist."""
     if info is None:
         info = envmod.torch_info()
-    measured = {"count": info.get("cuda_device_count", 0), "torch_cuda": info.get("torch_cuda"),
-                "cuda_available": info.get("cuda_available"),
+    measured: dict[str, Any] = {"count": info["cuda_device_count"], "torch_cuda": info["torch_cuda"],
+                "cuda_available": info["cuda_available"],
                 "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES"),
                 "NVIDIA_VISIBLE_DEVICES": os.environ.get("NVIDIA_VISIBLE_DEVICES")}
-    if info.get("cuda_available"):
+    if info["cuda_available"]:
         try:
             import torch  # here, not at the top: importing torch takes seconds and the harness's modules import without it
-            measured["names"] = [torch.cuda.get_device_name(i) for i in range(measured["count"])]
+            measured["names"] = [torch.cuda.get_device_name(i) for i in range(info["cuda_device_count"])]
         except Exception:  # names are evidence only
             pass
     gpus = run.get("gpus")
     wanted = _gpus_wanted(gpus)
     expected = {"gpus": gpus, "min_count": wanted}
-    if info.get("torch") is None:
+    if info["torch"] is None:
         reason = "torch is not importable"
-    elif not info.get("torch_cuda"):
-        reason = f"torch has no CUDA (CPU-only build {info.get('torch')})"
-    elif not info.get("cuda_available"):
+    elif not info["torch_cuda"]:
+        reason = f"torch has no CUDA (CPU-only build {info['torch']})"
+    elif not info["cuda_available"]:
         reason = "CUDA not available: no driver/device visible to this container"
     else:
         reason = None
-    count = measured["count"]
+    count = info["cuda_device_count"]
     if wanted is None:
         if reason:
             return make_check("gpus", SKIP, measured, expected, f"{reason}; the profile expects no GPU")

@@ -38,10 +38,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..expectation import LoaderSettings
 from ..probes.cpulist import format_cpulist, parse_cpulist
 from ..probes.env import detect_wsl
 from ..probes.gpufacts import is_coherent, largest_pinned, torch_pin_probe
-from ..report import FAIL, PASS, SKIP, WARN, make_check
+from ..report import FAIL, PASS, SKIP, WARN, Check, make_check
 from ..rules.budget import fit_pinned, pinned_block, pinned_need
 from ..rules.sizing import batch_bytes
 from .loader import evaluate, make_run, run_loader_child
@@ -179,13 +180,14 @@ def placement_text(affinity: dict) -> str:
     >>> placement_text({"numa_node": None, "cpus": None, "reason": "the host exposes no NUMA node for the GPU (numa_node -1)"})
     'thread not pinned: the host exposes no NUMA node for the GPU (numa_node -1)'
     """
-    if affinity.get("cpus"):
+    if affinity["cpus"]:
         return f"thread pinned to NUMA node {affinity['numa_node']} (CPUs {affinity['cpus']})"
-    return f"thread not pinned: {affinity.get('reason') or 'unknown'}"
+    return f"thread not pinned: {affinity['reason'] or 'unknown'}"
 
 
-def wsl_pin_budget(settings: dict, try_pin=None) -> dict:
-    """The WSL2 pin budget for the loader in ``settings``: :func:`.gpu.largest_pinned` up to its need."""
+def wsl_pin_budget(settings: LoaderSettings, try_pin=None) -> dict:
+    """The WSL2 pin budget for the loader in ``settings``: :func:`envkit.harness.probes.gpufacts.largest_pinned`
+    up to its need."""
     per_batch = batch_bytes(settings["batch_size"], settings["sample_shape"], settings["dtype"])
     need = pinned_need(per_batch, settings["num_workers"], settings["prefetch_factor"])
     block = pinned_block(per_batch)  # the loader's blocks, held together, not one allocation of the total
@@ -194,12 +196,12 @@ def wsl_pin_budget(settings: dict, try_pin=None) -> dict:
     return out
 
 
-def check_pinned_transfer(settings: dict, *, cuda_available: bool, quick: bool = False, timeout: float = 60.0,
-                          progress=None, wsl="read", try_pin=None) -> dict:
+def check_pinned_transfer(settings: LoaderSettings, *, cuda_available: bool, quick: bool = False,
+                          timeout: float = 60.0, progress=None, wsl="read", try_pin=None) -> Check:
     """Skip without CUDA; else H2D bandwidth plus loader samples/s with pin_memory on vs off.
 
     ``wsl``: the WSL version (``"read"``: detect it); on WSL the pin budget is measured first, with
-    ``try_pin`` (the seam for :func:`.gpu.largest_pinned`).
+    ``try_pin`` (the seam for :func:`envkit.harness.probes.gpufacts.largest_pinned`).
     """
     params = dict(QUICK if quick else FULL)
     expected = {"methods": dict(METHODS), **params}
@@ -231,11 +233,17 @@ def check_pinned_transfer(settings: dict, *, cuda_available: bool, quick: bool =
     loader = {}
     for i, key in enumerate(("pin_on", "pin_off")):
         stats, bad = evaluate(child, i)
-        loader[key] = stats["samples_per_s"] if stats else bad.get("failure")
+        loader[key] = stats["samples_per_s"] if stats else bad["failure"]
+    return _judge(settings, bw, loader, budget, expected)
+
+
+def _judge(settings: LoaderSettings, bw: dict[str, Any], loader: dict[str, Any], budget: dict | None,
+           expected: dict[str, Any]) -> Check:
+    """The measured bandwidths (and, on WSL2, the pin budget) against what pinning should give."""
     measured = {**bw, "loader_samples_per_s": loader, "pin_budget": budget}
     summary = (f"H2D {bw['pinned_gbps']:.1f} GB/s pinned (CUDA events) vs {bw['pageable_gbps']:.1f} GB/s pageable "
                f"(host clock, synchronous copy) ({bw['size_bytes'] // MIB} MiB x {bw['loops']}, median of "
-               f"{bw['trials']}, GB=1e9; {placement_text(bw.get('affinity') or {})}); loader pin on/off: "
+               f"{bw['trials']}, GB=1e9; {placement_text(bw['affinity'])}); loader pin on/off: "
                f"{loader['pin_on']} / {loader['pin_off']} samples/s")
     if budget is not None and budget["capped"]:
         fit = fit_pinned(budget["budget_bytes"], budget["batch_bytes"], settings["num_workers"],
@@ -245,9 +253,9 @@ def check_pinned_transfer(settings: dict, *, cuda_available: bool, quick: bool =
                           "use envkit_runtime.loader_kwargs() (it keeps pin_memory with a prefetch that fits the "
                           "budget, or turns it off) or lower batch_size/prefetch_factor; the limit is WSL2's, "
                           "not Docker's memlock (microsoft/WSL#14078)")
-    if is_coherent(bw.get("device"), bw.get("integrated")):
+    if is_coherent(bw["device"], bw["integrated"]):
         return make_check("pinned_transfer", PASS, measured, {**expected, "pinned_faster": "not required"},
-                          f"{summary}; {bw.get('device')} shares coherent memory with the host (NVLink-C2C or an "
+                          f"{summary}; {bw['device']} shares coherent memory with the host (NVLink-C2C or an "
                           "integrated GPU): pageable copies run near pinned speed there (GH200: 97.4 vs 93.0 GiB/s, "
                           "vortex-data/vortex#7815), so pinned is not required to beat pageable")
     if bw["pinned_gbps"] <= bw["pageable_gbps"]:

@@ -16,7 +16,64 @@ import platform
 import sys
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Annotated, TypedDict
+
+class CgroupQuota(TypedDict):
+    """the cgroup CPU quota, the tightest over this process's cgroup and its ancestors"""
+
+    version: Annotated[int | None, "cgroup version (1 or 2); null: no cgroup file system"]
+    quota_cpus: Annotated[float | None, "the CFS quota in CPUs (docker run --cpus); null: none"]
+    source: Annotated[str | None, "the file the quota was read from"]
+
+
+class ShmStats(TypedDict):
+    """the shared-memory tmpfs (statvfs)"""
+
+    path: str
+    size_bytes: int
+    free_bytes: int
+
+
+class ContainerEvidence(TypedDict):
+    """whether this runs in a container, and the evidence"""
+
+    detected: bool
+    how: list[str]
+
+
+class _TorchInfo(TypedDict):
+    torch: Annotated[str | None, "torch.__version__; null: torch is not importable"]
+    torch_cuda: Annotated[str | None, "torch.version.cuda; null: a CPU-only (or ROCm) build"]
+    cuda_available: bool
+    cuda_device_count: int
+    sharing_strategy: Annotated[str | None, "torch.multiprocessing's sharing strategy"]
+
+
+class TorchInfo(_TorchInfo, total=False):
+    """what torch says about itself and CUDA"""
+
+    torch_error: Annotated[str, "why torch did not import (present only then)"]
+
+
+class Environment(TorchInfo):
+    """where the harness ran: the OS, WSL, container, Python, torch, CPUs, cgroup quota, /dev/shm and user"""
+
+    os: str
+    kernel: str
+    machine: str
+    wsl: Annotated[int | None, "1 or 2 under WSL, else null"]
+    container: ContainerEvidence
+    python: str
+    executable: str
+    cpu_count: int | None
+    usable_cpus: Annotated[int, "the affinity mask's size (what torch's worker bound sees)"]
+    cgroup: CgroupQuota
+    start_method: str
+    default_start_method: str
+    uid: int | None
+    user: str | None
+    shm: ShmStats | None
+
 
 V1_CPU_DIRS = ("cpu", "cpu,cpuacct", "cpuacct,cpu")
 CONTAINER_CGROUP_MARKERS = ("docker", "kubepods", "containerd", "libpod", "lxc", "crio")
@@ -118,7 +175,7 @@ def _candidate_dirs(mount: Path, rel: str) -> list[Path]:
     return dirs
 
 
-def read_cgroup_cpu_quota(root: str | os.PathLike = "/") -> dict:
+def read_cgroup_cpu_quota(root: str | os.PathLike = "/") -> CgroupQuota:
     """Read the CFS CPU quota as a number of CPUs (``None`` = no quota): the one cgroup reader.
 
     The tightest quota over this process's cgroup and its ancestors counts (a quota on
@@ -135,7 +192,7 @@ def read_cgroup_cpu_quota(root: str | os.PathLike = "/") -> dict:
     root = Path(root)
     base = root / "sys/fs/cgroup"
     own = _own_cgroup_paths(root)
-    result: dict[str, Any] = {"version": None, "quota_cpus": None, "source": None}
+    result: CgroupQuota = {"version": None, "quota_cpus": None, "source": None}
     # v2 is one unified tree (cgroup.controllers at its root); a bare cpu.max there is v2 too.
     if (base / "cgroup.controllers").exists() or (base / "cpu.max").exists():
         result["version"] = 2
@@ -206,7 +263,7 @@ def detect_wsl(root: str | os.PathLike = "/", environ=None) -> int | None:
     return wsl_version(release, environ=environ, interop=(root / WSL_INTEROP_FILE).exists())
 
 
-def detect_container(root: str | os.PathLike = "/", environ=None) -> dict:
+def detect_container(root: str | os.PathLike = "/", environ=None) -> ContainerEvidence:
     """``{"detected": bool, "how": [evidence, ...]}`` from marker files, env and /proc/1/cgroup."""
     environ = os.environ if environ is None else environ
     root = Path(root)
@@ -228,7 +285,7 @@ def detect_container(root: str | os.PathLike = "/", environ=None) -> dict:
 SHM_PATH = "/dev/shm"  # where Linux (and every container) mounts the shared-memory tmpfs
 
 
-def shm_stats(path: str = SHM_PATH) -> dict | None:
+def shm_stats(path: str = SHM_PATH) -> ShmStats | None:
     """Size and free bytes of the shm tmpfs (statvfs), or None when it does not exist (or, on Windows, cannot)."""
     try:
         st = os.statvfs(path)
@@ -254,7 +311,7 @@ def _user() -> tuple[int | None, str | None]:
         return uid, None
 
 
-def torch_info() -> dict:
+def torch_info() -> TorchInfo:
     """torch version, CUDA build, availability, device count and sharing strategy (imports torch)."""
     try:
         import torch  # here, not at the top: importing torch takes seconds and the harness's modules import without it
@@ -272,7 +329,7 @@ def torch_info() -> dict:
             "sharing_strategy": tmp.get_sharing_strategy()}
 
 
-def collect_environment(start_method: str | None = None, root: str = "/", cgroup: dict | None = None) -> dict:
+def collect_environment(start_method: str | None = None, root: str = "/", cgroup: CgroupQuota | None = None) -> Environment:
     """The report's ``environment`` block (imports torch lazily via :func:`torch_info`).
 
     ``cgroup``: an already-read :func:`read_cgroup_cpu_quota` result (read here when None).

@@ -25,6 +25,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from .toolrun import run_tool
 
 SMI_FIELDS = ("name", "compute_cap", "driver_version", "memory.total")
@@ -48,6 +50,41 @@ def _known(text: str | None) -> str | None:
     return None if value in UNKNOWN_VALUES or (value.startswith("[") and value.endswith("]")) else value
 
 
+class SmiGpu(TypedDict):
+    name: str | None
+    capability: tuple[int, int] | None
+    driver: str | None
+    memory_mib: int | None
+
+
+class SmiFacts(TypedDict):
+    """what nvidia-smi said: its path (None: not on PATH), whether it ran, each GPU, and its error"""
+
+    path: str | None
+    ok: bool
+    gpus: list[SmiGpu]
+    error: str | None
+    output: str | None
+
+
+class TorchDevice(TypedDict):
+    name: str
+    capability: tuple[int, ...]
+    integrated: bool
+
+
+class TorchFacts(TypedDict):
+    """what torch says of its build and of each visible CUDA device"""
+
+    torch: str | None
+    cuda: str | None
+    hip: str | None
+    arch_list: list[str]
+    available: bool
+    devices: list[TorchDevice]
+    error: str | None
+
+
 def _capability(text: str) -> tuple[int, int] | None:
     major, _, minor = (_known(text) or "").partition(".")
     return (int(major), int(minor or 0)) if major.isdigit() and (minor or "0").isdigit() else None
@@ -68,7 +105,7 @@ def _driver(text: str | None) -> str | None:
     return value if value and all(p.isdigit() for p in value.split(".")) else None
 
 
-def parse_smi_csv(text: str, fields=SMI_FIELDS) -> list[dict]:
+def parse_smi_csv(text: str, fields=SMI_FIELDS) -> list[SmiGpu]:
     """One dict per GPU line: ``name``, ``capability`` ((major, minor) or None), ``driver``, ``memory_mib``.
 
     A header line (``name, compute_cap, ...``) and blank lines are skipped; a value nvidia-smi could not read
@@ -77,7 +114,7 @@ def parse_smi_csv(text: str, fields=SMI_FIELDS) -> list[dict]:
     >>> parse_smi_csv("NVIDIA A100, [Unknown Error], ERR!, [N/A]\\n")
     [{'name': 'NVIDIA A100', 'capability': None, 'driver': None, 'memory_mib': None}]
     """
-    gpus = []
+    gpus: list[SmiGpu] = []
     for line in text.splitlines()[:MAX_GPUS + 1]:
         cells = [c.strip() for c in line.split(",")]
         if not line.strip() or cells[0].lower() in ("name", "gpu_name"):
@@ -92,7 +129,7 @@ def parse_smi_csv(text: str, fields=SMI_FIELDS) -> list[dict]:
     return gpus[:MAX_GPUS]
 
 
-def query_smi(path: str | None, run=run_tool, timeout: float = SMI_TIMEOUT_S) -> dict:
+def query_smi(path: str | None, run=run_tool, timeout: float = SMI_TIMEOUT_S) -> SmiFacts:
     """``{"path", "ok", "gpus", "error", "output"}`` from running ``nvidia-smi`` at ``path``.
 
     ``path`` None: no nvidia-smi (``ok`` False, ``error`` None). ``run`` is the tool seam
@@ -100,7 +137,7 @@ def query_smi(path: str | None, run=run_tool, timeout: float = SMI_TIMEOUT_S) ->
     failing nvidia-smi ("couldn't communicate with the NVIDIA driver", "No devices were found") is ``ok``
     False with its own first line as ``error``; so is one that lists no GPU.
     """
-    out: dict = {"path": path, "ok": False, "gpus": [], "error": None, "output": None}
+    out: SmiFacts = {"path": path, "ok": False, "gpus": [], "error": None, "output": None}
     if not path:
         return out
     for args, fields in ((SMI_ARGS, SMI_FIELDS), (SMI_ARGS_OLD, ("name", "driver_version", "memory.total"))):
@@ -109,7 +146,7 @@ def query_smi(path: str | None, run=run_tool, timeout: float = SMI_TIMEOUT_S) ->
         out["output"] = text[-2000:] or None
         if result.ok:
             gpus = parse_smi_csv(result.stdout, fields)
-            out.update(ok=bool(gpus), gpus=gpus, error=None if gpus else "nvidia-smi listed no GPU")
+            out["ok"], out["gpus"], out["error"] = bool(gpus), gpus, None if gpus else "nvidia-smi listed no GPU"
             return out
         out["error"] = result.error
         if result.returncode is None or "compute_cap" not in text:  # a real failure (NVML, no devices), not an old driver
@@ -117,11 +154,11 @@ def query_smi(path: str | None, run=run_tool, timeout: float = SMI_TIMEOUT_S) ->
     return out
 
 
-def torch_facts(torch=None) -> dict:
+def torch_facts(torch=None) -> TorchFacts:
     """``{"torch", "cuda", "hip", "arch_list", "available", "devices": [{"name", "capability", "integrated"}],
     "error"}`` from torch (imported here when not given; ``torch`` None in the result when absent)."""
-    out: dict = {"torch": None, "cuda": None, "hip": None, "arch_list": [], "available": False, "devices": [],
-                 "error": None}
+    out: TorchFacts = {"torch": None, "cuda": None, "hip": None, "arch_list": [], "available": False, "devices": [],
+                       "error": None}
     if torch is None:
         try:
             import torch  # here, not at the top: importing torch takes seconds and the harness's modules import without it

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TypedDict
 
 from ..errors import UsageError
 
@@ -308,6 +309,17 @@ def shm_fact(ipc: str | None, size: int | None, source: str, *, sized: bool) -> 
     return None, "not planned (no profile): this machine's /dev/shm, as measured"
 
 
+class LoaderJson(TypedDict):
+    """The ``loader`` object of every ``--json``: its schema is envkit.jsonout's LoaderDoc (same keys, checked)."""
+
+    ranks_per_node: int
+    workers_per_rank: int
+    shm_need_bytes: int
+    shm_bytes: int | None
+    cpus: int | None
+    facts: dict[str, str]
+
+
 @dataclass(frozen=True)
 class NodeLoader:
     """The loaders of one node, resolved: what every command states as its ``loader``.
@@ -328,7 +340,7 @@ class NodeLoader:
     nccl: bool  # the ranks talk over NCCL (GPUs)
     facts: tuple[tuple[str, str], ...]
 
-    def as_json(self) -> dict:
+    def as_json(self) -> LoaderJson:
         """The ``loader`` object of every ``--json`` (docs/cli.md)."""
         return {"ranks_per_node": self.ranks, "workers_per_rank": self.workers, "shm_need_bytes": self.shm_need,
                 "shm_bytes": self.shm_bytes, "cpus": self.cpus, "facts": dict(self.facts)}

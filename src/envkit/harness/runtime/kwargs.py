@@ -28,6 +28,7 @@ import json
 import os
 import platform as _platform
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..probes import env as envmod
@@ -165,24 +166,66 @@ def loader_kwargs(dataset=None, batch_size: int | None = None, *, num_workers="a
     loader, expect_src = _load_expect(expect)
     reasons: dict[str, str] = {}
     kw: dict = {}
+    kw["batch_size"] = batch_size = _batch_size(batch_size, loader, expect_src, reasons)
+    system = system or _platform.system()
+    cpu = _cpu_workers(num_workers, loader, affinity, quota_cpus, ranks, system)
 
-    # batch_size: the caller's, else the profile's.
-    if batch_size is None:
-        batch_size = int(loader.get("batch_size") or DEFAULT_BATCH_SIZE)
-        reasons["batch_size"] = (f"the profile's ({expect_src})" if loader.get("batch_size")
-                                 else "none given: envkit's default")
-    else:
+    # shm budget: the batch's bytes through the harness's formula against the free /dev/shm.
+    prefetch = int(prefetch_factor or loader.get("prefetch_factor") or DEFAULT_PREFETCH)
+    bbytes, bsrc = _batch_bytes(dataset, sample_bytes, loader, batch_size)
+    if shm_free == "read":
+        st = envmod.shm_stats(shm_path) if system != "Windows" else None
+        shm_free = st["free_bytes"] if st else None
+    if shm_free is not None and cpu.ranks > 1:
+        shm_free //= cpu.ranks  # every rank's loader fills the node's /dev/shm at once: this one gets its share
+    budget = {"affinity": cpu.affinity, "quota_cpus": cpu.quota_cpus, "effective_cpus": cpu.cpus,
+              "cpu_worker_budget": cpu.budget, "ranks": cpu.ranks, "shm_free_bytes": shm_free, "batch_bytes": bbytes,
+              "expect": expect_src}
+    why_prefetch = ("given by the caller" if prefetch_factor else
+                    "the profile's" if loader.get("prefetch_factor") else "DataLoader's default")
+    workers, prefetch, why_workers, why_prefetch = _fit_shm(cpu.workers, prefetch, cpu.why, why_prefetch,
+                                                            bbytes, bsrc, shm_free)
+    budget["shm_need_bytes"] = shm_need(bbytes, workers, prefetch) if bbytes else None
+    kw["num_workers"] = workers
+    reasons["num_workers"] = why_workers
+    _worker_args(kw, reasons, workers, prefetch, why_prefetch, loader, system, python or sys.version_info[:2])
+    _pinning(kw, reasons, budget, loader, _cuda_available() if cuda is None else cuda, bbytes, workers, prefetch,
+             pin_budget)
+    return LoaderKwargs(kw, reasons, budget)
+
+
+def _batch_size(batch_size: int | None, loader: dict, expect_src: str | None, reasons: dict[str, str]) -> int:
+    """The caller's batch size, else the profile's, else envkit's default; its reason goes into ``reasons``."""
+    if batch_size is not None:
         reasons["batch_size"] = "given by the caller"
-    kw["batch_size"] = batch_size
+        return batch_size
+    reasons["batch_size"] = (f"the profile's ({expect_src})" if loader.get("batch_size")
+                             else "none given: envkit's default")
+    return int(loader.get("batch_size") or DEFAULT_BATCH_SIZE)
 
-    # CPU budget: affinity (cpuset) capped by the cgroup quota rounded up, as generate and the harness
-    # plan it; auto is the harness's auto rule on it, an explicit count is held to one worker per CPU.
+
+@dataclass(frozen=True)
+class _CpuWorkers:
+    """The CPU side of the budget: the workers the CPUs allow for the wish, and why."""
+
+    workers: int
+    why: str
+    affinity: int
+    quota_cpus: float | None
+    cpus: int
+    budget: int
+    ranks: int
+
+
+def _cpu_workers(num_workers, loader: dict, affinity: int | None, quota_cpus, ranks: int | None,
+                 system: str) -> _CpuWorkers:
+    """Affinity (cpuset) capped by the cgroup quota rounded up, as generate and the harness plan it; auto is
+    the harness's auto rule on it, an explicit count is held to one worker per CPU."""
     affinity = envmod.usable_cpus() if affinity is None else affinity
     if quota_cpus == "read":
         quota_cpus = envmod.read_cgroup_cpu_quota()["quota_cpus"]
     cpus = cpu_fact(("count", max(1, affinity), "affinity"), ("quota", quota_cpus, "cgroup quota"))[0] or 1
-    if ranks is None:
-        ranks = local_ranks()
+    ranks = local_ranks() if ranks is None else ranks
     cpu_budget = plan_workers("auto", cpus, ranks)
     cap = max(1, cpus // ranks)
     quota_text = f"cgroup CPU quota {quota_cpus:g}" if quota_cpus else "no cgroup CPU quota"
@@ -197,82 +240,81 @@ def loader_kwargs(dataset=None, batch_size: int | None = None, *, num_workers="a
     if wish == "auto":
         workers = cpu_budget
         rule = "usable CPUs - 1" if ranks == 1 else "floor(usable CPUs / ranks) - 1"
-        why_workers = (f"the auto rule ({rule}, at most 8) on {cpus} usable CPUs "
-                       f"(affinity {affinity}, {quota_text})")
+        why = f"the auto rule ({rule}, at most 8) on {cpus} usable CPUs (affinity {affinity}, {quota_text})"
     elif int(wish) > cap:
         workers = cap
-        why_workers = (f"{wish_src} lowered to one worker per usable CPU (quota rounded up) "
-                       f"(affinity {affinity}, {quota_text})")
+        why = (f"{wish_src} lowered to one worker per usable CPU (quota rounded up) "
+               f"(affinity {affinity}, {quota_text})")
     else:
         workers = int(wish)
-        why_workers = f"{wish_src} fits the {cap} usable CPUs (affinity {affinity}, {quota_text})"
-    system = system or _platform.system()
+        why = f"{wish_src} fits the {cap} usable CPUs (affinity {affinity}, {quota_text})"
     if system == "Windows" and workers:
-        why_workers += "; on Windows every worker is a fresh interpreter (spawn) that re-imports the script"
+        why += "; on Windows every worker is a fresh interpreter (spawn) that re-imports the script"
+    return _CpuWorkers(workers, why, affinity, quota_cpus, cpus, cpu_budget, ranks)
 
-    # shm budget: the batch's bytes through the harness's formula against the free /dev/shm.
-    prefetch = int(prefetch_factor or loader.get("prefetch_factor") or DEFAULT_PREFETCH)
-    bbytes, bsrc = None, None
+
+def _batch_bytes(dataset, sample_bytes: int | None, loader: dict, batch_size: int) -> tuple[int | None, str | None]:
+    """One batch's bytes and where that came from: ``dataset[0]``, ``sample_bytes``, the profile's shape, or unknown."""
     if dataset is not None and hasattr(dataset, "__getitem__") and hasattr(dataset, "__len__") and len(dataset):
-        bbytes, bsrc = batch_size * item_bytes(dataset[0]), "dataset[0]"
-    elif sample_bytes is not None:
-        bbytes, bsrc = batch_size * int(sample_bytes), "sample_bytes"
-    elif loader.get("sample_shape") and loader.get("dtype") in DTYPE_ITEMSIZE:
-        bbytes = _shape_batch_bytes(batch_size, loader["sample_shape"], loader["dtype"])
-        bsrc = f"the profile's sample_shape {list(loader['sample_shape'])} {loader['dtype']}"
-    if shm_free == "read":
-        st = envmod.shm_stats(shm_path) if system != "Windows" else None
-        shm_free = st["free_bytes"] if st else None
-    if shm_free is not None and ranks > 1:
-        shm_free //= ranks  # every rank's loader fills the node's /dev/shm at once: this one gets its share
-    budget = {"affinity": affinity, "quota_cpus": quota_cpus, "effective_cpus": cpus, "cpu_worker_budget": cpu_budget,
-              "ranks": ranks,
-              "shm_free_bytes": shm_free, "batch_bytes": bbytes, "expect": expect_src}
-    why_prefetch = ("given by the caller" if prefetch_factor else
-                                      "the profile's" if loader.get("prefetch_factor") else "DataLoader's default")
+        return batch_size * item_bytes(dataset[0]), "dataset[0]"
+    if sample_bytes is not None:
+        return batch_size * int(sample_bytes), "sample_bytes"
+    if loader.get("sample_shape") and loader.get("dtype") in DTYPE_ITEMSIZE:
+        return (_shape_batch_bytes(batch_size, loader["sample_shape"], loader["dtype"]),
+                f"the profile's sample_shape {list(loader['sample_shape'])} {loader['dtype']}")
+    return None, None
+
+
+def _fit_shm(workers: int, prefetch: int, why_workers: str, why_prefetch: str, bbytes: int | None,
+             bsrc: str | None, shm_free: int | None) -> tuple[int, int, str, str]:
+    """The workers and prefetch the free /dev/shm holds (:func:`envkit.harness.rules.budget.shm_fit`), with reasons."""
     if workers and shm_free is not None and bbytes:
         fit_w, fit_p = shm_fit(free_bytes=shm_free, batch_bytes=bbytes, num_workers=workers, prefetch_factor=prefetch)
         need = shm_need(bbytes, workers, prefetch)
-        if (fit_w, fit_p) != (workers, prefetch):
-            shm_text = (f"{plural(workers, 'worker')} x prefetch {prefetch} need {human_bytes(need)} of /dev/shm "
-                        f"({human_bytes(bbytes)} per batch from {bsrc}) but only {human_bytes(shm_free)} is free; "
-                        "raise --shm-size (compose shm_size, Kubernetes emptyDir sizeLimit) to keep them")
-            if fit_w == 0:
-                why_workers = f"main-process loading: {shm_text}"
-            elif fit_w != workers:
-                why_workers = f"lowered from {workers} by shm: {shm_text}"
-            if fit_p != prefetch:
-                why_prefetch = f"lowered from {prefetch} by shm: {shm_text}"
-            workers, prefetch = fit_w, fit_p
-        else:
-            why_workers += f"; shm: needs {human_bytes(need)} of the {human_bytes(shm_free)} free"
-    elif workers and shm_free is None:
+        if (fit_w, fit_p) == (workers, prefetch):
+            return workers, prefetch, why_workers + f"; shm: needs {human_bytes(need)} of the {human_bytes(shm_free)} free", why_prefetch
+        shm_text = (f"{plural(workers, 'worker')} x prefetch {prefetch} need {human_bytes(need)} of /dev/shm "
+                    f"({human_bytes(bbytes)} per batch from {bsrc}) but only {human_bytes(shm_free)} is free; "
+                    "raise --shm-size (compose shm_size, Kubernetes emptyDir sizeLimit) to keep them")
+        if fit_w == 0:
+            why_workers = f"main-process loading: {shm_text}"
+        elif fit_w != workers:
+            why_workers = f"lowered from {workers} by shm: {shm_text}"
+        if fit_p != prefetch:
+            why_prefetch = f"lowered from {prefetch} by shm: {shm_text}"
+        return fit_w, fit_p, why_workers, why_prefetch
+    if workers and shm_free is None:
         why_workers += "; no /dev/shm to bound (not Linux)"
     elif workers and not bbytes:
         why_workers += "; shm not checked: batch size in bytes unknown (pass dataset= or sample_bytes=)"
-    budget["shm_need_bytes"] = shm_need(bbytes, workers, prefetch) if bbytes else None
-    kw["num_workers"] = workers
-    reasons["num_workers"] = why_workers
+    return workers, prefetch, why_workers, why_prefetch
 
-    if workers:
-        kw["prefetch_factor"] = prefetch
-        reasons["prefetch_factor"] = why_prefetch
-        persistent = loader.get("persistent_workers", True)
-        kw["persistent_workers"] = bool(persistent)
-        reasons["persistent_workers"] = ("workers survive between epochs (no re-start, no dataset re-copy)"
-                                         if persistent else "the profile turns it off")
-        method, why_method = start_method(system, python or sys.version_info[:2])
-        wanted = loader.get("start_method")
-        if wanted and system == "Linux" and method is None and wanted != "fork":
-            method, why_method = wanted, f"the profile's start_method {wanted}"
-        if method:
-            kw["multiprocessing_context"] = method
-        reasons["multiprocessing_context"] = why_method
-    else:
+
+def _worker_args(kw: dict, reasons: dict[str, str], workers: int, prefetch: int, why_prefetch: str, loader: dict,
+                 system: str, python: tuple[int, int]) -> None:
+    """The arguments DataLoader takes only with workers: prefetch, persistence, the start method."""
+    if not workers:
         reasons["prefetch_factor"] = "not passed: DataLoader refuses it without workers"
         reasons["persistent_workers"] = "not passed: DataLoader refuses it without workers"
+        return
+    kw["prefetch_factor"] = prefetch
+    reasons["prefetch_factor"] = why_prefetch
+    persistent = loader.get("persistent_workers", True)
+    kw["persistent_workers"] = bool(persistent)
+    reasons["persistent_workers"] = ("workers survive between epochs (no re-start, no dataset re-copy)"
+                                     if persistent else "the profile turns it off")
+    method, why_method = start_method(system, python)
+    wanted = loader.get("start_method")
+    if wanted and system == "Linux" and method is None and wanted != "fork":
+        method, why_method = wanted, f"the profile's start_method {wanted}"
+    if method:
+        kw["multiprocessing_context"] = method
+    reasons["multiprocessing_context"] = why_method
 
-    cuda = _cuda_available() if cuda is None else cuda
+
+def _pinning(kw: dict, reasons: dict[str, str], budget: dict, loader: dict, cuda: bool, bbytes: int | None,
+             workers: int, prefetch: int, pin_budget) -> None:
+    """pin_memory where CUDA is (unless the profile turns it off), within WSL2's pinned-memory budget."""
     pin = cuda and loader.get("pin_memory", True) is not False
     kw["pin_memory"] = pin
     reasons["pin_memory"] = ("CUDA is available; pinned batches copy to the GPU asynchronously" if pin else
@@ -290,5 +332,4 @@ def loader_kwargs(dataset=None, batch_size: int | None = None, *, num_workers="a
         if workers and fit["pin_memory"] and fit["prefetch_factor"] != prefetch:
             kw["prefetch_factor"] = fit["prefetch_factor"]
             reasons["prefetch_factor"] = f"lowered from {prefetch} by the pinned-memory budget: {fit['reason']}"
-    return LoaderKwargs(kw, reasons, budget)
 
