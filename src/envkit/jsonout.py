@@ -1,5 +1,7 @@
 """The ``--json`` documents of ``generate``, ``flags``, ``build``, ``lock`` and ``clean``: one pydantic
-model each, their JSON Schemas (draft 2020-12) from ``model_json_schema()``, and the one way they are printed.
+model each, their JSON Schemas (draft 2020-12) from ``model_json_schema()``, and the one way they are printed;
+and the reports of ``harness`` and ``doctor``: standard-library ``TypedDict`` s (the harness runs in images
+without pydantic), whose schemas pydantic derives the same way (:data:`REPORTS`).
 
 Each document is one JSON object on stdout whose ``envkit_<command>`` key holds its format's
 version (1); human text goes to stderr. A command builds its document's model, so a wrong key or
@@ -14,18 +16,26 @@ Example:
     >>> buf.getvalue().splitlines()[1]
     '  "envkit_flags": 1,'
     >>> sorted(SCHEMAS), SCHEMAS["lock"]["title"], SCHEMAS["lock"]["required"][0]
-    (['build', 'clean', 'flags', 'generate', 'lock'], 'envkit lock --json', 'envkit_lock')
+    (['build', 'clean', 'doctor', 'flags', 'generate', 'harness', 'lock'], 'envkit lock --json', 'envkit_lock')
+    >>> SCHEMAS["harness"]["title"], SCHEMAS["harness"]["required"]
+    ('envkit harness --json', ['envkit_harness', 'verdict', 'environment', 'checks', 'loader', 'workload'])
 """
 
 from __future__ import annotations
 
 import json
+import types
+import typing
 from collections.abc import Iterator, Mapping
 from functools import cache
-from typing import Any, Literal, TextIO
+from typing import Annotated, Any, Literal, TextIO, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field
+import typing_extensions
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode
+
+from envkit.harness.report import Check, Report, Verdict
+from envkit.harness.rules.sizing import LoaderJson
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 _CONFIG = ConfigDict(frozen=True, extra="forbid", strict=True, json_schema_serialization_defaults_required=True)
@@ -127,9 +137,32 @@ class CleanDoc(BaseModel):
     images: tuple[str, ...] = Field(description="superseded images removed (as envkit clean lists them)")
 
 
+class DoctorHost(TypedDict):
+    """the host doctor checked"""
+
+    platform: str
+    wsl: Annotated[int | None, "1 or 2 under WSL, else null"]
+    osrelease: str | None
+    distro: Annotated[str | None, "WSL_DISTRO_NAME"]
+    cwd: str
+    cpus: Annotated[int | None, "the CPUs this process may use (affinity)"]
+    memory_bytes: int | None
+
+
+class DoctorReport(TypedDict):
+    """envkit doctor --json: is this host ready for the profile's container, and are the scripts spawn-safe"""
+
+    envkit_doctor: Literal[1]
+    verdict: Verdict
+    host: DoctorHost
+    loader: LoaderJson
+    checks: list[Check]  # the harness's check records
+
+
 Document = GenerateDoc | FlagsDoc | BuildDoc | LockDoc | CleanDoc
 DOCUMENTS: dict[str, type[BaseModel]] = {"generate": GenerateDoc, "flags": FlagsDoc, "build": BuildDoc,
                                          "lock": LockDoc, "clean": CleanDoc}
+REPORTS: dict[str, Any] = {"harness": Report, "doctor": DoctorReport}  # TypedDicts: printed by json.dumps
 
 # The keys a reader looks for first; the rest follow in pydantic's order.
 _KEY_ORDER = ("$schema", "title", "description", "type", "required", "additionalProperties", "properties")
@@ -160,6 +193,42 @@ def _schema_of(model: type[BaseModel]) -> dict[str, Any]:
     return model.model_json_schema(mode="serialization", schema_generator=_Schema)
 
 
+def _as_pydantic_reads(tp: Any, seen: dict[Any, Any]) -> Any:
+    """A harness type as pydantic reads it: each standard-library TypedDict rebuilt as typing_extensions'
+    (pydantic refuses ``typing.TypedDict`` before Python 3.12) and closed (the harness writes exactly its
+    keys), with its docstring, and its fields' ``Annotated[..., "words"]`` as their descriptions; the
+    ``loader`` object is :class:`LoaderDoc` (the one schema of it, with its bounds)."""
+    if tp is LoaderJson:
+        return LoaderDoc
+    if typing.is_typeddict(tp):
+        if tp not in seen:
+            fields = {key: _as_pydantic_reads(hint, seen) for key, hint
+                      in typing.get_type_hints(tp, include_extras=True).items()}
+            functional: Any = typing_extensions.TypedDict  # its functional form: a name known at run time only
+            rebuilt = functional(tp.__name__, {k: v if k in tp.__required_keys__ else typing_extensions.NotRequired[v]
+                                               for k, v in fields.items()})
+            rebuilt.__doc__, rebuilt.__pydantic_config__ = tp.__doc__, ConfigDict(extra="forbid")
+            seen[tp] = rebuilt
+        return seen[tp]
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is Annotated:
+        words = " ".join(m for m in args[1:] if isinstance(m, str))
+        inner = _as_pydantic_reads(args[0], seen)
+        return Annotated[inner, Field(description=words)] if words else inner
+    if origin in (typing.Union, types.UnionType):
+        return typing.Union[tuple(_as_pydantic_reads(a, seen) for a in args)]
+    if origin in (list, dict, tuple):
+        return origin[tuple(_as_pydantic_reads(a, seen) for a in args)]
+    return tp
+
+
+@cache
+def _report_schema(command: str) -> dict[str, Any]:
+    report = _as_pydantic_reads(REPORTS[command], {})
+    report.__pydantic_config__ = ConfigDict(extra="forbid", title=f"envkit {command} --json")
+    return TypeAdapter(report).json_schema(mode="serialization", schema_generator=_Schema)
+
+
 def loader_schema() -> dict[str, Any]:
     """The ``loader`` object's JSON Schema (generate, flags, doctor and the harness print it)."""
     return _schema_of(LoaderDoc)
@@ -169,13 +238,13 @@ class _Schemas(Mapping[str, dict[str, Any]]):
     """Each command's document schema, made when first read (a command's start makes none)."""
 
     def __getitem__(self, command: str) -> dict[str, Any]:
-        return _schema_of(DOCUMENTS[command])
+        return _report_schema(command) if command in REPORTS else _schema_of(DOCUMENTS[command])
 
     def __iter__(self) -> Iterator[str]:
-        return iter(DOCUMENTS)
+        return iter([*DOCUMENTS, *REPORTS])
 
     def __len__(self) -> int:
-        return len(DOCUMENTS)
+        return len(DOCUMENTS) + len(REPORTS)
 
 
 SCHEMAS: Mapping[str, dict[str, Any]] = _Schemas()

@@ -16,7 +16,8 @@ from pydantic import ValidationError
 from envkit.commands import build, clean, lock
 from envkit.engine import RunResult
 from envkit.harness.rules.sizing import SIZED, size_node
-from envkit.jsonout import SCHEMAS, FlagsDoc, LoaderDoc, WarningRecord, emit, loader_schema
+from envkit.harness.rules.sizing import LoaderJson
+from envkit.jsonout import DOCUMENTS, SCHEMAS, FlagsDoc, LoaderDoc, WarningRecord, emit, loader_schema
 from tests.conftest import call_envkit
 from tests.fakes import FakeEngine
 
@@ -122,7 +123,7 @@ def test_docs_show_the_loader_schema_as_it_is():
 def test_the_loader_model_holds_every_field_nodeloader_prints_and_no_other():
     node = size_node(num_workers="auto", batch_size=8, sample_shape=(3, 32, 32), dtype="float32", prefetch_factor=2,
                      ranks=(2, "cluster.procs_per_node"), cpus=(4, "run.cpus"), shm=(SIZED, "sized"), nccl=False)
-    assert list(LoaderDoc.model_fields) == list(node.as_json())
+    assert list(LoaderDoc.model_fields) == list(node.as_json()) == list(LoaderJson.__annotations__)
     assert LoaderDoc.model_validate(node.as_json()).model_dump() == node.as_json()
     assert list(loader_schema()["properties"]) == list(node.as_json()) == loader_schema()["required"]
 
@@ -133,7 +134,23 @@ def test_each_schema_is_draft_2020_12_with_its_version_key_first(name):
     jsonschema.Draft202012Validator.check_schema(schema)
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema" and schema["title"] == f"envkit {name} --json"
     assert schema["additionalProperties"] is False and schema["required"] == list(schema["properties"])
-    assert next(iter(schema["properties"].items())) == (f"envkit_{name}", {"const": 1, "default": 1, "type": "integer"})
+    # a model's version key is a default; a report's (a TypedDict the harness builds) is only required
+    version = {"const": 1, "default": 1, "type": "integer"} if name in DOCUMENTS else {"const": 1, "type": "integer"}
+    assert next(iter(schema["properties"].items())) == (f"envkit_{name}", version)
+
+
+def test_the_reports_schemas_refuse_what_the_harness_does_not_write():
+    check = {"name": "shm", "status": "pass", "measured": {}, "expected": {}, "message": "ok", "remedy": None}
+    loader = {"ranks_per_node": 1, "workers_per_rank": 0, "shm_need_bytes": 0, "shm_bytes": None, "cpus": None,
+              "facts": {}}
+    doc = {"envkit_doctor": 1, "verdict": "pass", "host": {"platform": "linux", "wsl": None, "osrelease": None,
+           "distro": None, "cwd": "/", "cpus": 2, "memory_bytes": None}, "loader": loader, "checks": [check]}
+    validator = jsonschema.Draft202012Validator(SCHEMAS["doctor"])
+    validator.validate(doc)
+    for bad in ({**doc, "extra": 1}, {**doc, "checks": [{**check, "status": "ok"}]},
+                {**doc, "checks": [{k: v for k, v in check.items() if k != "remedy"}]},
+                {**doc, "loader": {**loader, "cpus": 0}}, {**doc, "verdict": "skip"}):
+        assert not validator.is_valid(bad), bad
 
 
 LOADER_DICT = {"ranks_per_node": 1, "workers_per_rank": 1, "shm_need_bytes": 5, "shm_bytes": None, "cpus": 2,

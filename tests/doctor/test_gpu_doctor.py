@@ -1,5 +1,6 @@
 """envkit doctor's gpu_arch, gpu_driver and nvml_risk on hosts built from recorded facts
-(tests/gpu_recordings.py names each source), and `envkit doctor --json` / `envkit harness --json` for real."""
+(tests/gpu_recordings.py names each source), and `envkit doctor --json` / `envkit harness --json` for real (each
+document valid against the schema docs/cli.md shows)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from envkit.commands import doctor as doctor_cmd
 from envkit.doctor import diagnose
 from envkit.doctor.host import FIXTURE_DIR, Host
 from envkit.harness.probes.gpufacts import docker_facts, parse_smi_csv
+from envkit.jsonout import SCHEMAS
 from envkit.profile import load_profile_bytes
 from tests import gpu_recordings as R
 
@@ -195,7 +198,9 @@ def test_envkit_doctor_cli_json_names_cu128(tmp_path):
     p = subprocess.run([sys.executable, "-m", "envkit", "doctor", str(prof), "--json"], cwd=tmp_path,
                        env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 1, p.stderr  # gpu_arch fails
-    checks = {c["name"]: c for c in json.loads(p.stdout)["checks"]}
+    doc = json.loads(p.stdout)
+    jsonschema.Draft202012Validator(SCHEMAS["doctor"]).validate(doc)  # the schema docs/cli.md shows
+    checks = {c["name"]: c for c in doc["checks"]}
     assert "gpu_arch" in checks and "gpu_driver" in checks
     assert checks["gpu_arch"]["status"] == "fail" and "variant: cu128" in checks["gpu_arch"]["remedy"]
 
@@ -204,6 +209,7 @@ def test_envkit_harness_json_on_this_cpu_host_skips_gpu_arch(capsys):
     from envkit.cli import main
     rc = main(["harness", "--json", "--quick", "--num-workers", "0", "--batch-size", "4"])
     report = json.loads(capsys.readouterr().out)
+    jsonschema.Draft202012Validator(SCHEMAS["harness"]).validate(report)  # the schema docs/cli.md shows
     checks = {c["name"]: c for c in report["checks"]}
     assert rc == 0
     assert checks["gpu_arch"]["status"] == "skip"

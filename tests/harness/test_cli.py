@@ -11,27 +11,7 @@ import pytest
 
 from pathlib import Path
 
-CHECK = {
-    "type": "object", "additionalProperties": False,
-    "required": ["name", "status", "measured", "expected", "message", "remedy"],
-    "properties": {
-        "name": {"enum": ["shm", "cpus", "ulimits", "gpus", "gpu_arch", "gpu_driver", "loader", "pinned_transfer",
-                          "workers_sweep"]},
-        "status": {"enum": ["pass", "warn", "fail", "skip"]},
-        "measured": {"type": "object"}, "expected": {"type": "object"},
-        "message": {"type": "string", "minLength": 1}, "remedy": {"type": ["string", "null"]},
-    },
-}
-REPORT_SCHEMA = {
-    "type": "object", "required": ["envkit_harness", "verdict", "environment", "checks"],
-    "properties": {
-        "envkit_harness": {"const": 1}, "verdict": {"enum": ["pass", "warn", "fail"]},
-        "environment": {"type": "object", "required": [
-            "os", "kernel", "wsl", "container", "python", "torch", "cuda_available", "cpu_count", "usable_cpus",
-            "cgroup", "start_method", "sharing_strategy", "uid", "user", "shm"]},
-        "checks": {"type": "array", "items": CHECK},
-    },
-}
+from envkit.jsonout import SCHEMAS
 
 
 @pytest.mark.slow
@@ -39,7 +19,7 @@ def test_json_report_healthy_exit_0(run_cli, write_expect, small_loader):
     p = run_cli("--json", "--quick", "--expect", write_expect(small_loader, {"gpus": "none"}))
     assert p.returncode == 0, p.stderr
     report = json.loads(p.stdout)  # exactly one document: json.loads rejects trailing data
-    jsonschema.validate(report, REPORT_SCHEMA)
+    jsonschema.Draft202012Validator(SCHEMAS["harness"]).validate(report)  # the schema docs/cli.md shows
     names = [c["name"] for c in report["checks"]]
     assert names == ["shm", "cpus", "ulimits", "gpus", "gpu_arch", "gpu_driver", "loader", "pinned_transfer"]
     by = {c["name"]: c for c in report["checks"]}

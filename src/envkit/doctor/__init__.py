@@ -6,7 +6,8 @@ seam and returns one document::
     {"envkit_doctor": 1, "verdict": "pass|warn|fail", "host": {...},
      "checks": [{"name", "status", "measured", "expected", "message", "remedy"}, ...]}
 
-Check records have the same shape as the harness's (``envkit.harness.report``).
+Check records are the harness's (:class:`envkit.harness.report.Check`); the document is
+:class:`envkit.jsonout.DoctorReport`, whose schema docs/cli.md shows.
 
 Example:
     >>> from pathlib import Path
@@ -23,6 +24,7 @@ import errno
 import os
 import textwrap
 from pathlib import Path
+from typing import Literal
 
 from envkit.doctor import checks as C
 from envkit.doctor.gpu import gpu_checks, host_smi
@@ -30,10 +32,11 @@ from envkit.doctor.host import Host
 from envkit.doctor.spawncheck import SCRIPT_MAX, check_file
 from envkit.harness.checks.shm import check_shm
 from envkit.harness.report import FAIL, PASS, WARN, Check, make_check, verdict
+from envkit.jsonout import DoctorHost, DoctorReport
 from envkit.plan import envplan
 from envkit.profile import LoadedProfile
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Literal[1] = 1
 
 __all__ = ["Host", "diagnose", "host_fit", "render_table", "check_script"]
 
@@ -93,7 +96,7 @@ def _abs(host: Host, p: Path) -> str:
     return os.path.normpath(str(p) if str(p).startswith("/") else os.path.join(host.cwd, str(p)))
 
 
-def diagnose(host: Host, loaded: LoadedProfile, scripts: list[Path], data_paths: list[Path]) -> dict:
+def diagnose(host: Host, loaded: LoadedProfile, scripts: list[Path], data_paths: list[Path]) -> DoctorReport:
     """Run every check; scripts are read from the local file system, data paths through ``host``.
 
     The container's decisions are the one plan's (:func:`envkit.plan.envplan.build_plan`); this host's
@@ -121,7 +124,7 @@ def diagnose(host: Host, loaded: LoadedProfile, scripts: list[Path], data_paths:
         results.append(C.check_location(host, f"data:{shown}", shown, wsl, mounts, measure=True))
     for s in scripts:
         results.append(check_script(s if s.is_absolute() or host.is_real else host.path(_abs(host, s)), str(s)))
-    host_doc = {"platform": host.platform, "wsl": wsl["version"], "osrelease": wsl["osrelease"],
+    host_doc: DoctorHost = {"platform": host.platform, "wsl": wsl["version"], "osrelease": wsl["osrelease"],
                 "distro": host.environ.get("WSL_DISTRO_NAME"), "cwd": host.cwd,
                 "cpus": host.usable_cpus(), "memory_bytes": C.meminfo_total(host)}
     return {"envkit_doctor": SCHEMA_VERSION, "verdict": verdict(results), "host": host_doc,
@@ -148,12 +151,12 @@ def host_fit(host: Host, loaded: LoadedProfile) -> list[Check]:
             C.check_memlock(host, profile, daemon := host.daemon()), C.check_ulimits(host, profile, daemon)]
 
 
-def render_table(doc: dict, width: int = 100) -> str:
+def render_table(doc: DoctorReport, width: int = 100) -> str:
     """The doctor's report as a table (check, status, detail), then how to fix what did not pass."""
     h = doc["host"]
-    where = f"WSL {h['wsl']}" if h.get("wsl") else h.get("platform")
-    lines = [f"envkit doctor: verdict {doc['verdict'].upper()} ({where}, {h.get('cpus')} CPUs, "
-             f"{C.human_bytes(h.get('memory_bytes'))} memory)"]
+    where = f"WSL {h['wsl']}" if h["wsl"] else h["platform"]
+    lines = [f"envkit doctor: verdict {doc['verdict'].upper()} ({where}, {h['cpus']} CPUs, "
+             f"{C.human_bytes(h['memory_bytes'])} memory)"]
     name_w = min(28, max(len("CHECK"), *(len(c["name"]) for c in doc["checks"])))
     lines.append(f"{'CHECK':<{name_w}} {'STATUS':<7} DETAIL")
     detail_w = max(30, width - name_w - 9)
@@ -162,10 +165,10 @@ def render_table(doc: dict, width: int = 100) -> str:
         wrapped = textwrap.wrap(c["message"] or "", detail_w) or [""]
         lines.append(f"{name:<{name_w}} {c['status']:<7} {wrapped[0]}")
         lines.extend(" " * (name_w + 9) + w for w in wrapped[1:])
-    todo = [c for c in doc["checks"] if c["status"] not in (PASS, "skip") and c.get("remedy")]
+    todo = [(c["name"], c["remedy"]) for c in doc["checks"] if c["status"] not in (PASS, "skip") and c["remedy"]]
     if todo:
         lines += ["", "How to fix:"]
-        for c in todo:
-            lines.append(f"  {c['name']}:")
-            lines.extend("    " + w for w in textwrap.wrap(c["remedy"], width - 4))
+        for name, remedy in todo:
+            lines.append(f"  {name}:")
+            lines.extend("    " + w for w in textwrap.wrap(remedy, width - 4))
     return "\n".join(lines)
