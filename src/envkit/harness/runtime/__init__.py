@@ -1,8 +1,9 @@
-"""The runtime companion's public API, one import away (``envkit_runtime`` in the image,
-``envkit.runtime`` on a host): DataLoader arguments, adaptive workers and the shm watch.
-
-It is its own module so that :mod:`envkit.harness.runtime.kwargs` and :mod:`.adaptive` (which uses
-``loader_kwargs``) do not import each other.
+"""The runtime companion: DataLoader arguments that fit the live environment, adaptive workers and the
+shm watch, for a training script. One name, ``runtime``: this package is ``envkit_runtime`` in the
+image (the zipapp's top-level shim) and ``envkit.runtime`` on a host (a re-export); its modules are
+:mod:`.kwargs` (``loader_kwargs``), :mod:`.adaptive` (``AdaptiveLoader``, which uses it) and
+:mod:`.shmwatch` (``ShmWatch``, ``envkit watch``). Its facts and rules are the harness's own
+(:mod:`envkit.harness.probes`, :mod:`envkit.harness.rules`).
 
 Example:
     >>> from envkit.harness.runtime import loader_kwargs, AdaptiveLoader
