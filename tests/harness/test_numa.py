@@ -73,7 +73,9 @@ def test_doctor_reports_and_resolves_auto_on_a_4_node_host(tmp_path, golden):
     assert "node 3: CPUs 24-31" in c["message"] and c["measured"]["nodes"]["2"] == "16-23"
     assert c["remedy"] == 'on this host: run.numa: 1 and run.cpuset: "8-15" (docker run --cpuset-cpus=8-15 --cpuset-mems=1)'
     from envkit.doctor import render_table
-    doc = {"host": {}, "verdict": c["status"], "checks": [c]}
+    host_doc = {"platform": "linux", "wsl": None, "osrelease": None, "distro": None, "cwd": "/", "cpus": 32,
+                "memory_bytes": None}
+    doc = {"envkit_doctor": 1, "host": host_doc, "verdict": c["status"], "loader": {}, "checks": [c]}
     check_block(golden, "numa-doctor", render_table(doc).split("\n", 1)[1])  # the row, without the host summary
 
 
