@@ -44,23 +44,18 @@ def test_the_length_rule_finds_a_long_function(tmp_path):
     assert long_functions(tmp_path) == ["m.py:6 long (61 lines)"]
 
 
-def _calls(name: str) -> set[str]:
-    hits = set()
-    for path in SRC.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Call):
-                fn = node.func
-                called = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else None
-                if called == name:
-                    hits.add(str(path.relative_to(SRC)))
-    return hits
-
-
 def test_the_cpu_rule_is_applied_in_one_module_and_the_shm_check_exists_once():
+    calls, defined = set(), []
+    for path in SRC.rglob("*.py"):
+        where = str(path.relative_to(SRC))
+        for node in ast.walk(ast.parse(path.read_text())):
+            fn = node.func if isinstance(node, ast.Call) else None
+            if (fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else None) == "cpu_limit":
+                calls.add(where)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "check_shm":
+                defined.append(where)
     # Every command's CPU fact is cpu_fact's: cpu_limit (a quota rounded up) is called beside it only.
-    assert _calls("cpu_limit") == {"harness/rules/sizing.py"}
-    defined = [str(p.relative_to(SRC)) for p in SRC.rglob("*.py")
-               for fn in _functions(ast.parse(p.read_text())) if fn.name == "check_shm"]
+    assert calls == {"harness/rules/sizing.py"}
     assert defined == ["harness/checks/shm.py"]
 
 
