@@ -68,7 +68,7 @@ def test_sm120_with_a_cu124_profile_fails_naming_cu128(tmp_path):
     # The remedy names a version and a variant that exist together: cu128 starts at torch 2.7. Before, it named
     # "torch.variant: cu128" alone, which on torch 2.5.1 makes a Dockerfile that cannot install.
     assert 'image.torch: {version: "2.7.1", variant: cu128}' in c["remedy"]
-    assert "pytorch/builder@aec5fb5d (release/2.5) manywheel/build_cuda.sh" in c["expected"]["source"]
+    assert "pytorch/builder@aec5fb5d (branch release/2.5) manywheel/build_cuda.sh" in c["expected"]["source"]
 
 
 def test_a_compute_capability_10_device_on_2_5_1_cu124_fails(tmp_path):
@@ -121,7 +121,7 @@ def test_no_gpu_skips_both_with_the_reason(tmp_path):
 
 
 def test_gh200_on_the_aarch64_wheel_passes(tmp_path):
-    c = _checks(_host(tmp_path, R.SMI_GH200, machine="aarch64"), profile_text("cu126", "2.7.0"))
+    c = _checks(_host(tmp_path, R.SMI_GH200, machine="aarch64"), profile_text("cu126", "2.9.0"))
     assert c["gpu_arch"]["status"] == "pass" and c["gpu_arch"]["measured"]["machine"] == "aarch64"
     assert c["gpu_driver"]["status"] == "pass"
 
@@ -159,8 +159,15 @@ def test_a_toolkit_with_cdi_by_default_passes_nvml_risk(tmp_path):
     fx = host.root / FIXTURE_DIR
     (fx / "which.json").write_text(json.dumps({"nvidia-smi": "/usr/bin/nvidia-smi", "nvidia-ctk": "/usr/bin/nvidia-ctk"}))
     (fx / "nvidia-ctk.txt").write_text("NVIDIA Container Toolkit CLI version 1.18.0\ncommit: 2e7ed9a\n")
+    # 1.18 alone is not enough: Docker before 29.2 injects --gpus through the old hook whatever the toolkit.
     c = _checks(host, profile_text("cu128", "2.7.0"))["nvml_risk"]
-    assert c["status"] == "pass" and "1.18.0" in c["message"]
+    assert c["status"] == "warn" and "1.18.0" in c["message"] and "Docker >= 29.2" in c["remedy"]
+    docker = json.loads((fx / "docker.json").read_text())
+    (fx / "docker.json").write_text(json.dumps({**docker, "server_version": "29.2.1"}))
+    c = _checks(host, profile_text("cu128", "2.7.0"))["nvml_risk"]
+    assert c["status"] == "pass" and "1.18.0" in c["message"] and "Docker 29.2.1 asks CDI first" in c["message"]
+    (fx / "docker.json").write_text(json.dumps({**docker, "default_runtime": "nvidia"}))
+    assert _checks(host, profile_text("cu128", "2.7.0"))["nvml_risk"]["status"] == "pass"
     (fx / "nvidia-ctk.txt").write_text("NVIDIA Container Toolkit CLI version 1.17.8\ncommit: f202b80\n")
     c = _checks(host, profile_text("cu128", "2.7.0"))["nvml_risk"]
     assert c["status"] == "warn" and "1.17.8" in c["message"]

@@ -322,7 +322,8 @@ def check_docker(host: Host, profile: Profile) -> list[Check]:
         return [make_check("docker", SKIP, {}, {}, "Docker engine not probed")]
     reachable, runtimes = info.get("reachable"), list(info.get("runtimes") or [])
     measured = {"reachable": reachable, "runtimes": runtimes, "error": info.get("error")}
-    measured.update({k: info[k] for k in ("server_version", "os", "detail", "cgroup_driver") if info.get(k) is not None})
+    measured.update({k: info[k] for k in ("server_version", "os", "detail", "cgroup_driver", "default_runtime")
+                     if info.get(k) is not None})
     nvidia = bool(info.get("nvidia_runtime")) or "nvidia" in runtimes
     if not reachable:
         error = info.get("error") or "unreachable"

@@ -184,9 +184,22 @@ def nvidia_nodes(host: Host) -> dict[str, bool]:
     return out
 
 
-CDI_DEFAULT = (1, 18)  # Container Toolkit 1.18.0 made CDI the runtime's default mode (its release notes)
-CDI_SOURCE = ("NVIDIA Container Toolkit 1.18.0 release notes (CDI is the default mode of the NVIDIA Container Runtime: "
-              "devices come in through the container's own spec)")
+CDI_DEFAULT = (1, 18)  # Container Toolkit 1.18.0 made CDI the NVIDIA runtime's default mode (its release notes)
+DOCKER_CDI_FIRST = (29, 2)  # Docker 29.2.0's --gpus tries CDI first when nvidia-cdi-hook is installed (moby)
+CDI_SOURCE = ("NVIDIA Container Toolkit 1.18.0 release notes (CDI is the default mode of the NVIDIA Container Runtime); "
+              "Docker 29.2.0 release notes (--gpus requests go through CDI first where the toolkit's CDI hook is installed)")
+
+
+def _cdi_injects(version, docker: dict) -> str | None:
+    """Why the GPUs of a ``--gpus`` container come in through CDI here (so no update takes them), or None."""
+    if version is None or version[:2] < CDI_DEFAULT:
+        return None
+    if docker.get("default_runtime") == "nvidia":
+        return "Docker's default runtime is the NVIDIA runtime, whose default mode is CDI from 1.18"
+    server = tuple(int(p) for p in str(docker.get("server_version") or "0").split(".")[:2] if p.isdigit())
+    if server >= DOCKER_CDI_FIRST:
+        return f"Docker {docker.get('server_version')} asks CDI first for --gpus"
+    return None
 
 
 def toolkit_version(host: Host) -> tuple[tuple[int, ...] | None, str]:
@@ -224,9 +237,10 @@ def check_nvml_risk(host: Host, profile: Profile, docker_measured: dict | None) 
                 "toolkit": ">= 1.18 (CDI by default)", "source": f"{NVML_SOURCES}; {CDI_SOURCE}"}
     if not profile.run.wants_gpus:
         return make_check("nvml_risk", SKIP, measured, expected, "not checked: the profile asks for no GPUs")
-    if version is not None and version[:2] >= CDI_DEFAULT:
+    cdi = _cdi_injects(version, info)
+    if cdi:
         return make_check("nvml_risk", PASS, measured, expected,
-                          f"NVIDIA Container Toolkit {shown} injects GPUs through CDI (the default from 1.18): neither a "
+                          f"NVIDIA Container Toolkit {shown}: {cdi}, so the GPUs come in through CDI and neither a "
                           "systemd daemon-reload nor a docker update takes them from running containers")
     if not info.get("reachable"):
         return make_check("nvml_risk", SKIP, measured, expected, "not checked: no Docker engine answered, so its cgroup "
@@ -234,7 +248,9 @@ def check_nvml_risk(host: Host, profile: Profile, docker_measured: dict | None) 
     if not nodes:
         return make_check("nvml_risk", SKIP, measured, expected,
                           "not checked: no /dev/nvidia* device nodes here (WSL2 reaches the GPU through /dev/dxg)")
-    upgrade = "upgrade the NVIDIA Container Toolkit to >= 1.18 (CDI by default: sudo nvidia-ctk runtime configure --runtime=docker)"
+    upgrade = ("inject GPUs through CDI: NVIDIA Container Toolkit >= 1.18 with Docker >= 29.2 (its --gpus asks CDI first), "
+               "or the nvidia runtime as Docker's default (`sudo nvidia-ctk runtime configure --runtime=docker "
+               "--set-as-default`, CDI by default from 1.18)")
     update = (f"with NVIDIA Container Toolkit {shown}, --gpus devices are added outside Docker's own device list, so a "
               "`docker update` of a running container drops them whatever the cgroup driver ('Failed to initialize "
               "NVML: Unknown Error')")

@@ -293,4 +293,5 @@ def probe_engine(ping: Callable[[], dict[str, Any]], environ: Mapping[str, str] 
     return {"reachable": True, "runtimes": runtimes,
             "nvidia_runtime": bool(info.get("nvidia_runtime")) or "nvidia" in runtimes,
             "server_version": info.get("server_version"), "os": info.get("os"), "error": None,
-            "cgroup_driver": info.get("cgroup_driver"), "cgroup_version": info.get("cgroup_version")}
+            "cgroup_driver": info.get("cgroup_driver"), "cgroup_version": info.get("cgroup_version"),
+            "default_runtime": info.get("default_runtime")}

@@ -40,68 +40,209 @@ def variant_cuda(variant: str) -> str | None:
     return f"{int(digits[:-1])}.{digits[-1]}"
 
 
-# Where each release's wheels were built from: pytorch/builder's release branches up to 2.5, then PyTorch's
-# own .ci/manywheel/build_cuda.sh. ``X.Y`` builds ``sm_XY`` cubins, ``+PTX`` adds ``compute_XY``.
-_BUILDER = "pytorch/builder@{sha} (release/{rel}) manywheel/build_cuda.sh:{lines}"
-_MAIN = "pytorch/pytorch@{sha} .ci/manywheel/build_cuda.sh:{lines}"
-_OLD = "5.0;6.0;7.0;7.5;8.0;8.6"  # the builder's base list (line 59/60), each CUDA adding its own
+# Per release, the CUDA variants download.pytorch.org serves (pytorch/test-infra's release branches,
+# .github/scripts/generate_binary_build_matrix.py) and each wheel's arch list, with where it was read and how
+# sure it is: "verified-build-script" (pytorch/builder's release branch, lines cited), "verified-wheel" (the
+# cubins and PTX found in the released wheel's libtorch_cuda.so), "documented" (PyTorch's RELEASE.md support
+# matrix), "observed" (torch.cuda.get_arch_list() printed in a cited issue), "UNVERIFIED" (no list recorded:
+# the variant exists but the checks skip it). Collected 2026-12-04 (/work/research in the session's notes).
+# 2.4 and 2.5's cu124 carry no compute_90 PTX: release/2.5 reverted it (pytorch/builder fa48aaf5). cu128 starts
+# at 2.7 and ends after 2.11; 2.11's cu128 drops sm_70 (pytorch/pytorch#182250). ``X.Y`` builds ``sm_XY``
+# cubins, ``+PTX`` adds ``compute_XY``.
 
 
 @dataclass(frozen=True)
 class Wheel:
-    """One (torch release, CUDA variant) wheel: its CUDA and the arch list it was built with, per machine."""
+    """One (torch release, CUDA variant) wheel: its CUDA, the arch list it was built with per machine (None: not
+    recorded, or no wheel for that machine), where that was read, and how sure it is."""
 
     cuda: str
-    x86_64: str
-    aarch64: str | None  # None: no aarch64 wheel recorded
+    x86_64: str | None
+    aarch64: str | None
     source: str
+    status: str = ""
 
 
-def _builder(sha: str, rel: str, lines: str, variants: dict[str, tuple[str, str | None]]) -> dict[str, Wheel]:
-    return {v: Wheel(variant_cuda(v) or "", x86, arm, _BUILDER.format(sha=sha, rel=rel, lines=lines))
-            for v, (x86, arm) in variants.items()}
-
-
-# release -> variant -> Wheel: the variants download.pytorch.org serves for the release, each with its arch list.
 RELEASES: dict[str, dict[str, Wheel]] = {
-    "2.1": _builder("55d40b1b", "2.1", "59-71", {"cu118": (f"{_OLD};3.7;9.0", None), "cu121": (f"{_OLD};9.0", None)}),
-    "2.2": _builder("af60d114", "2.2", "60-72", {"cu118": (f"{_OLD};3.7;9.0", None), "cu121": (f"{_OLD};9.0", None)}),
-    "2.3": _builder("ba10bae9", "2.3", "60-72", {"cu118": (f"{_OLD};3.7;9.0", None), "cu121": (f"{_OLD};9.0", None)}),
-    # 2.4 and 2.5 cu124 carry no compute_90 PTX: release/2.5 reverted "+PTX" (pytorch/builder fa48aaf5); the
-    # nightlies' +PTX never reached a release.
-    "2.4": _builder("4ce1afeb", "2.4", "60-80", {"cu118": (f"{_OLD};3.7;9.0", None), "cu121": (f"{_OLD};9.0", None),
-                                                 "cu124": (f"{_OLD};9.0", "9.0")}),
-    "2.5": _builder("aec5fb5d", "2.5", "60-80", {"cu118": (f"{_OLD};3.7;9.0", None), "cu121": (f"{_OLD};9.0", None),
-                                                 "cu124": (f"{_OLD};9.0", "9.0")}),
-    # 2.6 and 2.7: the script moved into pytorch/pytorch; release/2.7's cu128 is the first wheel with sm_100 and
-    # sm_120 (its list is the 2.7 special case that downstream build scripts copy: 12.0+PTX, no 7.0).
-    "2.6": {"cu118": Wheel("11.8", f"{_OLD};3.7;9.0", None, "pytorch/pytorch@v2.6.0 .ci/manywheel/build_cuda.sh"),
-            "cu124": Wheel("12.4", f"{_OLD};9.0", "9.0", "pytorch/pytorch@v2.6.0 .ci/manywheel/build_cuda.sh"),
-            "cu126": Wheel("12.6", f"{_OLD};9.0", "9.0", "pytorch/pytorch@v2.6.0 .ci/manywheel/build_cuda.sh")},
-    "2.7": {"cu118": Wheel("11.8", f"{_OLD};3.7;9.0", None, "pytorch/pytorch@v2.7.0 .ci/manywheel/build_cuda.sh"),
-            "cu126": Wheel("12.6", f"{_OLD};9.0", "9.0", "pytorch/pytorch@v2.7.0 .ci/manywheel/build_cuda.sh"),
-            "cu128": Wheel("12.8", "7.5;8.0;8.6;9.0;10.0;12.0+PTX", "9.0;10.0;12.0+PTX",
-                           "pytorch/pytorch@v2.7.0 .ci/manywheel/build_cuda.sh")},
-    "2.8": {"cu126": Wheel("12.6", f"{_OLD};9.0", None, _MAIN.format(sha="00c7a380", lines="68-70")),
-            "cu128": Wheel("12.8", "7.0;7.5;8.0;8.6;9.0;10.0;12.0", None, _MAIN.format(sha="00c7a380", lines="61-63")),
-            "cu129": Wheel("12.9", "7.0;7.5;8.0;8.6;9.0;10.0;12.0+PTX", None, _MAIN.format(sha="00c7a380", lines="64-66"))},
-    # aarch64 lists: the x86_64 list through the script's filter_aarch64_archs (drops 5.0 6.0 7.0 7.5 8.6, lines 74-79).
-    **{rel: {"cu126": Wheel("12.6", f"{_OLD};9.0", "8.0;9.0", _MAIN.format(sha="799d09f2", lines="82,85")),
-             "cu128": Wheel("12.8", "7.0;7.5;8.0;8.6;9.0;10.0;12.0", "8.0;9.0;10.0;12.0", _MAIN.format(sha="799d09f2", lines="82,86")),
-             "cu130": Wheel("13.0", "7.5;8.0;8.6;9.0;10.0;12.0+PTX", "8.0;9.0;10.0;11.0;12.0+PTX",
-                            _MAIN.format(sha="799d09f2", lines="93-94"))} for rel in ("2.9", "2.10")},
-    # torch 2.13's own table of its releases' codes (torch/cuda/__init__.py:323-343, PYTORCH_RELEASES_CODE_CC,
-    # "kept in sync with .ci/manywheel/build_cuda.sh"): cubins only, so no PTX is recorded.
-    "2.13": {v: Wheel(variant_cuda(v) or "", x86, arm, "torch 2.13.0 torch/cuda/__init__.py:326-343 (PYTORCH_RELEASES_CODE_CC)")
-             for v, x86, arm in (("cu126", f"{_OLD};9.0", "8.0;9.0"),
-                                 ("cu129", "7.5;8.0;8.6;9.0;10.0;12.0", "8.0;9.0;10.0;12.0"),
-                                 ("cu130", "7.5;8.0;8.6;9.0;10.0;12.0", "8.0;9.0;10.0;11.0;12.0"),
-                                 ("cu132", "7.5;8.0;8.6;9.0;10.0;12.0", "8.0;9.0;10.0;11.0;12.0"))},
+    "2.1": {
+        "cu118": Wheel("11.8", '3.7;5.0;6.0;7.0;7.5;8.0;8.6;9.0', None,
+                    'pytorch/builder@55d40b1b (branch release/2.1) manywheel/build_cuda.sh:59-68',
+                    'verified-build-script'),
+        "cu121": Wheel("12.1", '5.0;6.0;7.0;7.5;8.0;8.6;9.0', None,
+                    'pytorch/builder@55d40b1b (branch release/2.1) manywheel/build_cuda.sh:59-68',
+                    'verified-build-script'),
+    },
+    "2.2": {
+        "cu118": Wheel("11.8", '3.7;5.0;6.0;7.0;7.5;8.0;8.6;9.0', None,
+                    'pytorch/builder@af60d114 (branch release/2.2) manywheel/build_cuda.sh:60-69',
+                    'verified-build-script'),
+        "cu121": Wheel("12.1", '5.0;6.0;7.0;7.5;8.0;8.6;9.0', None,
+                    'pytorch/builder@af60d114 (branch release/2.2) manywheel/build_cuda.sh:60-69',
+                    'verified-build-script'),
+    },
+    "2.3": {
+        "cu118": Wheel("11.8", '3.7;5.0;6.0;7.0;7.5;8.0;8.6;9.0', None,
+                    'pytorch/builder@ba10bae9 (branch release/2.3) manywheel/build_cuda.sh:60-69',
+                    'verified-build-script'),
+        "cu121": Wheel("12.1", '5.0;6.0;7.0;7.5;8.0;8.6;9.0', None,
+                    'pytorch/builder@ba10bae9 (branch release/2.3) manywheel/build_cuda.sh:60-69',
+                    'verified-build-script'),
+    },
+    "2.4": {
+        "cu118": Wheel("11.8", '3.7;5.0;6.0;7.0;7.5;8.0;8.6;9.0', None,
+                    'pytorch/builder@4ce1afeb (branch release/2.4) manywheel/build_cuda.sh:60,74-77',
+                    'verified-build-script'),
+        "cu121": Wheel("12.1", '5.0;6.0;7.0;7.5;8.0;8.6;9.0', None,
+                    'pytorch/builder@4ce1afeb (branch release/2.4) manywheel/build_cuda.sh:60,70-73',
+                    'verified-build-script'),
+        "cu124": Wheel("12.4", '5.0;6.0;7.0;7.5;8.0;8.6;9.0', '9.0',
+                    'pytorch/builder@4ce1afeb (branch release/2.4) manywheel/build_cuda.sh:60-69',
+                    'verified-build-script'),
+    },
+    "2.5": {
+        "cu118": Wheel("11.8", '3.7;5.0;6.0;7.0;7.5;8.0;8.6;9.0', None,
+                    'pytorch/builder@aec5fb5d (branch release/2.5) manywheel/build_cuda.sh:60,74-77',
+                    'verified-build-script'),
+        "cu121": Wheel("12.1", '5.0;6.0;7.0;7.5;8.0;8.6;9.0', None,
+                    'pytorch/builder@aec5fb5d (branch release/2.5) manywheel/build_cuda.sh:60,70-73',
+                    'verified-build-script'),
+        "cu124": Wheel("12.4", '5.0;6.0;7.0;7.5;8.0;8.6;9.0', '9.0',
+                    'pytorch/builder@aec5fb5d (branch release/2.5) manywheel/build_cuda.sh:60-69',
+                    'verified-build-script'),
+    },
+    "2.6": {
+        "cu118": Wheel("11.8", None, None,
+                    'pytorch/pytorch v2.6.0 .ci/manywheel/build_cuda.sh (file at tag not readable here)',
+                    'UNVERIFIED'),
+        "cu124": Wheel("12.4", '5.0;6.0;7.0;7.5;8.0;8.6;9.0', None,
+                    'PyPI torch==2.6.0 cp311 manylinux x86_64 wheel (2.6.0+cu124, git_version 2236df17), fatbin scan of torch/lib/libtorch'
+                    '_cuda.so; also pytorch/pytorch#14',
+                    'verified-wheel'),
+        "cu126": Wheel("12.6", None, None,
+                    'pytorch/pytorch v2.6.0 .ci/manywheel/build_cuda.sh (not readable here); aarch64 CUDA build of 2.6 is 12.6 (test-infra'
+                    ' release/2.6 generate_binary_buil',
+                    'UNVERIFIED'),
+    },
+    "2.7": {
+        "cu118": Wheel("11.8", None, None,
+                    'UNVERIFIED (not readable here)',
+                    'UNVERIFIED'),
+        "cu126": Wheel("12.6", '5.0;6.0;7.0;7.5;8.0;8.6;9.0', None,
+                    'PyPI torch==2.7.1 cp311 manylinux x86_64 wheel (2.7.1+cu126, git_version e2d141db), fatbin scan of torch/lib/libtorch'
+                    '_cuda.so (2 extra sm_89 kernels)',
+                    'verified-wheel'),
+        "cu128": Wheel("12.8", '7.5;8.0;8.6;9.0;10.0;12.0+PTX', None,
+                    "independent get_arch_list outputs of 2.7.0+cu128 and 2.7.1+cu128: ['sm_75','sm_80','sm_86','sm_90','sm_100','sm_120'"
+                    ",'compute_120'] (e.g. find_string ",
+                    'observed-third-party'),
+    },
+    "2.8": {
+        "cu126": Wheel("12.6", None, None,
+                    'UNVERIFIED (RELEASE.md-style matrix for 2.8 not found upstream); Whisper-WebUI#653 comment measured 5.0;6.0;7.0;7.5;8'
+                    '.0;8.6;9.0',
+                    'observed-third-party-weak'),
+        "cu128": Wheel("12.8", '7.0;7.5;8.0;8.6;9.0;10.0;12.0', None,
+                    'PyPI torch==2.8.0 cp311 manylinux x86_64 wheel (2.8.0+cu128, git_version a1cb3cc0), fatbin scan of torch/lib/libtorch'
+                    '_cuda.so; pytorch/pytorch#160269 ',
+                    'verified-wheel'),
+        "cu129": Wheel("12.9", '7.0;7.5;8.0;8.6;9.0;10.0;12.0+PTX', None,
+                    'pytorch/pytorch@00c7a380 .ci/manywheel/build_cuda.sh 12.9 case (commit not tied to release/2.8 here)',
+                    'UNVERIFIED'),
+    },
+    "2.9": {
+        "cu126": Wheel("12.6", '5.0;6.0;7.0;7.5;8.0;8.6;9.0', '8.0;9.0',
+                    "pytorch/pytorch PR #164471 / #175253 RELEASE.md 'PyTorch CUDA Support Matrix' for 2.9 and 2.10: 12.6.3 Maxwell(5.0)."
+                    '.Hopper(9.0)',
+                    'documented'),
+        "cu128": Wheel("12.8", '7.0;7.5;8.0;8.6;9.0;10.0;12.0', None,
+                    'PyPI torch==2.9.1 cp311 manylinux x86_64 wheel (2.9.1+cu128, git_version 5811a8d7), fatbin scan of torch/lib/libtorch'
+                    '_cuda.so (397 fatbins, one extra ',
+                    'verified-wheel'),
+        "cu130": Wheel("13.0", '7.5;8.0;8.6;9.0;10.0;12.0+PTX', '8.0;9.0;10.0;11.0;12.0+PTX',
+                    "pytorch/pytorch PR #164471 (RELEASE.md, 2025-10-02): 13.0.0 Turing(7.5)..Blackwell(10.0, 12.0+PTX), '+PTX available "
+                    "on linux builds only'; pytorch/pyt",
+                    'documented'),
+    },
+    "2.10": {
+        "cu126": Wheel("12.6", '5.0;6.0;7.0;7.5;8.0;8.6;9.0', '8.0;9.0',
+                    "pytorch/pytorch PR #164471 / #175253 RELEASE.md 'PyTorch CUDA Support Matrix' for 2.9 and 2.10: 12.6.3 Maxwell(5.0)."
+                    '.Hopper(9.0)',
+                    'documented'),
+        "cu128": Wheel("12.8", '7.0;7.5;8.0;8.6;9.0;10.0;12.0', None,
+                    'PyPI torch==2.10.0 cp311 manylinux x86_64 wheel (2.10.0+cu128, git_version 449b1768), fatbin scan of torch/lib/libtor'
+                    'ch_cuda.so (456 fatbins, one extr',
+                    'verified-wheel'),
+        "cu130": Wheel("13.0", '7.5;8.0;8.6;9.0;10.0;12.0+PTX', '8.0;9.0;10.0;11.0;12.0+PTX',
+                    "pytorch/pytorch PR #164471 (RELEASE.md, 2025-10-02): 13.0.0 Turing(7.5)..Blackwell(10.0, 12.0+PTX), '+PTX available "
+                    "on linux builds only'; pytorch/pyt",
+                    'documented'),
+    },
+    "2.11": {
+        "cu126": Wheel("12.6", '5.0;6.0;7.0;7.5;8.0;8.6;9.0', None,
+                    "pytorch/pytorch#182250 (2026-05-03): 2.11.0+cu126 get_arch_list ['sm_50','sm_60','sm_70','sm_75','sm_80','sm_86','sm"
+                    "_90']",
+                    'observed'),
+        "cu128": Wheel("12.8", '7.5;8.0;8.6;9.0;10.0;12.0', None,
+                    "pytorch/pytorch#182250: 2.11.0+cu128 get_arch_list ['sm_75','sm_80','sm_86','sm_90','sm_100','sm_120']; Volta droppe"
+                    'd from cu128 for 2.11: pytorch/pyt',
+                    'observed'),
+        "cu130": Wheel("13.0", '7.5;8.0;8.6;9.0;10.0;12.0', None,
+                    'PyPI torch==2.11.0 cp311 manylinux x86_64 wheel (2.11.0+cu130, git_version 70d99e99), fatbin scan of torch/lib/libtor'
+                    'ch_cuda.so (plus 59 sm_103 and 1 ',
+                    'verified-wheel (PyPI build)'),
+    },
+    "2.12": {
+        "cu126": Wheel("12.6", '5.0;6.0;7.0;7.5;8.0;8.6;9.0', '8.0;9.0',
+                    "RELEASE.md 'For Release 2.12, 2.13 and 2.14' matrix (pytorch/pytorch PR #182849 diff; text copy id 66643764700); tor"
+                    'ch UNVERIFIED beyond the doc',
+                    'documented'),
+        "cu130": Wheel("13.0", '7.5;8.0;8.6;9.0;10.0;12.0', '8.0;9.0;10.0;11.0;12.0+PTX',
+                    'PyPI torch==2.12.1 cp311 manylinux x86_64 wheel (2.12.1+cu130, git_version 7269437d), fatbin scan of torch/lib/libtor'
+                    'ch_cuda.so (plus 59 sm_103, 1 sm_',
+                    'verified-wheel (PyPI build)'),
+        "cu132": Wheel("13.2", '7.5;8.0;8.6;9.0;10.0;12.0+PTX', '8.0;9.0;10.0;11.0;12.0+PTX',
+                    "RELEASE.md matrix 13.2.1 row (PR #182849); 2.13.0+cu132 nightly get_arch_list ['sm_75',...,'sm_120','compute_120'] ("
+                    'find_string id 53298247964, a 2.13',
+                    'documented'),
+    },
+    "2.13": {
+        "cu126": Wheel("12.6", '5.0;6.0;7.0;7.5;8.0;8.6;9.0', '8.0;9.0',
+                    "RELEASE.md 'For Release 2.12, 2.13 and 2.14' matrix (pytorch/pytorch PR #182849 diff; text copy id 66643764700); tor"
+                    'ch 2.13.0 torch/cuda/__init__.py:3',
+                    'documented'),
+        "cu130": Wheel("13.0", '7.5;8.0;8.6;9.0;10.0;12.0', '8.0;9.0;10.0;11.0;12.0+PTX',
+                    'PyPI torch==2.13.0 cp311 manylinux x86_64 wheel (2.13.0+cu130, git_version cf30153c), fatbin scan of torch/lib/libtor'
+                    'ch_cuda.so (plus 59 sm_103, 1 sm_',
+                    'verified-wheel (PyPI build)'),
+        "cu132": Wheel("13.2", '7.5;8.0;8.6;9.0;10.0;12.0+PTX', '8.0;9.0;10.0;11.0;12.0+PTX',
+                    "RELEASE.md matrix 13.2.1 row (PR #182849); 2.13.0+cu132 nightly get_arch_list ['sm_75',...,'sm_120','compute_120'] ("
+                    'find_string id 53298247964, a 2.13',
+                    'documented'),
+        "cu129": Wheel("12.9", None, '8.0;9.0;10.0;12.0',
+                    "torch 2.13.0 torch/cuda/__init__.py:331-334 PYTORCH_RELEASES_CODE_CC['12.9'] (x86 75..120, aarch64 80,90,100,120); t"
+                    'est-infra release/2.13 CUDA_AARCH6',
+                    'aarch64-only'),
+    },
+    "2.14": {
+        "cu126": Wheel("12.6", '5.0;6.0;7.0;7.5;8.0;8.6;9.0', '8.0;9.0',
+                    "RELEASE.md 'For Release 2.12, 2.13 and 2.14' matrix (pytorch/pytorch PR #182849 diff; text copy id 66643764700); tor"
+                    'ch UNVERIFIED beyond the doc',
+                    'documented'),
+        "cu130": Wheel("13.0", '7.5;8.0;8.6;9.0;10.0;12.0', '8.0;9.0;10.0;11.0;12.0+PTX',
+                    'PyPI torch==2.14.1 cp311 manylinux x86_64 wheel (2.14.1+cu130, git_version 5c488690), fatbin scan of torch/lib/libtor'
+                    'ch_cuda.so (plus 59 sm_103, 1 sm_',
+                    'verified-wheel (PyPI build)'),
+        "cu132": Wheel("13.2", '7.5;8.0;8.6;9.0;10.0;12.0+PTX', '8.0;9.0;10.0;11.0;12.0+PTX',
+                    "RELEASE.md matrix 13.2.1 row (PR #182849); 2.13.0+cu132 nightly get_arch_list ['sm_75',...,'sm_120','compute_120'] ("
+                    'find_string id 53298247964, a 2.13',
+                    'documented'),
+    },
 }
 # The newest patch of each recorded release (PyPI's torch releases; tests check them against
 # envkit/data/torch_pythons.json): what a remedy names.
 LATEST_PATCH = {"2.1": "2.1.2", "2.2": "2.2.2", "2.3": "2.3.1", "2.4": "2.4.1", "2.5": "2.5.1", "2.6": "2.6.0",
-                "2.7": "2.7.1", "2.8": "2.8.0", "2.9": "2.9.1", "2.10": "2.10.0", "2.13": "2.13.0"}
+                "2.7": "2.7.1", "2.8": "2.8.0", "2.9": "2.9.1", "2.10": "2.10.0", "2.11": "2.11.0", "2.12": "2.12.1",
+                "2.13": "2.13.0", "2.14": "2.14.1"}
 
 RELEASE_NOTES = ("NVIDIA CUDA Toolkit Release Notes, Table 3 'CUDA Toolkit and Corresponding Driver Versions' "
                  "(https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/)")

@@ -224,30 +224,32 @@ def docker_size(n: int) -> str:
 # - Within a node, when its SHM transport carries the traffic (no P2P: PCIe across sockets, or no cuMem host
 #   memory, which Docker's default seccomp refuses: src/misc/cudawrap.cc:71-72 says to add SYS_NICE): one
 #   receive segment per connection holds the LL, LL128 and SIMPLE buffers (src/init.cc:810-814).
-# - Between nodes: the network transport runs a proxy thread (src/transport/net.cc:529-611), and the first
-#   connection with one maps the proxy-ops pool, ncclProxyOpsPool, from /dev/shm (src/proxy.cc:1206-1219,
-#   1444-1455, 1526-1528; src/include/proxy.h:227-235). SHM's transport has no proxy progress
-#   (src/transport/shm.cc:467-472), so a single node's ranks need no pool, and every multi-node rank does,
-#   one rank per node included.
+# - The proxy-ops pool, ncclProxyOpsPool, mapped from /dev/shm by a rank's first connection whose transport
+#   runs proxy progress (src/proxy.cc:1206-1219, 1444-1455, 1526-1528; src/include/proxy.h:227-235): the
+#   network transport always (src/transport/net.cc:529-611), so every rank of a multi-node job, one rank per
+#   node included; within a node P2P over CE memcpy and a profiler plugin do too (SHM never:
+#   src/transport/shm.cc:467-472), and a single 8-GPU machine mapped it in pytorch/torchtitan#853, so a node of
+#   several ranks is planned with it as well.
 NCCL_CONN_BYTES = 9_637_888  # "nccl-shm-recv-... (size 9637888)", as NVIDIA/nccl#342 shows
 NCCL_PROXY_POOL_BYTES = 34_210_176
-# Collective channels over PCIe (ring and tree neighbours: 2 connections per channel). NCCL picks the count
-# from the topology: 4 is an upper bound for the PCIe nodes whose traffic goes through SHM, not a constant.
+# Collective channels (ring and tree neighbours: 2 connections per channel). NCCL picks the count from its
+# topology search and may double it (up to MAXCHANNELS, 64): 4 is envkit's planning figure for the PCIe nodes
+# whose traffic goes through SHM (INFO logs of such nodes show 2 to 4), not a bound NCCL promises.
 NCCL_CHANNELS = 4
 
 
 def nccl_shm_per_rank(ranks: int, nodes: int = 1) -> int:
     """NCCL's /dev/shm for one of ``ranks`` processes on each of ``nodes``, rounded up to a MiB: with several
-    ranks on the node, 2 SHM connections per collective channel and 2 per peer (an upper bound); with several
-    nodes, the proxy-ops pool.
+    ranks on the node, 2 SHM connections per collective channel and 2 per peer (:data:`NCCL_CHANNELS`); the
+    proxy-ops pool wherever a rank talks to another (several ranks, or several nodes).
 
     >>> nccl_shm_per_rank(1), nccl_shm_per_rank(2) // MIB, nccl_shm_per_rank(8) // MIB
-    (0, 92, 203)
+    (0, 125, 235)
     >>> nccl_shm_per_rank(1, nodes=2) // MIB, nccl_shm_per_rank(8, nodes=2) // MIB
     (33, 235)
     """
     conns = NCCL_CONN_BYTES * (2 * NCCL_CHANNELS + 2 * (ranks - 1)) if ranks > 1 else 0
-    pool = NCCL_PROXY_POOL_BYTES if nodes > 1 else 0
+    pool = NCCL_PROXY_POOL_BYTES if nodes > 1 or ranks > 1 else 0
     return _round_up(conns + pool, MIB)
 
 
@@ -365,7 +367,7 @@ def size_node(*, num_workers, batch_size: int, sample_shape, dtype: str, prefetc
     ...               prefetch_factor=2, ranks=(8, "cluster.gpus_per_node"), cpus=(16, "run.cpus"),
     ...               shm=(SIZED, "sized"), nccl=True)
     >>> n.workers, n.rank_need // MIB, n.shm_need // MIB, n.shm_bytes // GIB
-    (1, 138, 2728, 3)
+    (1, 138, 2984, 3)
     >>> one = size_node(num_workers=2, batch_size=8, sample_shape=(3, 64, 64), dtype="float32", prefetch_factor=2,
     ...                 ranks=(1, "cluster.gpus_per_node"), cpus=(8, "run.cpus"), shm=(SIZED, "sized"), nccl=True, nodes=2)
     >>> one.nccl_bytes // MIB  # one GPU per node: no peer on the node, but the network's proxy pool
