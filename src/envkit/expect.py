@@ -20,6 +20,7 @@ from typing import Any
 from envkit.harness.expectation import VERSION  # the consumer defines the format's version
 from envkit.harness.rules.sizing import NodeLoader
 from envkit.plan.loader import loader_plan
+from envkit.plan.network import network_plan
 from envkit.profile.model import Profile
 from envkit.runsettings import RunSettings
 
@@ -62,6 +63,9 @@ def expectation(profile: Profile, rs: RunSettings, node: NodeLoader | None = Non
     }
     if profile.cluster is not None and profile.cluster.nodes > 1:  # absent on one node: NCCL's proxy pool is per job
         doc["run"]["nodes"] = profile.cluster.nodes
+    network = network_plan(profile).expectation
+    if network is not None:  # absent where nothing differs from Ethernet's defaults
+        doc["run"]["network"] = network
     if profile.run.numa != "none":  # absent when off, so expectations without NUMA stay as they were
         doc["run"]["numa"] = profile.run.numa
     return doc

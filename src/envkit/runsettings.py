@@ -24,6 +24,7 @@ from typing import Callable
 from envkit.harness.rules.sizing import DOCKER_DEFAULT_SHM as DEFAULT_SHM, NodeLoader
 from envkit.hostpaths import is_drive_path, mnt_path, split_volume
 from envkit.plan.loader import loader_plan
+from envkit.plan.network import network_plan
 from envkit.profile.model import Profile
 from envkit.profile.proxy import proxy_build_args  # noqa: F401 (re-exported: the run env and the build read it)
 
@@ -77,6 +78,8 @@ class RunSettings:
     cpuset_mems: str | None = None
     # Start as root so the image's entrypoint can give its user the project folder's uid/gid (remaps_user).
     start_as_root: bool = False
+    # Host devices the container gets at the same path (--device): /dev/infiniband on an RDMA fabric.
+    devices: tuple[str, ...] = ()
 
     @classmethod
     def engine_defaults(cls) -> "RunSettings":
@@ -100,7 +103,8 @@ class RunSettings:
     @classmethod
     def from_profile(cls, p: Profile, loader: NodeLoader | None = None) -> "RunSettings":
         """The settings of ``p``; ``loader``: the run's loader plan when built already (it sizes /dev/shm)."""
-        env = dict(p.run.env)
+        net = network_plan(p)
+        env = dict(p.run.env) | dict(net.env)  # one spelling each: the profile refuses both (network_problems)
         # Run-time downloads (datasets, hub models) need the proxy as much as the build does.
         for key, value in proxy_build_args(p):
             env.setdefault(key, value)
@@ -122,11 +126,12 @@ class RunSettings:
             cpus=p.run.cpus,
             memory=p.run.memory,
             gpus=None if p.run.gpus == "none" else p.run.gpus,
-            ulimits=tuple(Ulimit(n, u.soft, u.hard) for n, u in sorted(p.run.ulimits.items())),
+            ulimits=planned_ulimits(p, net.memlock_unlimited),
             volumes=tuple(vols),
             env=tuple(sorted(env.items())),
             cpuset_mems=str(p.run.numa) if isinstance(p.run.numa, int) else None,
             start_as_root=remaps_user(p) and p.run.mount_project,
+            devices=net.devices,
         )
 
     @property
@@ -135,6 +140,14 @@ class RunSettings:
         if self.ipc == "host":
             return None
         return self.shm_size if self.shm_size is not None else DEFAULT_SHM
+
+
+def planned_ulimits(p: Profile, memlock_unlimited: bool) -> tuple[Ulimit, ...]:
+    """run.ulimits, sorted by name, with memlock unlimited where the network plan asks for it (RDMA)."""
+    limits = [Ulimit(n, u.soft, u.hard) for n, u in p.run.ulimits.items()]
+    if memlock_unlimited:
+        limits.append(Ulimit("memlock", -1, -1))
+    return tuple(sorted(limits, key=lambda u: u.name))
 
 
 # Asks envkit-entrypoint (started as root) to remap the image's user; without it root stays root.

@@ -42,7 +42,19 @@ image: {base: debian:bookworm}
 run: {ipc: host, gpus: 1, mount_project: false}
 cluster: {entrypoint: [train.py]}
 """
-VARIANTS = {"<tricky>": TRICKY, "<bare>": BARE}
+# An RDMA fabric: the interface as a list, the HCAs, the device plugin's resource, a root pod (IPC_LOCK).
+RDMA = """envkit: 1
+name: rdma
+image: {base: debian:bookworm, tag: reg.example.com/rdma:1, user: {name: root, uid: 0, gid: 0}}
+run: {gpus: 8, cpus: 32, memory: 256g}
+cluster:
+  nodes: 2
+  gpus_per_node: 8
+  entrypoint: [train.py]
+  image: reg.example.com/rdma:1
+  network: {fabric: infiniband, interface: [ib0, ib1], hca: "mlx5_0:1,mlx5_1:1", rdma_resource: rdma/hca_shared_devices_a}
+"""
+VARIANTS = {"<tricky>": TRICKY, "<bare>": BARE, "<rdma>": RDMA}
 
 
 def cluster_examples() -> list[str]:

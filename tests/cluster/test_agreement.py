@@ -17,7 +17,7 @@ from envkit.units import parse_cpuset
 from tests.cluster.kubeutil import cluster_examples, expand, manifests, parse_quantity, profile_path, rendered
 from tests.targets.test_agreement import _from_run_sh
 
-CASES = cluster_examples() + ["<tricky>", "<bare>"]
+CASES = cluster_examples() + ["<tricky>", "<bare>", "<rdma>"]
 POD_ENV = {"JOB_COMPLETION_INDEX": "1"}  # what the Job controller sets in the second pod
 
 
@@ -38,6 +38,9 @@ def _expected(run_sh: dict, profile) -> dict:
         resources["memory"] = run_sh["memory"]
     if gpus:
         resources["nvidia.com/gpu"] = gpus
+    if profile.cluster.network.rdma_resource:  # run.sh's --device=/dev/infiniband, as the device plugin gives it
+        assert "/dev/infiniband" in run_sh["devices"]
+        resources[profile.cluster.network.rdma_resource] = 1
     k = profile.cluster.kubernetes
     mounts = {v.mount: (("pvc", v.claim), v.read_only) for v in k.volumes}
     if k.host_path_volumes:
@@ -95,10 +98,12 @@ def test_manifests_agree_with_run_sh(case, tmp_path):
     for c in (init, train):
         assert _pod_side(pod, c, c["resources"], c.get("env", [])) == want, c["name"]
         assert c["image"] == (profile.cluster.image or profile.image_tag)
-    assert init["command"] == ["envkit-check"]
     command = [expand(w, POD_ENV) for w in train["command"]]
     nodes, gpus = profile.cluster.nodes, want["resources"].get("nvidia.com/gpu", 0)
     name = k8s["Job"]["metadata"]["name"]
+    # The preflight's network stage meets where torchrun does (several nodes only).
+    network = ["--network", f"--rendezvous={name}-0.{name}:29500", f"--nodes={nodes}"] if nodes > 1 else []
+    assert init["command"] == ["envkit-check", *network]
     assert command == ["torchrun", f"--nnodes={nodes}", f"--nproc-per-node={max(1, gpus)}", "--node-rank=1",
                        f"--master-addr={name}-0.{name}", "--master-port=29500"] + entrypoint
     assert k8s["Job"]["spec"]["completions"] == k8s["Job"]["spec"]["parallelism"] == nodes
@@ -114,7 +119,8 @@ def test_manifests_agree_with_run_sh(case, tmp_path):
     assert _pod_side(tpod, node, trainer["resourcesPerNode"], trainer.get("env", [])) == want
     assert (trainer["numNodes"], trainer["numProcPerNode"]) == (nodes, max(1, gpus))
     sh, dash_c, script, _name, *args = [expand(w, {}) for w in trainer["command"]]
-    assert (sh, dash_c, script) == ("/bin/sh", "-c", 'envkit-check && exec torchrun "$@"')
+    check = "envkit-check --network" if nodes > 1 else "envkit-check"  # Trainer's PET_* variables say where
+    assert (sh, dash_c, script) == ("/bin/sh", "-c", check + ' && exec torchrun "$@"')
     assert args == entrypoint
 
 

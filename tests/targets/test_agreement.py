@@ -19,6 +19,7 @@ import yaml
 from envkit.engine.docker import create_kwargs
 from envkit.generation import render_all
 from envkit.profile import load_profile
+from envkit.plan.network import network_plan
 from envkit.runsettings import RunSettings, remaps_user
 from envkit.units import parse_size
 from tests.conftest import copy_example, example_profiles
@@ -36,7 +37,7 @@ def _vol(spec: str, base: str) -> str:
 
 
 def _from_flags(flags: list[str], base: str = "/") -> dict:
-    s: dict = {"ulimits": {}, "volumes": [], "env": {}}
+    s: dict = {"ulimits": {}, "volumes": [], "env": {}, "devices": []}
     for flag in flags:
         key, _, value = flag.partition("=")
         if key == "--shm-size":
@@ -64,6 +65,8 @@ def _from_flags(flags: list[str], base: str = "/") -> dict:
             s["env"][k] = v
         elif key == "--user":
             s["user"] = value
+        elif key == "--device":
+            s["devices"].append(value)
         else:
             raise AssertionError(f"unexpected flag {flag}")
     return s
@@ -80,7 +83,8 @@ def _from_run_sh(text: str, out_dir: str) -> dict:
 def _from_compose(text: str, out_dir: str) -> dict:
     doc = yaml.safe_load(text)
     (svc,) = doc["services"].values()
-    s: dict = {"ulimits": {}, "volumes": [], "env": {k: _compose_literal(v) for k, v in svc.get("environment", {}).items()}}
+    s: dict = {"ulimits": {}, "volumes": [], "env": {k: _compose_literal(v) for k, v in svc.get("environment", {}).items()},
+               "devices": [d.split(":")[0] for d in svc.get("devices", [])]}
     if "shm_size" in svc:
         s["shm"] = parse_size(svc["shm_size"])
     s["ipc"] = svc["ipc"]
@@ -107,7 +111,8 @@ def _from_sdk(kw: dict) -> dict:
     """docker-py's create arguments (its own types: Ulimit and DeviceRequest are dicts of the API's keys)."""
     s: dict = {"ulimits": {u["Name"]: (u["Soft"], u["Hard"]) for u in kw.get("ulimits", [])},
                "volumes": [_vol(f"{src}:{b['bind']}", "/") for src, b in kw.get("volumes", {}).items()],
-               "env": kw.get("environment", {}), "ipc": kw["ipc_mode"]}
+               "env": kw.get("environment", {}), "ipc": kw["ipc_mode"],
+               "devices": [d.split(":")[0] for d in kw.get("devices", [])]}
     if kw.get("init"):
         s["init"] = True
     if "shm_size" in kw:
@@ -171,7 +176,8 @@ def test_targets_agree(example, tmp_path):
     # And they say what the profile says.
     if run.ipc != "host" and run.shm_size:
         assert run_sh["shm"] == run.shm_size
-    assert set(run_sh["ulimits"]) == set(run.ulimits)
+    assert set(run_sh["ulimits"]) == set(run.ulimits) | ({"memlock"} if network_plan(loaded.profile).rdma else set())
+    assert run_sh["devices"] == list(network_plan(loaded.profile).devices)
 
 
 def test_ipc_host_drops_shm_everywhere(tmp_path):

@@ -162,6 +162,12 @@ def explain_start_error(message: str, ulimits: tuple[Ulimit, ...],
                   f'-H` in the shell that starts dockerd) and set /etc/docker/daemon.json '
                   f'"default-ulimits": {{"{name}": {{"Name": "{name}", "Hard": -1, "Soft": -1}}}}'
                   f"; or lower run.ulimits.{name} in the profile to fit the host limit."))
+    if "error gathering device information" in low and "infiniband" in low:
+        # moby daemon/oci devices_linux.go: a --device path the host lacks
+        return EngineError(f"this host has no /dev/infiniband, which cluster.network.fabric (an RDMA fabric) gives "
+                           f"the container: {message}",
+                           hint="run it on a node with InfiniBand/RoCE devices (their driver loaded), or check the "
+                                "profile here with cluster.network.fabric: ethernet")
     if "no such image" in low or ("image" in low and "not found" in low):
         return EngineError(f"image not found: {message}", hint=IMAGE_HINT)
     return EngineError(f"the engine could not start the container: {message}")
@@ -199,6 +205,8 @@ def create_kwargs(rs: RunSettings) -> dict[str, Any]:
         kw["mem_limit"] = rs.memory
     if rs.ulimits:
         kw["ulimits"] = [SdkUlimit(name=u.name, soft=u.soft, hard=u.hard) for u in rs.ulimits]
+    if rs.devices:
+        kw["devices"] = [f"{d}:{d}:rwm" for d in rs.devices]
     if rs.gpus is not None:
         if rs.gpus == "all":
             req = DeviceRequest(driver="", count=-1, capabilities=[["gpu"]])

@@ -25,6 +25,7 @@ from .probes.env import quiet_numpy_warning
 from .report import FAIL, Report, render_table, to_json
 from .rules.defaults import sample_cost_problem
 from .rules.sizing import MAX_RANKS
+from .network.stage import MAX_BOUND_S, MIN_BOUND_S, NETWORK_BOUND_S, NetworkAsk
 from .runner import DEFAULT_TIMEOUT_S, check_timeout, run_checks
 from .stdio import document_stdout
 from .text import BoundedParser
@@ -55,8 +56,86 @@ def build_parser(prog: str = "envkit-harness", *, profile_option: bool = False) 
                    help="with the sweep: CPU milliseconds each synthetic sample costs (overrides "
                         "loader.sample_cost_ms; 0 to 10000)")
     p.add_argument("--plot", metavar="FILE.png", help="with the sweep: plot samples/s vs num_workers (needs matplotlib)")
+    net = p.add_argument_group("network (a job of several nodes: run on every node, as the job will)")
+    net.add_argument("--network", action="store_true",
+                     help="after the loaders, prove this node reaches the job's other nodes: interface, host name, "
+                          "rendezvous, RDMA, then a gloo (and NCCL) all_reduce across the nodes")
+    net.add_argument("--rendezvous", type=rendezvous_arg, metavar="HOST:PORT",
+                     help="where the nodes meet (default: MASTER_ADDR:MASTER_PORT, or PET_MASTER_ADDR:PET_MASTER_PORT)")
+    net.add_argument("--nodes", type=nodes_arg, metavar="N|HOST,HOST",
+                     help="the job's node count, or its nodes' host names in order (default: NNODES, PET_NNODES, "
+                          "SLURM_NNODES, else the expectation's run.nodes)")
+    net.add_argument("--job-id", metavar="ID", help="the job's id: a node of another job is refused "
+                                                     "(default: SLURM_JOB_ID, TORCHELASTIC_RUN_ID)")
+    net.add_argument("--network-timeout", type=network_timeout, default=NETWORK_BOUND_S, metavar="S",
+                     help=f"the network stage's bound: a verdict within S seconds whatever the fault (default "
+                          f"{NETWORK_BOUND_S:g}; {MIN_BOUND_S:g} to {MAX_BOUND_S:g})")
     p.add_argument("--json", action="store_true", help="print one JSON report on stdout")
     return p
+
+
+def rendezvous_arg(text: str) -> tuple[str, str]:
+    """``--rendezvous HOST:PORT`` (an IPv6 address in brackets) as ``(host, port)``.
+
+    >>> rendezvous_arg("n1:29500"), rendezvous_arg("[fd00::1]:29500")
+    (('n1', '29500'), ('fd00::1', '29500'))
+    """
+    host, sep, port = text.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535 or len(host) > 253 \
+            or any(c.isspace() for c in host):
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT with a port from 1 to 65535, got {text[:80]!r}")
+    return host, port
+
+
+def nodes_arg(text: str) -> list[str] | int:
+    """``--nodes``: a count from 1 to 65536, or the nodes' host names, comma-separated, in order.
+
+    >>> nodes_arg("2"), nodes_arg("n1,n2")
+    (2, ['n1', 'n2'])
+    """
+    if text.isdigit():
+        if 1 <= int(text) <= 65536:
+            return int(text)
+        raise argparse.ArgumentTypeError(f"expected a node count or HOST,HOST,..., got {text[:80]!r}")
+    hosts = text.split(",")
+    if not text or len(hosts) > 65536 or not all(h and len(h) <= 253 and not any(c.isspace() for c in h) for h in hosts):
+        raise argparse.ArgumentTypeError(f"expected a node count or HOST,HOST,..., got {text[:80]!r}")
+    return hosts
+
+
+def network_timeout(text: str) -> float:
+    """``--network-timeout``: seconds from :data:`MIN_BOUND_S` to :data:`MAX_BOUND_S`.
+
+    >>> network_timeout("45")
+    45.0
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not MIN_BOUND_S <= value <= MAX_BOUND_S:
+        raise argparse.ArgumentTypeError(f"expected seconds from {MIN_BOUND_S:g} to {MAX_BOUND_S:g}, got {text[:40]!r}")
+    return value
+
+
+def network_ask(args: argparse.Namespace) -> NetworkAsk | None:
+    """What ``--network`` and its options ask (None without ``--network``); the profile's part comes from the
+    expectation (:func:`.runner.run_checks`)."""
+    if not args.network:
+        if args.rendezvous or args.nodes or args.job_id:
+            raise UsageError("--rendezvous, --nodes and --job-id go with --network")
+        return None
+    given: dict[str, str] = {}
+    if args.rendezvous:
+        given["master_addr"], given["master_port"] = args.rendezvous
+    hosts = args.nodes if isinstance(args.nodes, list) else []
+    if args.nodes:
+        given["nodes"] = str(len(hosts) if hosts else args.nodes)
+    if args.job_id:
+        given["job"] = args.job_id[:200]
+    return {"given": given, "hosts": hosts, "bound_s": args.network_timeout, "fabric": "ethernet", "interface": None,
+            "hca": None}
 
 
 
@@ -190,13 +269,15 @@ def _run(args: argparse.Namespace, prog: str) -> Report | int:
         if args.plot:
             check_plot_path(args.plot)
         expect = load_expect(args.expect) if args.expect else None
+        network = network_ask(args)
         if torch_missing():  # before any check: otherwise every torch-based one fails with ModuleNotFoundError
             print(no_torch(), file=sys.stderr)
             return 2
         report = run_checks(expect, dataset=args.dataset, num_workers=args.num_workers,
                             batch_size=args.batch_size, timeout=args.timeout, quick=args.quick,
                             sweep=args.sweep, progress=_Progress(), plot=args.plot,
-                            sample_cost_ms=args.sample_cost_ms, ranks=args.ranks, expect_file=args.expect)
+                            sample_cost_ms=args.sample_cost_ms, ranks=args.ranks, expect_file=args.expect,
+                            network=network)
     except UsageError as exc:  # exit 2, or 1 where the file system refused (FileUnreadable)
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return exc.exit_code

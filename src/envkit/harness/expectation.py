@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal, TypedDict, Union
 from .boundedio import read_bounded
 from .errors import FileUnreadable, UsageError
 from .rules.defaults import LOADER_DEFAULTS, sample_cost_problem
+from .rules.network import FABRICS
 from .rules.sizing import DTYPE_ITEMSIZE, MAX_PREFETCH, MAX_RANKS, MAX_WORKERS, LoaderJson, cpu_fact, shm_fact, size_node
 
 
@@ -49,6 +50,14 @@ class Ulimit(TypedDict, total=False):
     hard: int | None
 
 
+class ExpectNetwork(TypedDict, total=False):
+    """the job's network as the profile names it (cluster.network)"""
+
+    fabric: Annotated[str, "ethernet, infiniband or roce"]
+    interface: Annotated[str | None, "NCCL_SOCKET_IFNAME's spelling: prefixes, ^ to exclude, = for exact"]
+    hca: Annotated[str | None, "NCCL_IB_HCA"]
+
+
 class ExpectRun(TypedDict, total=False):
     """the container's run settings as planned; a key absent or null is not asserted"""
 
@@ -63,8 +72,10 @@ class ExpectRun(TypedDict, total=False):
     user: str | None
     numa: int | str | None
     ranks_per_node: Annotated[int | None, "training processes per node"]
+    nodes: Annotated[int | None, "the job's nodes (present only for several)"]
     nccl: Annotated[bool | None, "the ranks talk over NCCL (GPUs)"]
     facts: Annotated[dict[str, str] | None, "where each planned value came from"]
+    network: Annotated[ExpectNetwork | None, "cluster.network: the fabric and interface the nodes talk over"]
 
 
 class _Expectation(TypedDict):
@@ -200,6 +211,11 @@ def _validate_run(run: dict) -> None:
         raise ExpectError(f"run.ranks_per_node must be at most {MAX_RANKS}, got {run['ranks_per_node']}")
     if run.get("nccl") is not None and not isinstance(run["nccl"], bool):
         raise ExpectError("run.nccl must be true, false or null")
+    network = run.get("network")
+    if network is not None and (not isinstance(network, dict) or network.get("fabric") not in (None, *FABRICS)
+                                or not all(isinstance(network.get(k), (str, type(None))) for k in ("interface", "hca"))):
+        raise ExpectError(f"run.network must be an object with fabric one of {', '.join(FABRICS)} and interface/hca "
+                          f"strings or null, got {str(network)[:120]}")
     facts = run.get("facts")
     if facts is not None and (not isinstance(facts, dict)
                               or not all(isinstance(k, str) and isinstance(v, str) for k, v in facts.items())):

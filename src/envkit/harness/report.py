@@ -34,14 +34,15 @@ FAIL: Literal["fail"] = "fail"
 SKIP: Literal["skip"] = "skip"
 STATUSES: tuple[Status, ...] = (PASS, WARN, FAIL, SKIP)
 SCHEMA_VERSION: Literal[1] = 1
-CHECK_NAMES = ("shm", "cpus", "ulimits", "gpus", "gpu_arch", "gpu_driver", "loader", "pinned_transfer", "workers_sweep")
+CHECK_NAMES = ("shm", "cpus", "ulimits", "gpus", "gpu_arch", "gpu_driver", "loader", "pinned_transfer", "network",
+               "workers_sweep")
 
 
 class Check(TypedDict):
     """one check: what was measured, against what was expected, and what to do about it"""
 
     name: Annotated[str, "stable: shm, cpus, ulimits, gpus, gpu_arch, gpu_driver, numa, loader, pinned_transfer, "
-                         "workers_sweep (the harness); doctor's own names"]
+                         "network, workers_sweep (the harness); doctor's own names"]
     status: Status
     measured: Annotated[dict[str, Any], "what this machine showed; each check its own keys"]
     expected: Annotated[dict[str, Any], "what the profile asked, or the rule; each check its own keys"]

@@ -19,6 +19,7 @@ from .checks.shm import check_shm
 from .checks.system import check_cpus, check_gpus, check_ulimits
 from .checks.transfer import check_pinned_transfer
 from .errors import UsageError
+from .network.stage import NetworkAsk, run_network_stage
 from .expectation import Expectation, ExpectRun, LoaderSettings, LoaderSize, resolve_loader, validate_expect
 from .probes import env as envmod
 from .report import Check, HarnessEnvironment, Report, describe_workload, make_report
@@ -96,13 +97,15 @@ def run_checks(expect: Expectation | None, *, dataset: str | None = None, num_wo
                timeout: float = DEFAULT_TIMEOUT_S, quick: bool = False, sweep: bool = False,
                progress=None, plot: str | None = None, cgroup_root: str = "/",
                sample_cost_ms: float | None = None, ranks: int | None = None,
-               expect_file: str | None = None) -> Report:
+               expect_file: str | None = None, network: NetworkAsk | None = None) -> Report:
     """Run all checks against an expectation dict (None = defaults) and return the report.
 
     ``sample_cost_ms`` overrides ``loader.sample_cost_ms``, the CPU each synthetic sample costs the sweep.
     ``expect_file``: the file the expectation came from, for the report's ``workload``.
     Raises :class:`UsageError` for an invalid expectation, override or dataset spec.
     ``progress`` is called with short lines like ``"loader: batch 12/40"``.
+    ``network``: run the network stage after the loaders (``--network``), with the expectation's
+    ``run.network`` filling what the command line leaves out.
     """
     envmod.quiet_numpy_warning()  # torch without numpy warns on import; the harness never uses numpy
     if expect is not None:
@@ -131,12 +134,22 @@ def run_checks(expect: Expectation | None, *, dataset: str | None = None, num_wo
     say(f"loader: {checks[-1]['status']}")
     checks.append(check_pinned_transfer(settings, cuda_available=environment["cuda_available"], quick=quick,
                                         timeout=timeout, progress=progress, wsl=environment["wsl"]))
+    if network is not None:
+        checks.append(run_network_stage(_with_profile(network, run), planned_nodes=run.get("nodes"), progress=say))
+        say(f"network: {checks[-1]['status']}")
     if sweep or plot:
         checks.append(check_workers_sweep(settings, usable=usable, quota=quota["quota_cpus"], timeout=timeout,
                                           quick=quick, progress=progress, plot=plot))
         say(f"workers_sweep: {checks[-1]['status']}")
     # the loader object every command prints (docs/cli.md), and which workload ran from which file
     return make_report(environment, checks, settings["node"], describe_workload(settings, expect_file))
+
+
+def _with_profile(ask: NetworkAsk, run: ExpectRun) -> NetworkAsk:
+    """The command line's ask, with the profile's fabric, interface and HCA (the expectation's run.network)."""
+    planned = run.get("network") or {}
+    return {**ask, "fabric": planned.get("fabric") or ask["fabric"], "interface": planned.get("interface"),
+            "hca": planned.get("hca")}
 
 
 def _system_checks(settings: LoaderSettings, run: ExpectRun, usable: int, environment: HarnessEnvironment,

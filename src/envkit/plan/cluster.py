@@ -19,7 +19,8 @@ Rules (each lives here only, or in the rule it names):
 - The registry host of the image nodes pull (:func:`registry_host`), None for Docker Hub.
 
 Example:
-    >>> from envkit.profile.model import Profile
+    >>> from envkit.plan.network import network_plan
+from envkit.profile.model import Profile
     >>> p = Profile.model_validate({"envkit": 1, "name": "t", "image": {"base": "debian", "tag": "reg.io/t:1"},
     ...     "run": {"gpus": 2, "cpus": 7.5}, "cluster": {"nodes": 2, "entrypoint": ["train.py"]}})
     >>> cp = cluster_plan(p)
@@ -33,6 +34,7 @@ from dataclasses import dataclass
 
 from envkit.errors import ProfileError
 from envkit.harness.rules.sizing import cpu_fact
+from envkit.plan.network import network_plan
 from envkit.profile.model import Profile
 from envkit.profile.rules import node_gpu_count
 
@@ -85,6 +87,12 @@ class ClusterPlan:
     slurm: SlurmPlan
     image_set: str | None
     gpus_per_node_set: bool
+    rdma_resource: str | None = None  # cluster.network.rdma_resource: one per pod (Kubernetes)
+
+    @property
+    def network_check(self) -> tuple[str, ...]:
+        """The preflight's network stage, for a job of several nodes (each target adds where they meet)."""
+        return ("--network",) if self.nodes > 1 else ()
 
 
 @dataclass(frozen=True)
@@ -118,7 +126,8 @@ def cluster_ask(p: Profile) -> ClusterAsk | None:
     run = p.run
     return ClusterAsk(
         cpuset=run.cpuset or None, cpuset_count=len(run.cpuset_cpus), numa=run.numa,
-        ulimit_names=tuple(sorted(run.ulimits)), ipc=run.ipc,
+        ulimit_names=tuple(sorted({*run.ulimits, *(("memlock",) if network_plan(p).memlock_unlimited else ())})),
+        ipc=run.ipc,
         gpu_ids=len(run.gpus) if isinstance(run.gpus, tuple) else None, env_names=tuple(run.env),
         volume_specs=tuple(run.volumes), gpus_per_node_set=c.gpus_per_node is not None, image_set=c.image,
         image=c.image or p.image_tag, runtime=c.slurm.runtime, host_path_volumes=c.kubernetes.host_path_volumes,
@@ -144,13 +153,15 @@ def cluster_plan(p: Profile, source: str = "profile") -> ClusterPlan:
     slurm = SlurmPlan(runtime=s.runtime, partition=s.partition, account=s.account, time=s.time, bundle=s.bundle)
     return ClusterPlan(nodes=c.nodes, gpus_per_node=gpus, nproc_per_node=ranks_per_node(p)[0], cpus=cpus,
                        image=image, entrypoint=c.entrypoint, registry=registry_host(image), kubernetes=kube,
-                       slurm=slurm, image_set=c.image, gpus_per_node_set=c.gpus_per_node is not None)
+                       slurm=slurm, image_set=c.image, gpus_per_node_set=c.gpus_per_node is not None,
+                       rdma_resource=c.network.rdma_resource)
 
 
 def ranks_per_node(p: Profile) -> tuple[int, str]:
     """Training processes (torchrun ranks) on each node, and where that number came from.
 
-    >>> from envkit.profile.model import Profile
+    >>> from envkit.plan.network import network_plan
+from envkit.profile.model import Profile
     >>> base = {"envkit": 1, "name": "t", "image": {"base": "debian"}}
     >>> ranks_per_node(Profile.model_validate(base))
     (1, 'one training process (no cluster: section)')
@@ -177,7 +188,8 @@ def ranks_per_node(p: Profile) -> tuple[int, str]:
 def gpus_per_node(p: Profile, source: str = "profile") -> int:
     """GPUs each node asks for (see the module docstring for the rule).
 
-    >>> from envkit.profile.model import Profile
+    >>> from envkit.plan.network import network_plan
+from envkit.profile.model import Profile
     >>> base = {"envkit": 1, "name": "t", "image": {"base": "debian"}}
     >>> gpus_per_node(Profile.model_validate({**base, "run": {"gpus": [0, 3]}, "cluster": {"entrypoint": ["t.py"]}}))
     2

@@ -22,6 +22,7 @@ from envkit.findings import Finding, Locator
 from envkit.plan.cluster import ClusterAsk, ClusterPlan, cluster_ask, cluster_plan
 from envkit.plan.image import ImagePlan, image_plan
 from envkit.plan.loader import LoaderPlan, loader_plan
+from envkit.plan.network import NetworkPlan, network_plan
 from envkit.plan.wsl import WslPlan, wsl_plan
 from envkit.profile import LoadedProfile
 from envkit.runsettings import RunSettings
@@ -56,6 +57,7 @@ class EnvPlan:
     expectation: bytes  # envkit_expect.json, as baked into the image
     warnings: tuple[Finding, ...]  # each placed in the profile by ``locate``
     cluster: ClusterPlan | None  # None without a cluster: section, or when it cannot be planned
+    network: NetworkPlan = NetworkPlan("ethernet", None, None, None, (), (), (), False)  # cluster.network, decided
     wsl: WslPlan | None = None  # None without a wsl: section
     cluster_error: ProfileError | None = None  # why there is no cluster plan (require_cluster raises it)
     cluster_ask: ClusterAsk | None = None  # what a cluster: section asks, as written (None without one)
@@ -101,6 +103,7 @@ def build_plan(loaded: LoadedProfile, out_dir: Path = Path(".")) -> EnvPlan:
     sections = tuple(name for name in ("cluster", "wsl") if getattr(p, name) is not None)
     return EnvPlan(source=source, sections=sections, out_dir=out_dir, settings=settings, loader=loader, image=image,
                    expectation=expectation_json(p, settings, loader), warnings=tuple(map(locate, warnings)), cluster=cluster,
+                   network=network_plan(p),
                    wsl=wsl_plan(p.wsl, p.run.wants_gpus), cluster_error=error, cluster_ask=cluster_ask(p),
                    notes=tuple(map(locate, sizing_notes(p, settings, loader) + volume_notes(settings, loaded.base_dir))),
                    locate=locate)

@@ -37,6 +37,7 @@ from envkit import __version__
 from envkit.findings import Finding
 from envkit.pem import certificate_blocks
 from envkit.plan.paths import CA_BUNDLE, CONTEXT_DIR, DELTA_SCRIPT, LOCK_FILE_NAME, MANIFEST
+from envkit.plan.network import network_plan
 from envkit.profile import LoadedProfile
 from envkit.profile.dockerref import is_local_only  # noqa: F401  (the targets read it through the plan)
 from envkit.profile.proxy import proxy_build_args
@@ -144,10 +145,11 @@ def is_python_base(base: str) -> bool:
     return name == "python" and base.split(":", 1)[0] in ("python", "library/python", "docker.io/library/python")
 
 
-def apt_packages(image) -> list[str]:
-    """Debian packages the system stage installs: Python and CA tools unless the base has them."""
+def apt_packages(image, network: tuple[str, ...] = ()) -> list[str]:
+    """Debian packages the system stage installs: Python and CA tools unless the base has them, and the
+    network plan's (the verbs libraries on an RDMA fabric)."""
     base = () if is_python_base(image.base) else BASE_APT
-    return sorted(set(base) | set(image.system_packages))
+    return sorted(set(base) | set(image.system_packages) | set(network))
 
 
 def image_spec(loaded: LoadedProfile, certs: bool, packages_stage: bool) -> ImageSpec:
@@ -169,7 +171,7 @@ def image_spec(loaded: LoadedProfile, certs: bool, packages_stage: bool) -> Imag
     return ImageSpec(
         name=p.name, base=image.base, digest=image.digest,
         base_ref=f"{image.base}@{image.digest}" if image.digest else image.base,
-        installer=image.installer, apt_packages=tuple(apt_packages(image)), ca_env=ca_env,
+        installer=image.installer, apt_packages=tuple(apt_packages(image, network_plan(p).apt_packages)), ca_env=ca_env,
         user=ImageUser(u.name, u.uid, u.gid, u.is_root), workdir=image.workdir,
         proxy_build_args=tuple(proxy_build_args(p)), env=tuple(sorted(image.env.items())),
         labels=tuple(sorted(labels.items())), pip_packages=tuple(image.pip_packages),

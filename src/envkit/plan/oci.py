@@ -17,7 +17,8 @@ same run settings as run.sh (the plan's :class:`~envkit.runsettings.RunSettings`
 - ``process.cwd`` ``image.workdir``;
 - ``process.env``: the image's environment, then ``run.env`` (and the proxy);
 - mounts: the project folder (``run.mount_project``) and ``run.volumes``, sources made absolute
-  from the profile's folder, plus the node's /etc/hosts and /etc/resolv.conf;
+  from the profile's folder, plus the node's /etc/hosts and /etc/resolv.conf, and on an RDMA fabric the
+  node's /dev/infiniband (with the verbs devices allowed in a root bundle's device cgroup);
 - namespaces ipc and mount (and user, rootless): the job shares the node's network, host name and process ids, as
   pyxis and Apptainer do. torchrun's c10d rendezvous tells nodes apart by (host name, pid): with
   ``runc spec``'s uts and pid namespaces every node's agent is ("runc", 1) -- on one host even
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from envkit.plan.envplan import EnvPlan
     from envkit.runsettings import RunSettings
 
+UVERBS_MAJOR = 231
 RLIM_INFINITY = 2**64 - 1  # what the OCI spec's uint64 rlimits use for "unlimited"
 # Every capability Docker grants by default (runc spec's smaller set breaks apt, chown, ping).
 DEFAULT_CAPS = ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW",
@@ -130,6 +132,8 @@ def _mounts(rs: RunSettings, base_dir: Path, who: Identity) -> list[dict]:
         ro = v.mode is not None and v.mode.startswith("ro")
         mounts.append({"destination": v.target, "type": "bind", "source": str(src),
                        "options": ["rbind", "ro" if ro else "rw"]})
+    # The node's RDMA devices (cluster.network on an RDMA fabric), as docker run --device gives them.
+    mounts += [{"destination": d, "type": "bind", "source": d, "options": ["rbind", "rw"]} for d in rs.devices]
     return mounts
 
 
@@ -154,6 +158,10 @@ def oci_config(plan: EnvPlan, *, user: tuple[int, int], workdir: str, image_env:
         caps.append("CAP_IPC_LOCK")
     namespaces = [{"type": "ipc"}, {"type": "mount"}]
     linux: dict = {}
+    if rs.devices and not who.rootless:
+        # runc's device cgroup denies what it does not list: the verbs devices are char major 231
+        # (Linux include/rdma/ib_user_verbs.h: IB_UVERBS_MAJOR). A rootless runc sets no device cgroup.
+        linux["resources"] = {"devices": [{"allow": True, "type": "c", "major": UVERBS_MAJOR, "access": "rw"}]}
     if who.uid_map is not None and who.gid_map is not None:
         namespaces.append({"type": "user"})
         linux["uidMappings"] = [{"containerID": who.uid_map[0], "hostID": who.uid_map[1], "size": 1}]

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_validator
 
+from envkit.harness.rules.network import FABRICS, RDMA_FABRICS, hca_problem, interface_problem
 from envkit.harness.rules.sizing import MAX_RANKS
-from envkit.profile.types import WholeText
+from envkit.profile.types import WholeText, described
 
 # An image reference as nodes pull it: [registry[:port]/]path[:tag][@sha256:...] (Docker's grammar, simplified
 # to its alphabet; the engine-level grammar check lives with the other image-name checks).
@@ -40,6 +41,66 @@ SlurmTime = Annotated[str, Field(pattern=r"^(\d+-)?\d+(:\d{1,2}){0,2}$")]
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _joined(value: object) -> object:
+    """A YAML list of names as NCCL's comma-separated spelling (a string stays as written)."""
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
+        return ",".join(value)
+    return value
+
+
+def _interface(spec: str) -> str:
+    problem = interface_problem(spec)
+    if problem:
+        raise ValueError(problem)
+    return spec
+
+
+def _hca(spec: str) -> str:
+    problem = hca_problem(spec)
+    if problem:
+        raise ValueError(problem)
+    return spec
+
+
+Interface = Annotated[str, BeforeValidator(_joined), Field(min_length=1, max_length=256), AfterValidator(_interface)]
+Hca = Annotated[str, BeforeValidator(_joined), Field(min_length=1, max_length=256), AfterValidator(_hca)]
+# An extended resource as a device plugin offers it: a domain prefix, '/', a name (Kubernetes' qualified name:
+# apimachinery validation IsQualifiedName; extended resources must be domain-prefixed).
+ResourceName = Annotated[str, Field(
+    pattern=r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"),
+    described("a Kubernetes extended resource: DOMAIN/NAME as the RDMA device plugin offers it, such as "
+              "rdma/rdma_shared_device_a or nvidia.com/hostdev (kubectl describe node lists them)")]
+Fabric = Literal[FABRICS]  # type: ignore[valid-type]
+
+
+class Network(_Section):
+    """How the nodes talk: the fabric, the interface, and where RDMA comes from (every target, one value each)."""
+
+    fabric: Fabric = Field("ethernet",
+        description="ethernet (sockets), infiniband or roce (RDMA: the image gets libibverbs, the containers "
+                    "/dev/infiniband and unlimited memlock).")
+    interface: Interface | None = Field(None,
+        description="The interface the ranks talk over, as NCCL_SOCKET_IFNAME spells it: a name, a list, a "
+                    "prefix, ^ to exclude, = for exact; sets NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME.")
+    hca: Hca | None = Field(None, description="RDMA only: NCCL_IB_HCA, the HCAs NCCL uses (mlx5_0:1,mlx5_1 or a prefix).")
+    rdma_resource: ResourceName | None = Field(None,
+        description="RDMA on Kubernetes: the device plugin's resource each pod asks one of (rdma/rdma_shared_device_a, "
+                    "nvidia.com/hostdev, ...); clusters name it differently.")
+
+    @model_validator(mode="after")
+    def _rdma_only(self) -> "Network":
+        if self.rdma_resource is not None and self.rdma_resource.split("/")[0].endswith("kubernetes.io"):
+            raise ValueError(f"cluster.network.rdma_resource {self.rdma_resource} is in the kubernetes.io domain, "
+                             "which extended resources cannot use (Kubernetes IsExtendedResourceName); name the "
+                             "device plugin's resource (kubectl describe node lists it)")
+        if self.fabric not in RDMA_FABRICS:
+            for key in ("hca", "rdma_resource"):
+                if getattr(self, key) is not None:
+                    raise ValueError(f"cluster.network.{key} is for an RDMA fabric; set fabric: infiniband or roce, "
+                                     f"or remove {key}")
+        return self
 
 
 class Toleration(_Section):
@@ -102,5 +163,6 @@ class Cluster(_Section):
     # Run by torchrun on every node, relative to image.workdir: [script, arg, ...].
     entrypoint: Annotated[tuple[Word, ...], Field(min_length=1, max_length=256)] = Field(
         description="Run by torchrun on every node, relative to image.workdir: [script, arg, ...].")
+    network: Network = Field(Network(), description="How the nodes talk: fabric, interface, RDMA resource.")
     kubernetes: Kubernetes = Field(Kubernetes(), description="Settings for the Kubernetes targets (k8s, trainjob).")
     slurm: Slurm = Field(Slurm(), description="Settings for the slurm target.")

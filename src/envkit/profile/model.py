@@ -359,7 +359,8 @@ class Profile(Model):
         (the profile's folder, given by envkit.profile.load) adds the rules on host paths."""
         from envkit.profile.kuberules import kubernetes_problems
         from envkit.profile.rules import (
-            RUN_ENV_HINT, gpu_id_problems, mount_source_problems, raise_problems, ranks_per_gpu_problems, run_env_problems,
+            RUN_ENV_HINT, gpu_id_problems, mount_source_problems, network_problems, raise_problems, ranks_per_gpu_problems,
+            run_env_problems,
         )
 
         base_dir = (info.context or {}).get("base_dir")
@@ -367,6 +368,7 @@ class Profile(Model):
         raise_problems("run_env_too_large", run_env_problems(self), self, RUN_ENV_HINT)
         raise_problems("gpu_listed_twice", gpu_id_problems(self), self)
         raise_problems("ranks_share_a_gpu", ranks_per_gpu_problems(self), self)
+        raise_problems("network_set_twice", network_problems(self), self)
         raise_problems("kubernetes_refuses", kubernetes_problems(self), self)
         return self
 

@@ -175,3 +175,30 @@ def mount_source_problems(profile: Profile, base_dir: Path | None) -> Problems:
                     f"cannot mount: {cluster.slurm.runtime}'s mount list is comma-separated SRC:DST[:FLAGS]; "
                     "use a path without ',' or ':' (a symlink to it will do)"))
     return problems
+
+
+def network_problems(profile: Profile) -> Problems:
+    """run.env naming a variable cluster.network sets, or a memlock too low for RDMA registration.
+
+    One value each: ``cluster.network.interface`` writes NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME, ``hca``
+    writes NCCL_IB_HCA; a second spelling in run.env would win in some targets and lose in others. On an RDMA
+    fabric ``ibv_reg_mr`` registers NCCL's buffers under RLIMIT_MEMLOCK (NVIDIA/nccl-tests#206 fails at 8 MiB):
+    an unset run.ulimits.memlock becomes unlimited, a written one must be unlimited.
+    """
+    from envkit.harness.rules.network import NETWORK_ENV, network_env
+
+    cluster = profile.cluster
+    if cluster is None:
+        return []
+    problems: Problems = []
+    sets = dict(network_env(cluster.network.interface, cluster.network.hca))
+    for key in profile.run.env:
+        if key in sets:
+            problems.append((("run", "env", key), f"{key} is set by cluster.network.{NETWORK_ENV[key]} "
+                             f"({sets[key]}): set it there only, so every target gets the one value"))
+    memlock = profile.run.ulimits.get("memlock")
+    if cluster.network.fabric != "ethernet" and memlock is not None and memlock.soft != -1:
+        problems.append((("run", "ulimits", "memlock"), f"memlock {memlock.soft} bytes on a {cluster.network.fabric} "
+                         "fabric: ibv_reg_mr cannot register NCCL's buffers under it (NVIDIA/nccl-tests#206); set "
+                         "it to -1 (unlimited) or leave it out (envkit then asks for unlimited)"))
+    return problems

@@ -46,6 +46,8 @@ def compose_service(rs: RunSettings, volume_source=lambda v: v.source) -> dict:
         svc["cpus"] = rs.cpus
     if rs.memory is not None:
         svc["mem_limit"] = format_size(rs.memory)
+    if rs.devices:
+        svc["devices"] = [f"{d}:{d}" for d in rs.devices]
     if rs.ulimits:
         svc["ulimits"] = {u.name: (u.soft if u.soft == u.hard else {"soft": u.soft, "hard": u.hard}) for u in rs.ulimits}
     if rs.volumes:

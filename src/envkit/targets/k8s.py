@@ -31,6 +31,13 @@ def command(p: Pod) -> tuple[str, ...]:
             f"--master-port={MASTER_PORT}") + tuple(kube_escape(w) for w in plan.entrypoint)
 
 
+def preflight(p: Pod) -> tuple[str, ...]:
+    """The harness, then (several nodes) the network stage, meeting where torchrun will: pod 0's name and port."""
+    net = p.plan.network_check
+    where = (f"--rendezvous={p.master_addr}:{MASTER_PORT}", f"--nodes={p.plan.nodes}") if net else ()
+    return p.check_command + net + where
+
+
 def warnings(plan: EnvPlan) -> list[Finding]:
     """What the Kubernetes targets cannot express (one line each, naming the profile key)."""
     return kube_warnings(plan)
@@ -71,7 +78,7 @@ def job(p: Pod) -> dict:
                 "metadata": kube.labels(p),
                 "spec": {
                     "restartPolicy": Word("Never"), "subdomain": p.name, **kube.scheduling(p), **kube.pod_security(p),
-                    "initContainers": [container(p, "preflight", p.check_command, [])],
+                    "initContainers": [container(p, "preflight", preflight(p), [])],
                     "containers": [container(p, "train", command(p),
                                              [{"name": Word("rendezvous"), "containerPort": MASTER_PORT}])],
                     **kube.pod_volumes(p),

@@ -149,6 +149,8 @@ def resources(memory: int | None, plan: ClusterPlan) -> tuple[tuple[str, str], .
         out.append(("memory", quantity(memory)))
     if plan.gpus_per_node:
         out.append(("nvidia.com/gpu", str(plan.gpus_per_node)))
+    if plan.rdma_resource:  # the RDMA device plugin's devices (/dev/infiniband), one per pod
+        out.append((plan.rdma_resource, "1"))
     return tuple(out)
 
 

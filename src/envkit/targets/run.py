@@ -77,6 +77,7 @@ def docker_flags(rs: RunSettings, volume_source=lambda v: v.source, *, project: 
     if rs.gpus is not None and gpus:
         flags.append(f"--gpus={gpus_flag_value(rs.gpus)}")
     flags.extend(f"--ulimit={u.flag_value}" for u in rs.ulimits)
+    flags.extend(f"--device={d}" for d in rs.devices)
     for v in rs.volumes:
         if v.project and not project:
             continue

@@ -60,14 +60,15 @@ _ULIMIT_FLAGS = {
 }
 
 
-def preflight_command() -> list[str]:
+def preflight_command(network: tuple[str, ...] = ()) -> list[str]:
     """The one place naming the in-image preflight: ``envkit-check``, the harness with the image's baked
-    expectation (the profile's workload and run settings), quick mode so every node answers in seconds.
+    expectation (the profile's workload and run settings), quick mode so every node answers in seconds;
+    ``network``: the plan's network stage (several nodes), to which the script adds where the nodes meet.
 
-    >>> preflight_command()
-    ['envkit-check', '--quick']
+    >>> preflight_command(), preflight_command(("--network",))
+    (['envkit-check', '--quick'], ['envkit-check', '--quick', '--network'])
     """
-    return [CHECK_COMMAND, "--quick"]
+    return [CHECK_COMMAND, "--quick", *network]
 
 
 # Docker Hub's names: enroot reaches Docker Hub by default, and given one of these as a registry it
@@ -249,6 +250,7 @@ def context(ctx: GenContext) -> dict:
     if shm is not None:
         items.insert(0, {"here": False, "text": shm})
     anchored = any(m["here"] for m in items)
+    env = list(ctx.settings.env)
     return {
         "header": ctx.header("#"),
         # $here (the submit folder) is only defined when something refers to it: shellcheck flags unused names.
@@ -261,11 +263,11 @@ def context(ctx: GenContext) -> dict:
         # A bundle path left unset means "beside the submit directory" (a run-time value).
         "bundle": plan.slurm.bundle,
         "workdir": ctx.plan.image.spec.workdir,
-        "job_env": job_env(runtime, list(ctx.settings.env)),
+        "job_env": job_env(runtime, env),
         "job_env_disables": [LITERAL_ENV_DISABLE] if any(ch in value for _, value in ctx.settings.env
                                                          for ch in "$`") else [],
         # pyxis: the image's own value of a variable wins over the job's unless it is named here.
-        "env_names": ",".join(key for key, _ in ctx.settings.env),
+        "env_names": ",".join(key for key, _ in env),
         "ulimits": [{"name": u.name, **dict(zip(("letter", "value", "unit"), ulimit_args(u.name, u.soft), strict=True))}
                     for u in ctx.settings.ulimits],
         # pyxis and apptainer take a mount list; an OCI bundle holds its mounts.
@@ -273,7 +275,8 @@ def context(ctx: GenContext) -> dict:
         "mounts": items,
         "gpus": plan.gpus_per_node,
         "nproc": plan.nproc_per_node,
-        "preflight": preflight_command(),
+        "preflight": preflight_command(plan.network_check),
+        "network_check": bool(plan.network_check),
         "entrypoint": list(plan.entrypoint),
     }
 

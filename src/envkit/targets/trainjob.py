@@ -54,7 +54,9 @@ PATCH_MANAGER = "envkit.io/envkit"  # a domain-prefixed path: the webhook requir
 
 def command(p: Pod) -> tuple[str, ...]:
     """The preflight, then torchrun with the entrypoint as positional arguments (never shell-parsed)."""
-    script = " ".join(p.check_command) + ' && exec torchrun "$@"'
+    # Trainer hands the rendezvous to the container as PET_MASTER_ADDR, PET_MASTER_PORT, PET_NNODES and
+    # PET_NODE_RANK, which the network stage reads.
+    script = " ".join(p.check_command + p.plan.network_check) + ' && exec torchrun "$@"'
     return ("/bin/sh", "-c", kube_escape(script), "envkit-preflight") + tuple(kube_escape(w) for w in p.plan.entrypoint)
 
 
