@@ -5,7 +5,10 @@
 #   2. ../shared/gpu/reference_h2d.py: an independent H2D/D2H reference (torch only), on the same GPU;
 #   3. benchmarks/bench_worker_rss.py --cuda: a CUDA training process's host memory beside a loader worker's
 #      (the basis of sizing.PROCESS_RSS, measured on the CPU wheel only until a GPU run records it);
-#   4. the ratio of envkit's pinned/pageable H2D to the reference's.
+#   4. the network stage's NCCL path: two "nodes" (two harness processes on this host's loopback, both on GPU 0;
+#      NCCL >= 2.30 lets two ranks share a GPU with NCCL_MULTI_RANK_GPU_ENABLE=1, an older NCCL refuses it and
+#      the record says so): the transport NCCL names from its own INFO lines and the NCCL all_reduce bandwidth;
+#   5. the ratio of envkit's pinned/pageable H2D to the reference's.
 # On a host without CUDA it still runs the harness (quick) and says, in one line, which GPU parts it skipped.
 #
 # Usage: benchmarks/gpu_check.sh              (OUT=folder keeps the JSON documents; PYTHON=... picks the interpreter)
@@ -66,7 +69,18 @@ if [ "$cuda" = 1 ]; then
     sed 's/^/gpu_check: rss: /' "$OUT/worker_rss.txt"
 fi
 
-# 4. the summary and the ratio
+# 4. the network stage with NCCL (bounded: 70 s): two nodes on loopback, each its own harness process
+if [ "$cuda" = 1 ]; then
+    port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    for r in 0 1; do
+        MASTER_ADDR=127.0.0.1 MASTER_PORT=$port NODE_RANK=$r NNODES=2 ENVKIT_JOB_ID=gpu-check \
+        NCCL_MULTI_RANK_GPU_ENABLE=1 timeout 70 "$PY" -m envkit.harness --network --quick --num-workers 0 --json \
+            > "$OUT/network-$r.json" 2> "$OUT/network-$r.err" &
+    done
+    wait
+fi
+
+# 5. the summary and the ratio
 "$PY" - "$OUT" <<'PYEOF'
 import json, sys
 from pathlib import Path
@@ -76,6 +90,16 @@ report = json.loads((out / "harness.json").read_text())
 checks = {c["name"]: c for c in report["checks"]}
 summary = {"verdict": report["verdict"],
            "checks": {n: {"status": c["status"], "message": c["message"]} for n, c in checks.items()}}
+for r in (0, 1):  # the network stage's NCCL path (step 4)
+    f = out / f"network-{r}.json"
+    try:
+        net = {c["name"]: c for c in json.loads(f.read_text())["checks"]}.get("network", {})
+    except (OSError, ValueError):
+        continue
+    m = net.get("measured", {})
+    summary[f"network_{r}"] = {"status": net.get("status"), "message": net.get("message"),
+                               "transport": m.get("transport"), "gloo_gbps": m.get("bandwidth_gbps"),
+                               "nccl_gbps": m.get("nccl_bandwidth_gbps"), "elapsed_s": m.get("elapsed_s")}
 for name in ("gpu_arch", "gpu_driver", "pinned_transfer"):
     c = checks.get(name, {})
     print(f"gpu_check: {name}: {c.get('status')}: {c.get('message', '')[:300]}")

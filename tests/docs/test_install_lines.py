@@ -63,12 +63,14 @@ def test_the_windows_guide_runs_the_script_bypassed_and_installs_envkit_in_the_d
     windows = next(b for b in blocks if "setup-wsl.ps1" in b)
     runs = [line for line in windows.splitlines() if "setup-wsl.ps1" in line and not line.startswith("envkit")]
     assert len(runs) == 3 and all(r.startswith("powershell -ExecutionPolicy Bypass -File .\\out\\setup-wsl.ps1") for r in runs)
-    assert "py -m pip install envkit-torch" in windows and windows.index("envkit init") < windows.index(runs[0])
-    inside = next(b for b in blocks if "git clone" in b)
-    assert "pipx install envkit-torch" in inside and "/mnt/c" not in inside.split("git clone")[0]
+    # Not on the package index yet: both installs come from the one checkout, Windows' and then WSL's view of it.
+    assert "py -m pip install .\\envkit" in windows and windows.index("envkit init") < windows.index(runs[0])
+    assert windows.index("git clone <this repository> envkit") < windows.index("py -m pip install .\\envkit")
+    inside = next(b for b in blocks if "git clone <your repository>" in b)
+    assert "pipx install /mnt/c/Users/<you>/envkit-setup/envkit" in inside and "/mnt/c" not in inside.split("git clone")[0]
     steps = next(b for b in blocks if "envkit validate" in b and "envkit init" in b and "setup-wsl" not in b)
     for word in ("envkit init", "envkit generate", "envkit doctor", "envkit validate"):
         assert word in steps, word
-    assert text.index("pipx install envkit-torch") < text.index(steps)
+    assert text.index("pipx install /mnt/c/Users/<you>/envkit-setup/envkit") < text.index(steps)
     nvidia = next(b for b in blocks if "nvidia-ctk runtime configure" in b)
     assert nvidia.index("install -y nvidia-container-toolkit") < nvidia.index("nvidia-ctk runtime configure")
