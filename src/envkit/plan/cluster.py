@@ -19,8 +19,7 @@ Rules (each lives here only, or in the rule it names):
 - The registry host of the image nodes pull (:func:`registry_host`), None for Docker Hub.
 
 Example:
-    >>> from envkit.plan.network import network_plan
-from envkit.profile.model import Profile
+    >>> from envkit.profile.model import Profile
     >>> p = Profile.model_validate({"envkit": 1, "name": "t", "image": {"base": "debian", "tag": "reg.io/t:1"},
     ...     "run": {"gpus": 2, "cpus": 7.5}, "cluster": {"nodes": 2, "entrypoint": ["train.py"]}})
     >>> cp = cluster_plan(p)
@@ -160,8 +159,7 @@ def cluster_plan(p: Profile, source: str = "profile") -> ClusterPlan:
 def ranks_per_node(p: Profile) -> tuple[int, str]:
     """Training processes (torchrun ranks) on each node, and where that number came from.
 
-    >>> from envkit.plan.network import network_plan
-from envkit.profile.model import Profile
+    >>> from envkit.profile.model import Profile
     >>> base = {"envkit": 1, "name": "t", "image": {"base": "debian"}}
     >>> ranks_per_node(Profile.model_validate(base))
     (1, 'one training process (no cluster: section)')
@@ -188,8 +186,7 @@ from envkit.profile.model import Profile
 def gpus_per_node(p: Profile, source: str = "profile") -> int:
     """GPUs each node asks for (see the module docstring for the rule).
 
-    >>> from envkit.plan.network import network_plan
-from envkit.profile.model import Profile
+    >>> from envkit.profile.model import Profile
     >>> base = {"envkit": 1, "name": "t", "image": {"base": "debian"}}
     >>> gpus_per_node(Profile.model_validate({**base, "run": {"gpus": [0, 3]}, "cluster": {"entrypoint": ["t.py"]}}))
     2
