@@ -314,19 +314,19 @@ def loader_plan_of(profile, **host):
 
 def profile_warnings_of(profile) -> list[str]:
     from envkit.advice.profile import profile_warnings
-    from envkit.runsettings import RunSettings
+    from envkit.plan.runsettings import RunSettings
 
     return profile_warnings(profile, RunSettings.from_profile(profile), loader_plan_of(profile))
 
 
 def wsl_warnings_of(profile) -> list[str]:
-    from envkit.advice.wsl import wsl_warnings
+    from envkit.advice.wslvm import wsl_warnings
 
     return wsl_warnings(profile, loader_plan_of(profile))
 
 
 def expectation_of(profile) -> dict:
-    from envkit.expect import expectation
-    from envkit.runsettings import RunSettings
+    from envkit.plan.expectfile import expectation
+    from envkit.plan.runsettings import RunSettings
 
     return expectation(profile, RunSettings.from_profile(profile))

@@ -18,7 +18,7 @@ import pytest
 from envkit.commands import bundle, doctor, lock, wsl_apply
 from envkit.doctor.host import Host
 from envkit.plan import envplan
-from envkit.plan.wsl import Entry, Section, WslPlan
+from envkit.plan.wslconfig import Entry, Section, WslPlan
 
 MIB = 2**20
 REAL_BUILD_PLAN = envplan.build_plan

@@ -12,7 +12,7 @@ from envkit.commands import build, validate
 from envkit.engine import BuildEvent, BuildFailed, RunResult
 from envkit.errors import EngineError
 from envkit.profile import load_profile
-from envkit.runsettings import RunSettings, Volume
+from envkit.plan.runsettings import RunSettings, Volume
 from tests.fakes import FakeEngine
 
 PROFILE = """envkit: 1

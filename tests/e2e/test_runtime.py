@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from envkit.profile import load_profile
-from envkit.runsettings import RunSettings
+from envkit.plan.runsettings import RunSettings
 from tests.docs.runtime_blocks import check_block
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

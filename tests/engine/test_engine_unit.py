@@ -19,8 +19,8 @@ from envkit.engine.docker import GPU_HINT, BuildStreamParser, DockerEngine, crea
 from envkit.errors import EngineError, EnvkitError
 from envkit.leftovers import owner_labels
 from envkit.profile import load_profile
-from envkit.runsettings import RunSettings, Volume
-from envkit.runsettings import Ulimit as EnvkitUlimit
+from envkit.plan.runsettings import RunSettings, Volume
+from envkit.plan.runsettings import Ulimit as EnvkitUlimit
 from fakes import FakeEngine
 
 # Captured from dockerd 20.10 / runc on a host whose memlock hard limit is 8 MiB.

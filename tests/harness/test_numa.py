@@ -18,7 +18,7 @@ from envkit.doctor.host import Host
 from envkit.engine.docker import create_kwargs
 from envkit.harness.numa import check_numa, read_topology
 from envkit.profile import load_profile_bytes
-from envkit.runsettings import RunSettings
+from envkit.plan.runsettings import RunSettings
 from envkit.targets.compose import compose_service
 from envkit.targets.run import docker_flags
 

@@ -138,9 +138,9 @@ def test_expectation_carries_and_checks_the_cost():
 
 
 def test_profile_key_reaches_the_expectation():
-    from envkit.expect import expectation
+    from envkit.plan.expectfile import expectation
     from envkit.profile.model import Profile
-    from envkit.runsettings import RunSettings
+    from envkit.plan.runsettings import RunSettings
 
     base = {"envkit": 1, "name": "d", "image": {"base": "debian:bookworm"}}
     p = Profile.model_validate(base)

@@ -10,7 +10,7 @@ from pathlib import Path
 from envkit.cli import main
 from envkit.plan.image import Layout
 from envkit.plan.loader import LoaderPlan
-from envkit.runsettings import RunSettings
+from envkit.plan.runsettings import RunSettings
 from tests.conftest import copy_example
 
 

@@ -23,12 +23,12 @@ import yaml
 
 from envkit.commands.bundle import MARKER, check_destination
 from envkit.plan.envplan import build_plan
-from envkit.plan.oci import oci_config
+from envkit.targets.oci import oci_config
 from envkit.generation import render_all
 from envkit.errors import UsageError
 from envkit.profile import load_profile
 from envkit.profile.model import Profile
-from envkit.runsettings import RunSettings
+from envkit.plan.runsettings import RunSettings
 from envkit.targets.slurm import warnings as _slurm_warnings
 from tests.conftest import plan_of
 from envkit.targets.slurm import preflight_command

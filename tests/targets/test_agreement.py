@@ -19,7 +19,7 @@ import yaml
 from envkit.engine.docker import create_kwargs
 from envkit.generation import render_all
 from envkit.profile import load_profile
-from envkit.runsettings import RunSettings, remaps_user
+from envkit.plan.runsettings import RunSettings, remaps_user
 from envkit.units import parse_size
 from tests.conftest import copy_example, example_profiles
 

@@ -15,7 +15,7 @@ import yaml
 from envkit.generation import render_all
 from envkit.profile import load_profile
 from envkit.hostpaths import bash_path, is_drive_path, split_volume
-from envkit.runsettings import RunSettings
+from envkit.plan.runsettings import RunSettings
 from envkit.targets.run import docker_flags
 
 PROFILE = """envkit: 1

@@ -2,7 +2,7 @@
 
 ``profile_warnings`` sizes the run settings from the loader section and says,
 per key path, what is too small or contradictory and what value to use. It reads
-the decided :class:`~envkit.runsettings.RunSettings` (what Docker will get), and
+the decided :class:`~envkit.plan.runsettings.RunSettings` (what Docker will get), and
 every number comes from the harness's rules (:mod:`envkit.harness.sizing`) through
 the run's loader plan (:func:`envkit.plan.loader.loader_plan`), which ``envkit doctor`` also uses with the host's facts, so
 generate's warnings, the doctor and the in-container checks agree.
@@ -26,13 +26,13 @@ import math
 
 from envkit.harness.report import human_bytes, plural
 from envkit.advice.image import image_warnings
-from envkit.advice.wsl import wsl_warnings
+from envkit.advice.wslvm import wsl_warnings
 from envkit.findings import Finding
 from envkit.harness.sizing import GIB, PROCESS_RSS, batch_bytes, recommended_shm_bytes
 from envkit.plan.image import ImagePlan
 from envkit.plan.loader import LoaderPlan
 from envkit.profile.model import Profile
-from envkit.runsettings import RunSettings
+from envkit.plan.runsettings import RunSettings
 from envkit.units import format_size
 
 

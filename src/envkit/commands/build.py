@@ -18,7 +18,7 @@ from envkit.errors import CheckFailed
 from envkit.jsonout import BuildDoc, emit
 from envkit.profile import LoadedProfile, load_profile
 from envkit.pythons import python_problem, real_version
-from envkit.runsettings import RunSettings
+from envkit.plan.runsettings import RunSettings
 
 if TYPE_CHECKING:
     from envkit.engine import Engine

@@ -1,6 +1,6 @@
 """``envkit bundle``: an OCI bundle (rootfs + config.json) of the built image, for Slurm's ``srun --container``.
 
-config.json is the plan's (:func:`envkit.plan.oci.oci_config`): the same run settings as run.sh,
+config.json is the plan's (:func:`envkit.targets.oci.oci_config`): the same run settings as run.sh,
 and who the container runs as (:func:`current_submitter`).
 
 The bundle folder gets a marker file; an existing folder without it (or a non-empty one) is
@@ -22,7 +22,7 @@ from typing import TextIO
 from envkit.commands import profile_argument, resolve_profile
 from envkit.errors import EngineError, UsageError
 from envkit.profile import load_profile
-from envkit.plan.oci import identity, oci_config
+from envkit.targets.oci import identity, oci_config
 from envkit.safeio import FileRefused
 from envkit.termtext import neutralise
 from envkit.units import format_size

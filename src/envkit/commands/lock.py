@@ -28,7 +28,7 @@ from envkit.errors import EnvkitError, ProfileError, UsageError
 from envkit.jsonout import LockDoc, emit
 from envkit.output import write_backup
 from envkit.safeio import replace_file
-from envkit.lockfile import LOCK_FILE, PLATFORM, header, inputs_digest, lock_path, recorded_hash, requirements_in
+from envkit.plan.lockfile import LOCK_FILE, PLATFORM, header, inputs_digest, lock_path, recorded_hash, requirements_in
 from envkit.profile import LoadedProfile, load_profile
 from envkit.plan.image import ImagePlan
 from envkit.pythons import image_python

@@ -1,7 +1,7 @@
 """``envkit validate``: build (or take ``--image``), run the harness in a container with exactly the
 profile's run settings, and report; ``--compare-default`` also runs it under Docker's defaults.
 
-The container's settings are the profile's :class:`~envkit.runsettings.RunSettings`, the same
+The container's settings are the profile's :class:`~envkit.plan.runsettings.RunSettings`, the same
 decisions that write run.sh and compose.yaml, handed to the engine seam as they are. "Docker's
 defaults" means no --shm-size, --ipc, --init, --cpuset-cpus, --cpus, --memory, --ulimit or
 volume; a GPU request and the environment are kept, so the comparison isolates what envkit tunes.
@@ -37,7 +37,7 @@ from envkit.plan.envplan import EnvPlan, build_plan
 from envkit.harness.report import human_bytes
 from envkit.profile import LoadedProfile, load_profile
 from envkit.pythons import python_problem
-from envkit.runsettings import RunSettings
+from envkit.plan.runsettings import RunSettings
 from envkit.termtext import neutralise
 from envkit.plan.paths import EXPECT_FILE, HARNESS_DIR, HARNESS_FILE
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from envkit.plan.loader import LoaderPlan, loader_plan
-from envkit.advice.wsl import VM_HEADROOM, container_memory_need
+from envkit.advice.wslvm import VM_HEADROOM, container_memory_need
 from envkit.doctor.host import Host
 from envkit.harness.env import WSL_ENV_VARS, WSL_INTEROP_FILE, read_cgroup_cpu_quota, wsl_version
 from envkit.harness.report import FAIL, PASS, SKIP, WARN, human_bytes, make_check

@@ -22,9 +22,9 @@ from envkit.findings import Finding, Locator
 from envkit.plan.cluster import ClusterAsk, ClusterPlan, cluster_ask, cluster_plan
 from envkit.plan.image import ImagePlan, image_plan
 from envkit.plan.loader import LoaderPlan, loader_plan
-from envkit.plan.wsl import WslPlan, wsl_plan
+from envkit.plan.wslconfig import WslPlan, wsl_plan
 from envkit.profile import LoadedProfile
-from envkit.runsettings import RunSettings
+from envkit.plan.runsettings import RunSettings
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ def build_plan(loaded: LoadedProfile, out_dir: Path = Path(".")) -> EnvPlan:
     host's own facts are ``envkit doctor``'s (:func:`envkit.plan.loader.loader_plan` with them)."""
     from envkit.advice.profile import file_warnings, profile_warnings, sizing_notes
     from envkit.advice.team import team_warnings
-    from envkit.expect import expectation_json
+    from envkit.plan.expectfile import expectation_json
 
     p = loaded.profile
     loader = loader_plan(p)

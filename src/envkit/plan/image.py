@@ -97,7 +97,7 @@ class ImageUser:
     def remapped(self) -> bool:
         """True when the image carries envkit-entrypoint: a container started as root remaps this non-root
         user to the project folder owner's uid/gid and drops to it (the rule of
-        :func:`envkit.runsettings.remaps_user`)."""
+        :func:`envkit.plan.runsettings.remaps_user`)."""
         return not self.is_root
 
 

@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # annotations only: the CLI reads TARGETS without loading the
 
     from envkit.findings import Finding
     from envkit.plan.envplan import EnvPlan
-    from envkit.runsettings import Volume
+    from envkit.plan.runsettings import Volume
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """compose.yaml: one service that builds the Dockerfile and runs with the profile's settings.
 
-This module owns the compose spelling of :class:`~envkit.runsettings.RunSettings`
+This module owns the compose spelling of :class:`~envkit.plan.runsettings.RunSettings`
 (:func:`compose_service`).
 
 Example:
@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from envkit.runsettings import REMAP_ENV, RunSettings
+from envkit.plan.runsettings import REMAP_ENV, RunSettings
 from envkit.targets import GenContext, OutputFile
 from envkit.targets.dockerfile import build_args
 from envkit.units import format_size

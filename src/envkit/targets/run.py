@@ -4,7 +4,7 @@ Relative volume sources are resolved against the script's own folder at run
 time, so the script works from any current directory. With envkit's local-only default image it stops
 before `docker run` when that image is not built yet (nothing is pulled in its name).
 
-This module owns the ``docker run`` spelling of :class:`~envkit.runsettings.RunSettings`
+This module owns the ``docker run`` spelling of :class:`~envkit.plan.runsettings.RunSettings`
 (:func:`docker_flags`); devcontainer's ``runArgs`` and ``envkit flags`` import it from here.
 
 Example:
@@ -18,7 +18,7 @@ from __future__ import annotations
 import shlex
 
 from envkit.hostpaths import bash_path
-from envkit.runsettings import REMAP_ENV, RunSettings
+from envkit.plan.runsettings import REMAP_ENV, RunSettings
 from envkit.targets import GenContext, OutputFile
 from envkit.units import format_size
 

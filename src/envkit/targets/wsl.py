@@ -1,6 +1,6 @@
 """The wsl target: ``.wslconfig``, ``wsl.conf`` and the ``setup-wsl.ps1`` bootstrap.
 
-The run's plan decides every key, value spelling and note (:mod:`envkit.plan.wsl`); the templates
+The run's plan decides every key, value spelling and note (:mod:`envkit.plan.wslconfig`); the templates
 only loop.
 
 Example:
@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 
 from envkit import DISTRIBUTION
-from envkit.plan.wsl import STORE_WSL_MIN, WSL2_BACKPORT_BUILDS, WSL2_MIN_BUILD, WSL2_MIN_UBR, WSL_INSTALL_MIN_BUILD, Section
+from envkit.plan.wslconfig import STORE_WSL_MIN, WSL2_BACKPORT_BUILDS, WSL2_MIN_BUILD, WSL2_MIN_UBR, WSL_INSTALL_MIN_BUILD, Section
 from envkit.targets import GenContext, OutputFile
 
 # UTF-8 with a BOM: Windows PowerShell 5.1 reads a BOM-less script as the ANSI code page,

@@ -21,7 +21,7 @@ from envkit.harness.expect import VERSION  # the consumer defines the format's v
 from envkit.harness.sizing import NodeLoader
 from envkit.plan.loader import loader_plan
 from envkit.profile.model import Profile
-from envkit.runsettings import RunSettings
+from envkit.plan.runsettings import RunSettings
 
 
 def expectation(profile: Profile, rs: RunSettings, node: NodeLoader | None = None) -> dict:

@@ -1,7 +1,7 @@
 """The OCI runtime config (config.json) of a bundle, from the plan: ``envkit bundle`` writes it.
 
 Slurm's own OCI support runs a bundle through runc/crun (``oci.conf``). config.json carries the
-same run settings as run.sh (the plan's :class:`~envkit.runsettings.RunSettings`):
+same run settings as run.sh (the plan's :class:`~envkit.plan.runsettings.RunSettings`):
 
 - ``/dev/shm`` a tmpfs of the planned size (the node's /dev/shm under ``ipc: host``);
 - ``process.rlimits`` from ``run.ulimits`` in a root bundle. Root's runc sets them itself, soft and
@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from envkit.plan.envplan import EnvPlan
-    from envkit.runsettings import RunSettings
+    from envkit.plan.runsettings import RunSettings
 
 RLIM_INFINITY = 2**64 - 1  # what the OCI spec's uint64 rlimits use for "unlimited"
 # Every capability Docker grants by default (runc spec's smaller set breaks apt, chown, ping).
