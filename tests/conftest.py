@@ -298,9 +298,9 @@ def e2e_image(e2e_dir) -> str:
 
 
 # The run's plan for a bare Profile (tests that build one with Profile.model_validate): what
-# envkit.plan.envplan.build_plan decides for a profile loaded from a file in the current folder.
+# envkit.planner.build_plan decides for a profile loaded from a file in the current folder.
 def plan_of(profile, out_dir: Path = Path("out")):
-    from envkit.plan.envplan import build_plan
+    from envkit.planner import build_plan
     from envkit.profile import LoadedProfile
 
     return build_plan(LoadedProfile(profile, "profile.yaml", Path.cwd(), "0" * 64), out_dir)

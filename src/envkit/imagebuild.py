@@ -22,7 +22,8 @@ from envkit.errors import EngineError
 from envkit.generation import render_build_context, report_warnings
 from envkit.leftovers import make_build_dir, sweep
 from envkit.output import write_outputs
-from envkit.plan.envplan import EnvPlan, build_plan
+from envkit.plan.envplan import EnvPlan
+from envkit.planner import build_plan
 from envkit.profile import LoadedProfile
 from envkit.termtext import neutralise
 

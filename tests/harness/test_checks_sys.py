@@ -191,7 +191,8 @@ def test_the_memlock_remedy_is_docker_s_off_a_cluster_and_for_other_limits():
 def test_the_harness_without_an_expectation_runs_a_bare_profiles_loader():
     """One set of DataLoader defaults: a profile that leaves loader: unset promises what the harness runs alone."""
     from envkit.plan.expectfile import expectation
-    from envkit.profile.model import Loader, Profile
+    from envkit.profile.model import Profile
+    from envkit.profile.sections import Loader
     from envkit.plan.runsettings import RunSettings
 
     bare = Profile.model_validate({"envkit": 1, "name": "bare", "image": {"base": "none"}})

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from envkit.commands.bundle import MARKER, check_destination
-from envkit.plan.envplan import build_plan
+from envkit.planner import build_plan
 from envkit.targets.oci import oci_config
 from envkit.generation import render_all
 from envkit.errors import UsageError

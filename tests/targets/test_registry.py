@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from envkit.generation import render_owned
-from envkit.plan.envplan import build_plan
+from envkit.planner import build_plan
 from envkit.plan.registry import REGISTRY, output_names
 from envkit.profile import load_profile
 from tests.conftest import call_envkit, copy_example, example_profiles

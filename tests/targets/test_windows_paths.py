@@ -77,6 +77,6 @@ def test_a_project_folder_on_a_drive_may_be_mounted():
     from envkit.profile.rules import mount_source_problems
 
     loaded_default = load_profile(None)
-    assert mount_source_problems(loaded_default.profile, PureWindowsPath(r"C:\Users\me\proj")) == []  # type: ignore[arg-type]
-    problems = mount_source_problems(loaded_default.profile, PureWindowsPath(r"C:\Users\me\a:b"))  # type: ignore[arg-type]
+    assert mount_source_problems(loaded_default.profile.run, None, PureWindowsPath(r"C:\Users\me\proj")) == []  # type: ignore[arg-type]
+    problems = mount_source_problems(loaded_default.profile.run, None, PureWindowsPath(r"C:\Users\me\a:b"))  # type: ignore[arg-type]
     assert any("contains ':'" in message for _, message in problems)

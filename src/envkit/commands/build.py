@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from envkit.commands import profile_argument, resolve_profile
+from envkit.commands.arguments import profile_argument, resolve_profile
 from envkit.errors import CheckFailed
 from envkit.jsonout import BuildDoc, emit
 from envkit.profile import LoadedProfile, load_profile

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from envkit.commands import profile_argument, resolve_profile
+from envkit.commands.arguments import profile_argument, resolve_profile
 from envkit.errors import EngineError, UsageError
 from envkit.profile import load_profile
 from envkit.targets.oci import identity, oci_config
@@ -170,7 +170,7 @@ def remove_tree(path: Path) -> None:
 def run(profile_path: Path | None, image: str | None, out_dir: Path, *, out: TextIO, err: TextIO) -> int:
     import tempfile  # here, not at the top: building the CLI's parser imports every command module
 
-    from envkit.plan.envplan import build_plan  # here, not at the top: building the CLI's parser imports every command module
+    from envkit.planner import build_plan  # here, not at the top: building the CLI's parser imports every command module
 
     loaded = load_profile(profile_path)
     p = loaded.profile

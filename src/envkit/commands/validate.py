@@ -30,10 +30,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from envkit.commands import profile_argument, resolve_profile, seconds
+from envkit.commands.arguments import profile_argument, resolve_profile, seconds
 from envkit.errors import CheckFailed, EngineError
 from envkit.generation import report_warnings
-from envkit.plan.envplan import EnvPlan, build_plan
+from envkit.plan.envplan import EnvPlan
+from envkit.planner import build_plan
 from envkit.harness.report import human_bytes
 from envkit.profile import LoadedProfile, load_profile
 from envkit.pythons import python_problem

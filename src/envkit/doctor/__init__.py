@@ -28,7 +28,7 @@ from envkit.doctor import checks as C
 from envkit.doctor.host import Host
 from envkit.doctor.spawncheck import SCRIPT_MAX, check_file
 from envkit.harness.report import FAIL, PASS, WARN, make_check, verdict
-from envkit.plan import envplan
+from envkit import planner
 from envkit.profile import LoadedProfile
 
 SCHEMA_VERSION = 1
@@ -94,10 +94,10 @@ def _abs(host: Host, p: Path) -> str:
 def diagnose(host: Host, loaded: LoadedProfile, scripts: list[Path], data_paths: list[Path]) -> dict:
     """Run every check; scripts are read from the local file system, data paths through ``host``.
 
-    The container's decisions are the one plan's (:func:`envkit.plan.envplan.build_plan`); this host's
+    The container's decisions are the one plan's (:func:`envkit.planner.build_plan`); this host's
     loaders are that plan fed with the host's CPUs (:func:`.checks.host_plan`)."""
     profile = loaded.profile
-    container = envplan.build_plan(loaded).loader
+    container = planner.build_plan(loaded).loader
     wsl = C.detect_wsl(host)
     mounts = C.read_mounts(host)
     plan = C.host_plan(host, profile, container)  # the loader's plan on this host, decided once for every check
@@ -136,7 +136,7 @@ def host_fit(host: Host, loaded: LoadedProfile) -> list[dict]:
     ['memory', 'cpus', 'gpu', 'memlock']
     """
     profile = loaded.profile
-    container = envplan.build_plan(loaded).loader
+    container = planner.build_plan(loaded).loader
     wsl = C.detect_wsl(host)
     plan = C.host_plan(host, profile, container)
     return [C.check_memory(host, profile, wsl, plan), C.check_cpus(host, profile, plan, container),

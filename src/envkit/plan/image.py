@@ -171,7 +171,7 @@ def image_spec(loaded: LoadedProfile, certs: bool, packages_stage: bool) -> Imag
         base_ref=f"{image.base}@{image.digest}" if image.digest else image.base,
         installer=image.installer, apt_packages=tuple(apt_packages(image)), ca_env=ca_env,
         user=ImageUser(u.name, u.uid, u.gid, u.is_root), workdir=image.workdir,
-        proxy_build_args=tuple(proxy_build_args(p)), env=tuple(sorted(image.env.items())),
+        proxy_build_args=tuple(proxy_build_args(p.image.proxy)), env=tuple(sorted(image.env.items())),
         labels=tuple(sorted(labels.items())), pip_packages=tuple(image.pip_packages),
         install_project=image.install_project, copies_project=p.copies_project, tag=p.image_tag,
         tag_is_default=p.image_is_default,
@@ -219,7 +219,7 @@ class ImagePlan:
 def torch_requirement(torch) -> tuple[str, str | None]:
     """(requirement, index URL) for the profile's torch.
 
-    >>> from envkit.profile.model import Torch
+    >>> from envkit.profile.sections import Torch
     >>> torch_requirement(Torch(version="2.5.1", variant="cu124"))
     ('torch==2.5.1', 'https://download.pytorch.org/whl/cu124')
     >>> torch_requirement(Torch(version="2.5.1", find_links=("wheels",)))

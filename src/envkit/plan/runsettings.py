@@ -102,7 +102,7 @@ class RunSettings:
         """The settings of ``p``; ``loader``: the run's loader plan when built already (it sizes /dev/shm)."""
         env = dict(p.run.env)
         # Run-time downloads (datasets, hub models) need the proxy as much as the build does.
-        for key, value in proxy_build_args(p):
+        for key, value in proxy_build_args(p.image.proxy):
             env.setdefault(key, value)
         vols = []
         if p.run.mount_project:

@@ -4,25 +4,27 @@ Each rule returns its problems as ``(key path, message)``; :func:`raise_problems
 pydantic ``ValidationError`` of ``PydanticCustomError`` s whose ``ctx`` carries the key path (``at``), the
 message and any hint, which envkit.profile.load places at the key's line and column.
 
+Each rule reads the sections it needs (:mod:`envkit.profile.sections`, :mod:`envkit.profile.cluster`), never
+the whole profile, so the profile model imports the rules and nothing imports back.
+
 Example:
-    >>> from envkit.profile.model import Profile
-    >>> p = Profile.model_construct(run=Profile.model_fields["run"].default.model_copy(update={"gpus": (0, "0")}))
-    >>> gpu_id_problems(p)[0][0]
+    >>> from envkit.profile.sections import Run
+    >>> gpu_id_problems(Run.model_construct(gpus=(0, "0")))[0][0]
     ('run', 'gpus', 1)
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pydantic_core import PydanticCustomError
 from pydantic_core import ValidationError as CoreValidationError
 
+from envkit.hostpaths import is_drive_path, split_volume
+from envkit.profile.cluster import Cluster
+from envkit.profile.proxy import proxy_build_args
+from envkit.profile.sections import Proxy, Run
 from envkit.termtext import neutralise
-
-if TYPE_CHECKING:
-    from envkit.profile.model import Profile
 
 Problems = list[tuple[tuple[str | int, ...], str]]
 
@@ -47,7 +49,7 @@ def raise_problems(kind: str, problems: Problems, data: object, hint: str | None
     raise CoreValidationError.from_exception_data("Profile", details)  # type: ignore[arg-type]
 
 
-def gpu_id_problems(profile: Profile) -> Problems:
+def gpu_id_problems(run: Run) -> Problems:
     """A GPU id listed twice in run.gpus, at the second one's key.
 
     Docker hands the container each listed device once (``--gpus device=0,0`` is one GPU), while the
@@ -55,7 +57,7 @@ def gpu_id_problems(profile: Profile) -> Problems:
     An index and a UUID naming the same card cannot be told apart without the host; only equal spellings
     (0 and "0", a UUID in either case) are caught.
     """
-    gpus = profile.run.gpus
+    gpus = run.gpus
     if not isinstance(gpus, tuple):
         return []
     seen: dict[str, int] = {}
@@ -73,24 +75,22 @@ def gpu_id_problems(profile: Profile) -> Problems:
              "list each id once") for i, first in twice]
 
 
-def run_env_problems(profile: Profile) -> Problems:
+def run_env_problems(run: Run, proxy: Proxy | None) -> Problems:
     """run.env entries over the kernel's argument limits (ENV_ENTRY_MAX each, ENV_TOTAL_MAX together).
 
     Decided over an env file: docker's ``--env-file`` reads lines of at most 64 KiB (Go's bufio.Scanner)
     and compose interpolates ``$`` in its ``env_file``, so a file would carry neither larger nor more
     literal values than argv does; a large value belongs in a mounted file (run.volumes).
     """
-    from envkit.profile.proxy import proxy_build_args
-
     problems: Problems = []
-    env = dict(profile.run.env)
+    env = dict(run.env)
     for key, value in env.items():
         size = len(f"{key}={value}".encode())
         if size > ENV_ENTRY_MAX:
             problems.append((("run", "env", key), f"{key}=VALUE is {size} bytes; one run.env entry is at most "
                              f"{ENV_ENTRY_MAX // 1024} KiB ({ENV_ENTRY_MAX} bytes), under Linux's 128 KiB limit "
                              "on one argument (docker run --env=KEY=VALUE)"))
-    for key, value in proxy_build_args(profile):
+    for key, value in proxy_build_args(proxy):
         env.setdefault(key, value)
     total = sum(len(f"{k}={v}".encode()) for k, v in env.items())
     if not problems and total > ENV_TOTAL_MAX:
@@ -100,32 +100,29 @@ def run_env_problems(profile: Profile) -> Problems:
     return problems
 
 
-def mount_source_problems(profile: Profile, base_dir: Path | None) -> Problems:
+def mount_source_problems(run: Run, cluster: Cluster | None, base_dir: Path | None) -> Problems:
     """Host paths holding ':' where they become ``--volume SRC:DST`` (Docker splits at ':'), and mount
     sources the Slurm runtimes' lists cannot carry; the profile's folder (``base_dir``) only when known.
 
     Decided over writing ``--mount``: run.sh, compose's short syntax, devcontainer and the SDK all
     share the SRC:DST form, and a project path with ':' is rare; a clear refusal beats four spellings.
     """
-    from envkit.hostpaths import is_drive_path, split_volume
-
     def colon(path: Path) -> bool:  # a Windows drive's "C:" is one Docker Desktop reads
         text = str(path)
         return ":" in (text[2:] if is_drive_path(text) else text)
 
     problems: Problems = []
-    if base_dir is not None and profile.run.mount_project and colon(base_dir):
+    if base_dir is not None and run.mount_project and colon(base_dir):
         problems.append((("run", "mount_project"), f"the profile's folder {str(base_dir)!r} contains "
                          "':', which Docker's --volume SRC:DST cannot carry (it splits at ':'); move the project to "
                          "a path without ':', or set run.mount_project: false"))
-    for i, spec in enumerate(profile.run.volumes):
+    for i, spec in enumerate(run.volumes):
         src = split_volume(spec)[0]
         if base_dir is not None and not src.startswith("/") and not is_drive_path(src) and colon(base_dir / src):
             problems.append((("run", "volumes", i), f"{src!r} is relative to {str(base_dir)!r}, "
                              "which contains ':' (Docker's --volume splits at ':'); use an absolute path without ':'"))
-    cluster = profile.cluster
     if cluster is not None and cluster.slurm.runtime in ("pyxis", "apptainer"):
-        for i, spec in enumerate(profile.run.volumes):
+        for i, spec in enumerate(run.volumes):
             src = spec.split(":", 1)[0]
             bad = sorted({ch for ch in SLURM_MOUNT_SEPARATORS if ch in src})
             if bad:

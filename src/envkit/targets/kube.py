@@ -283,7 +283,7 @@ def kube_warnings(plan: EnvPlan) -> list[Finding]:
     """What the Kubernetes targets (k8s, trainjob) cannot express, one line each naming the profile key.
 
     >>> from pathlib import Path
-    >>> from envkit.plan.envplan import build_plan
+    >>> from envkit.planner import build_plan
     >>> from envkit.profile import load_profile_bytes
     >>> lp = load_profile_bytes(b"envkit: 1\\nname: t\\nimage: {base: debian, tag: reg.io/t:1}\\n"
     ...     b"run: {cpuset: '0-3', memory: 8g}\\ncluster: {entrypoint: [t.py], kubernetes: "

@@ -27,7 +27,7 @@ same run settings as run.sh (the plan's :class:`~envkit.plan.runsettings.RunSett
 Pure: the same plan and arguments give the same document.
 
 Example:
-    >>> from envkit.plan.envplan import build_plan
+    >>> from envkit.planner import build_plan
     >>> from envkit.profile import load_profile
     >>> plan = build_plan(load_profile(None))
     >>> cfg = oci_config(plan, user=(1000, 1000), workdir="/workspace", image_env=["PATH=/usr/bin"],

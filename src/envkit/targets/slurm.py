@@ -111,7 +111,7 @@ def warnings(plan: EnvPlan) -> list[Finding]:
     does instead, so nobody believes a setting reached the job when it did not.
 
     >>> from pathlib import Path
-    >>> from envkit.plan.envplan import build_plan
+    >>> from envkit.planner import build_plan
     >>> from envkit.profile import load_profile_bytes
     >>> lp = load_profile_bytes(b"envkit: 1\\nname: demo\\nimage: {base: 'debian:bookworm'}\\nrun: {cpuset: '0-3'}\\n"
     ...     b"cluster: {entrypoint: [train.py], image: 'reg.example.com/demo:1'}\\n", "d.yaml", Path("."))

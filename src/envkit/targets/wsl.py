@@ -4,7 +4,7 @@ The run's plan decides every key, value spelling and note (:mod:`envkit.plan.wsl
 only loop.
 
 Example:
-    >>> from envkit.plan.envplan import build_plan
+    >>> from envkit.planner import build_plan
     >>> from envkit.profile import load_profile
     >>> from envkit.generation import context
     >>> sorted(f.path for f in render(context(build_plan(load_profile(None)))))
