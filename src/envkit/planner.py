@@ -36,8 +36,8 @@ def build_plan(loaded: LoadedProfile, out_dir: Path = Path(".")) -> EnvPlan:
     host's own facts are ``envkit doctor``'s (:func:`envkit.plan.loader.loader_plan` with them)."""
     p = loaded.profile
     loader = loader_plan(p)
-    settings = RunSettings.from_profile(p, loader)
     image = image_plan(loaded, out_dir)
+    settings = RunSettings.from_profile(p, loader, image.spec.user)
     cluster: ClusterPlan | None = None
     error: ProfileError | None = None
     try:

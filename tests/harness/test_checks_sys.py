@@ -193,10 +193,11 @@ def test_the_harness_without_an_expectation_runs_a_bare_profiles_loader():
     from envkit.plan.expectfile import expectation
     from envkit.profile.model import Profile
     from envkit.profile.sections import Loader
-    from envkit.plan.runsettings import RunSettings
+    from tests.conftest import plan_of
 
     bare = Profile.model_validate({"envkit": 1, "name": "bare", "image": {"base": "none"}})
-    promised = expectation(bare, RunSettings.from_profile(bare))["loader"]
+    plan = plan_of(bare)
+    promised = expectation(bare, plan.settings, plan.loader)["loader"]
     alone = resolve_loader(None, usable=4)
     assert {k: alone[k if k != "num_workers" else "num_workers_requested"] for k in promised} == promised
     assert Loader().model_dump(mode="json") == promised

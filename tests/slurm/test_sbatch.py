@@ -28,7 +28,6 @@ from envkit.generation import render_all
 from envkit.errors import UsageError
 from envkit.profile import load_profile
 from envkit.profile.model import Profile
-from envkit.plan.runsettings import RunSettings
 from envkit.targets.slurm import warnings as _slurm_warnings
 from tests.conftest import plan_of
 from envkit.targets.slurm import preflight_command
@@ -202,7 +201,7 @@ def test_run_env_and_the_proxy_reach_the_container_over_the_image(runtime, tmp_p
     data = yaml.safe_load(profile.read_text())
     data["image"]["proxy"] = proxy
     profile.write_text(yaml.safe_dump(data))
-    rs = RunSettings.from_profile(load_profile(profile).profile)
+    rs = build_plan(load_profile(profile)).settings
     expected = dict(rs.env)
     assert expected["QUOTED"] == "a b; $(touch /tmp/pwned) 'x'" and expected["no_proxy"] == "localhost,.corp"
     out = tmp_path / "out"
@@ -329,7 +328,7 @@ def test_oci_config_carries_the_run_settings(tmp_path):
     # c10d tells nodes apart by (host name, pid): no uts or pid namespace (docs/slurm.md).
     assert {n["type"] for n in cfg["linux"]["namespaces"]} == {"ipc", "mount"}
     host = cfg["mounts"] and p.model_copy(update={"run": p.run.model_copy(update={"ipc": "host"})})
-    shm = {m["destination"]: m for m in oci_config(replace(plan, settings=RunSettings.from_profile(host)), **_image(p),
+    shm = {m["destination"]: m for m in oci_config(replace(plan, settings=plan_of(host).settings), **_image(p),
                                                    image_env=[], base_dir=tmp_path)["mounts"]}["/dev/shm"]
     assert shm["type"] == "bind" and shm["source"] == "/dev/shm"
 
@@ -386,7 +385,7 @@ def test_no_mounts_and_no_gpus(runtime, tmp_path):
 def test_sbatch_agrees_with_the_run_settings(example, tmp_path):
     """Parse the #SBATCH lines back and compare with the one translation (RunSettings) and the cluster section."""
     loaded = load_profile(copy_example(example, tmp_path))
-    p, rs = loaded.profile, RunSettings.from_profile(loaded.profile)
+    p, rs = loaded.profile, build_plan(loaded).settings
     text = sbatch_text(tmp_path / example, tmp_path / "out")
     opts = dict(line.split(None, 1)[1].lstrip("-").split("=", 1) for line in text.splitlines()
                 if line.startswith("#SBATCH"))

@@ -12,11 +12,11 @@ Memory rule (docs/profile.md): a container's memory cgroup is charged for the
 process with torch imported, so ``memory >= shm_need + (workers + 1) * PROCESS_RSS``.
 
 Example:
+    >>> from envkit.planner import build_plan
     >>> from envkit.profile import load_profile
-    >>> from envkit.plan.loader import loader_plan
-    >>> p = load_profile(None).profile
-    >>> rs = RunSettings.from_profile(p)
-    >>> profile_warnings(p, rs, loader_plan(p))
+    >>> loaded = load_profile(None)
+    >>> plan = build_plan(loaded)
+    >>> profile_warnings(loaded.profile, plan.settings, plan.loader)
     []
 """
 

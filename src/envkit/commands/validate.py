@@ -196,8 +196,8 @@ def render_comparison(profile: str, image: str, generated: dict, default: dict |
     return "\n".join(rows)
 
 
-def check_host_first(loaded: LoadedProfile, host: Host | None, err: TextIO) -> None:
-    """doctor's host checks for the profile's container; CheckFailed (exit 1) naming each that fails.
+def check_host_first(loaded: LoadedProfile, plan: EnvPlan, host: Host | None, err: TextIO) -> None:
+    """doctor's host checks for the container of the run's ``plan``; CheckFailed (exit 1) naming each that fails.
 
     Skipped, with a note, when the engine is remote: its host is not this one.
     """
@@ -211,7 +211,7 @@ def check_host_first(loaded: LoadedProfile, host: Host | None, err: TextIO) -> N
         print(f"envkit: note: the engine at {where} runs elsewhere: this host's cpuset, memory and GPU checks are skipped",
               file=err)
         return
-    failed = [c for c in host_fit(host, loaded) if c["status"] == FAIL]
+    failed = [c for c in host_fit(host, loaded, plan) if c["status"] == FAIL]
     if failed:
         raise CheckFailed(f"{loaded.source}: this host cannot run the profile's container, so nothing was built: "
                           + "; ".join(f"{c['name']}: {c['message']}" for c in failed),
@@ -222,16 +222,20 @@ def check_host_first(loaded: LoadedProfile, host: Host | None, err: TextIO) -> N
 def run(profile_path: Path | None, *, image: str | None, compare_default: bool, as_json: bool, timeout: float,
         quick: bool, out: TextIO, err: TextIO, engine: Engine | None = None, host: Host | None = None) -> int:
     loaded = load_profile(profile_path)
-    check_host_first(loaded, host, err)
-    from envkit.imagebuild import build_image, connect  # here, not at the top: building the CLI's parser imports every command module
+    # here, not at the top: building the CLI's parser imports every command module
+    from envkit.imagebuild import build_image, connect, planned_build
     from envkit.leftovers import sweep
 
-    engine = connect(engine)
     if image is None:
-        image, plan, _ = build_image(loaded, engine, tag=None, no_cache=False, err=err)  # it sweeps and warns
+        with planned_build(loaded) as plan:  # the run's one plan: the host check reads it, then the build
+            check_host_first(loaded, plan, host, err)
+            engine = connect(engine)
+            image = build_image(plan, engine, tag=None, no_cache=False, err=err).tag  # it sweeps and warns
         settings, notes = container_settings(plan, default=False)
     else:
         plan = build_plan(loaded)
+        check_host_first(loaded, plan, host, err)
+        engine = connect(engine)
         report_warnings(plan, False, err)
         sweep(engine, err)
         settings, notes = container_settings(plan, default=False)

@@ -29,6 +29,7 @@ from envkit.doctor.host import Host
 from envkit.doctor.spawncheck import SCRIPT_MAX, check_file
 from envkit.harness.report import FAIL, PASS, WARN, make_check, verdict
 from envkit import planner
+from envkit.plan.envplan import EnvPlan
 from envkit.profile import LoadedProfile
 
 SCHEMA_VERSION = 1
@@ -124,22 +125,24 @@ def diagnose(host: Host, loaded: LoadedProfile, scripts: list[Path], data_paths:
             "loader": plan.as_json(), "checks": results}
 
 
-def host_fit(host: Host, loaded: LoadedProfile) -> list[dict]:
+def host_fit(host: Host, loaded: LoadedProfile, plan: EnvPlan) -> list[dict]:
     """doctor's checks of what the container asks of this host: memory, cpus (the cpuset), GPUs and memlock.
 
     Each is the same check :func:`diagnose` runs; ``envkit validate`` runs them before it builds, so a
-    profile the host cannot start fails in seconds instead of after the build.
+    profile the host cannot start fails in seconds instead of after the build. ``plan``: the run's one plan
+    (the container's loaders are its), which the build then uses.
 
     >>> h = Host(Path("/nonexistent"), environ={}, cwd="/home/me", docker_probe=lambda: None)
     >>> from envkit.profile import load_profile
-    >>> [c["name"] for c in host_fit(h, load_profile(None))]
+    >>> loaded = load_profile(None)
+    >>> [c["name"] for c in host_fit(h, loaded, planner.build_plan(loaded))]
     ['memory', 'cpus', 'gpu', 'memlock']
     """
     profile = loaded.profile
-    container = planner.build_plan(loaded).loader
+    container = plan.loader
     wsl = C.detect_wsl(host)
-    plan = C.host_plan(host, profile, container)
-    return [C.check_memory(host, profile, wsl, plan), C.check_cpus(host, profile, plan, container),
+    here = C.host_plan(host, profile, container)
+    return [C.check_memory(host, profile, wsl, here), C.check_cpus(host, profile, here, container),
             C.check_gpu(host, profile, wsl),
             C.check_memlock(host, profile)]
 

@@ -13,7 +13,7 @@ Example:
     >>> RunResult(exit_code=0, stdout="ok\\n", stderr="")
     RunResult(exit_code=0, stdout='ok\\n', stderr='', timed_out=False)
     >>> eng = connect()                                                  # doctest: +SKIP
-    >>> eng.run("envkit/demo:dev", ["python3", "-V"], RunSettings.from_profile(profile), timeout=60)  # doctest: +SKIP
+    >>> eng.run("envkit/demo:dev", ["python3", "-V"], build_plan(loaded).settings, timeout=60)  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ it, so importing this module (and ``envkit generate``) never loads it. Only
 
 Example:
     >>> eng = DockerEngine.connect()                                     # doctest: +SKIP
-    >>> eng.run("envkit/demo:dev", ["python3", "-V"], RunSettings.from_profile(profile), timeout=60)  # doctest: +SKIP
+    >>> eng.run("envkit/demo:dev", ["python3", "-V"], build_plan(loaded).settings, timeout=60)  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -9,11 +9,18 @@ container that :meth:`envkit.engine.Engine.run` starts (``envkit validate``; for
 Because they all read the same object, they cannot disagree;
 ``tests/targets/test_agreement.py`` checks it.
 
+The settings are decided from the run's loader plan (it sizes /dev/shm) and the image's user (whether
+the image remaps it, :attr:`envkit.plan.image.ImageUser.remapped`), both decided once by the planner;
+this module plans neither again.
+
 Example:
+    >>> from envkit.plan.image import ImageUser
+    >>> from envkit.plan.loader import loader_plan
     >>> from envkit.profile import load_profile
-    >>> rs = RunSettings.from_profile(load_profile(None).profile)
-    >>> rs.shm_size, rs.ipc, rs.cpuset
-    (2147483648, 'private', '0-7')
+    >>> p = load_profile(None).profile
+    >>> rs = RunSettings.from_profile(p, loader_plan(p), ImageUser.of(p.image.user))
+    >>> rs.shm_size, rs.ipc, rs.cpuset, rs.start_as_root
+    (2147483648, 'private', '0-7', True)
 """
 
 from __future__ import annotations
@@ -23,9 +30,9 @@ from typing import Callable
 
 from envkit.harness.sizing import DOCKER_DEFAULT_SHM as DEFAULT_SHM, NodeLoader
 from envkit.hostpaths import is_drive_path, split_volume
-from envkit.plan.loader import loader_plan
+from envkit.plan.image import ImageUser
 from envkit.profile.model import Profile
-from envkit.profile.proxy import proxy_build_args  # noqa: F401 (re-exported: the run env and the build read it)
+from envkit.profile.proxy import proxy_build_args
 
 
 @dataclass(frozen=True)
@@ -75,7 +82,7 @@ class RunSettings:
     init: bool = True
     # --cpuset-mems: memory from this NUMA node only (run.numa as a node id; None otherwise).
     cpuset_mems: str | None = None
-    # Start as root so the image's entrypoint can give its user the project folder's uid/gid (remaps_user).
+    # Start as root so the image's entrypoint can give its user the project folder's uid/gid (ImageUser.remapped).
     start_as_root: bool = False
 
     @classmethod
@@ -98,8 +105,9 @@ class RunSettings:
         return next((v for v in self.volumes if v.project), None)
 
     @classmethod
-    def from_profile(cls, p: Profile, loader: NodeLoader | None = None) -> "RunSettings":
-        """The settings of ``p``; ``loader``: the run's loader plan when built already (it sizes /dev/shm)."""
+    def from_profile(cls, p: Profile, loader: NodeLoader, user: ImageUser) -> "RunSettings":
+        """The settings of ``p``, given the run's ``loader`` plan (it sizes /dev/shm) and the image's ``user``
+        (a remapped user starts as root when the project folder is mounted)."""
         env = dict(p.run.env)
         # Run-time downloads (datasets, hub models) need the proxy as much as the build does.
         for key, value in proxy_build_args(p.image.proxy):
@@ -112,7 +120,7 @@ class RunSettings:
         return cls(
             # The loaders' plan decides it: run.shm_size, else sized from the need; None under --ipc=host,
             # which shares the host's /dev/shm, so a size would be ignored.
-            shm_size=(loader or loader_plan(p)).shm_bytes,
+            shm_size=loader.shm_bytes,
             ipc=p.run.ipc,
             cpuset=p.run.cpuset,
             cpus=p.run.cpus,
@@ -122,7 +130,7 @@ class RunSettings:
             volumes=tuple(vols),
             env=tuple(sorted(env.items())),
             cpuset_mems=str(p.run.numa) if isinstance(p.run.numa, int) else None,
-            start_as_root=remaps_user(p) and p.run.mount_project,
+            start_as_root=user.remapped and p.run.mount_project,
         )
 
     @property
@@ -135,14 +143,3 @@ class RunSettings:
 
 # Asks envkit-entrypoint (started as root) to remap the image's user; without it root stays root.
 REMAP_ENV = "ENVKIT_REMAP_USER"
-
-
-def remaps_user(p: Profile) -> bool:
-    """True when the image carries envkit-entrypoint: its user is not root, and a container started as root
-    gets that user remapped to the uid/gid of the project folder's owner, then runs as it. One image then
-    serves every member of a team whatever their host uid (the image bakes image.user.uid).
-
-    >>> remaps_user(Profile.model_validate({"envkit": 1, "name": "d", "image": {"base": "debian:bookworm"}}))
-    True
-    """
-    return not p.image.user.is_root

@@ -4,8 +4,9 @@ This module owns the compose spelling of :class:`~envkit.plan.runsettings.RunSet
 (:func:`compose_service`).
 
 Example:
+    >>> from envkit.planner import build_plan
     >>> from envkit.profile import load_profile
-    >>> svc = compose_service(RunSettings.from_profile(load_profile(None).profile))
+    >>> svc = compose_service(build_plan(load_profile(None)).settings)
     >>> svc["shm_size"], svc["ipc"]
     ('2g', 'private')
 """

@@ -100,7 +100,7 @@ def inputs(ctx: GenContext) -> Inputs:
         proxy=bool(spec.proxy_build_args), certs=bool(ip.certs), torch=_torch_install(ctx),
         lock=ip.lock is not None, lock_index_url=ip.torch_index_url,
         requirements=tuple((f.name, f.hashes) for f in ip.requirements),
-        entrypoint=spec.remaps_user, project=bool(ip.project),
+        entrypoint=spec.user.remapped, project=bool(ip.project),
     )
 
 
@@ -118,7 +118,7 @@ def context(ctx: GenContext) -> dict:
         "delta_script": DELTA_SCRIPT if ip.packages_stage else None,
         "venv": VENV,
         "check_file": CHECK_FILE,
-        "entrypoint": {"file": ENTRYPOINT_FILE} if ip.spec.remaps_user else None,
+        "entrypoint": {"file": ENTRYPOINT_FILE} if ip.spec.user.remapped else None,
         "user": ip.spec.user,
         "workdir": ip.spec.workdir,
         "harness_dir": HARNESS_DIR,

@@ -8,8 +8,9 @@ This module owns the ``docker run`` spelling of :class:`~envkit.plan.runsettings
 (:func:`docker_flags`); devcontainer's ``runArgs`` and ``envkit flags`` import it from here.
 
 Example:
+    >>> from envkit.planner import build_plan
     >>> from envkit.profile import load_profile
-    >>> docker_flags(RunSettings.from_profile(load_profile(None).profile))[:3]
+    >>> docker_flags(build_plan(load_profile(None)).settings)[:3]
     ['--shm-size=2g', '--ipc=private', '--init']
 """
 
