@@ -17,6 +17,8 @@ import re
 from typing import Any
 
 from envkit.plan.runsettings import REMAP_ENV, RunSettings
+from envkit.findings import Finding
+from envkit.plan.envplan import EnvPlan
 from envkit.targets import GenContext, OutputFile
 from envkit.targets.dockerfile import build_args
 from envkit.units import format_size
@@ -67,9 +69,6 @@ def compose_service(rs: RunSettings, volume_source=lambda v: v.source) -> dict:
     return svc
 
 
-# compose.yaml builds from the output folder's Dockerfile (generate warns when it is not there).
-BUILDS_FROM_DOCKERFILE = "compose.yaml"
-
 
 def project_name(name: str) -> str:
     """Compose project names allow [a-z0-9_-] only; a profile name may also hold dots."""
@@ -92,3 +91,9 @@ def document(ctx: GenContext) -> dict:
 
 def render(ctx: GenContext) -> list[OutputFile]:
     return [OutputFile("compose.yaml", ctx.render("compose.yaml.j2", header=ctx.header("#"), doc=document(ctx)))]
+
+
+def warnings(plan: EnvPlan) -> list[Finding]:
+    """What compose.yaml alone cannot express: nothing of its own (``run.numa``'s --cpuset-mems, which no
+    Compose key holds, is the plan's warning: :mod:`envkit.advice.profile`)."""
+    return []

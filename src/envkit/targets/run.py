@@ -19,6 +19,8 @@ from __future__ import annotations
 import shlex
 
 from envkit.hostpaths import bash_path
+from envkit.findings import Finding
+from envkit.plan.envplan import EnvPlan
 from envkit.plan.runsettings import REMAP_ENV, RunSettings
 from envkit.targets import GenContext, OutputFile
 from envkit.units import format_size
@@ -114,3 +116,8 @@ def context(ctx: GenContext) -> dict:
 
 def render(ctx: GenContext) -> list[OutputFile]:
     return [OutputFile("run.sh", ctx.render("run.sh.j2", **context(ctx)), mode=0o755)]
+
+
+def warnings(plan: EnvPlan) -> list[Finding]:
+    """What run.sh cannot express: nothing (every run setting is a ``docker run`` flag)."""
+    return []

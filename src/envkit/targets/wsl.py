@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 
 from envkit import DISTRIBUTION
+from envkit.findings import Finding
+from envkit.plan.envplan import EnvPlan
 from envkit.plan.wslconfig import STORE_WSL_MIN, WSL2_BACKPORT_BUILDS, WSL2_MIN_BUILD, WSL2_MIN_UBR, WSL_INSTALL_MIN_BUILD, Section
 from envkit.targets import GenContext, OutputFile
 
@@ -71,3 +73,8 @@ def render(ctx: GenContext) -> list[OutputFile]:
     )
     files.append(OutputFile("setup-wsl.ps1", PS1_BOM + script))
     return files
+
+
+def warnings(plan: EnvPlan) -> list[Finding]:
+    """What the WSL files cannot express: nothing (the ``wsl:`` section's notes are the plan's, :mod:`envkit.plan.wslconfig`)."""
+    return []
