@@ -30,7 +30,7 @@ def test_each_target_renders_only_under_the_names_its_registry_line_declares(exa
     files, owners = render_owned(build_plan(load_profile(copy_example(example, tmp_path)), tmp_path / "out"))
     for f in files:
         top = f.path.split("/", 1)[0]
-        assert top in REGISTRY[owners[f.path]].outputs, f"{owners[f.path]} renders {f.path}, not in its registry line"
+        assert top in REGISTRY[owners[f.path]].outputs, f"{owners[f.path]} renders {f.path}, not in its record"
 
 
 def _envkit_files_in_project_copy(project: Path) -> list[str]:

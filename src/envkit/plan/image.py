@@ -34,16 +34,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envkit import __version__
+from envkit.errors import EnvkitError
 from envkit.findings import Finding
 from envkit.pem import certificate_blocks
 from envkit.plan.paths import CA_BUNDLE, CONTEXT_DIR, DELTA_SCRIPT, LOCK_FILE_NAME, MANIFEST
+from envkit.plan.registry import output_names
 from envkit.profile import LoadedProfile
-from envkit.profile.dockerref import is_local_only  # noqa: F401  (the targets read it through the plan)
 from envkit.profile.proxy import proxy_build_args
 from envkit.profile.sections import User
+from envkit.project import select_project
 from envkit.render import templates_dir
 from envkit.requirements import decode, has_credentials, has_hashes, names_numpy, requirements_of
-from envkit.safeio import kind_of
+from envkit.safeio import REQUIREMENTS_MAX, kind_of, read_bounded
 from envkit.termtext import neutralise
 
 TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
@@ -300,8 +302,6 @@ def _project(loaded: LoadedProfile, out_dir: Path
     p = loaded.profile
     if not p.copies_project:
         return (), (), ()
-    from envkit.plan.registry import output_names
-    from envkit.project import select_project
 
     torch = p.image.torch
     wheelhouses = tuple(loaded.resolve(d) for d in (torch.find_links if torch else ()))
@@ -343,8 +343,6 @@ def _credentialed_inputs(loaded: LoadedProfile, files: tuple[str, ...] | list[st
             out[loaded.resolve(rel)] = f"the requirements file {neutralise(rel)} (image.requirements)"
     import fnmatch
 
-    from envkit.errors import EnvkitError
-    from envkit.safeio import REQUIREMENTS_MAX, read_bounded
 
     listed = {loaded.resolve(rel) for rel in loaded.profile.image.requirements}
     for rel in files:
