@@ -298,12 +298,14 @@ def e2e_image(e2e_dir) -> str:
 
 
 # The run's plan for a bare Profile (tests that build one with Profile.model_validate): what
-# envkit.plan.envplan.build_plan decides for a profile loaded from a file in the current folder.
+# envkit.planner.build_plan decides for a profile loaded from a file in the current folder.
 def plan_of(profile, out_dir: Path = Path("out")):
-    from envkit.plan.envplan import build_plan
+    """The run's plan of a bare Profile, or of a LoadedProfile as it is (its files read at load)."""
+    from envkit.planner import build_plan
     from envkit.profile import LoadedProfile
 
-    return build_plan(LoadedProfile(profile, "profile.yaml", Path.cwd(), "0" * 64), out_dir)
+    loaded = profile if isinstance(profile, LoadedProfile) else LoadedProfile(profile, "profile.yaml", Path.cwd(), "0" * 64)
+    return build_plan(loaded, out_dir)
 
 
 def loader_plan_of(profile, **host):
@@ -313,20 +315,22 @@ def loader_plan_of(profile, **host):
 
 
 def profile_warnings_of(profile) -> list[str]:
+    """profile_warnings of a Profile or a LoadedProfile, from its plan's settings and loaders."""
     from envkit.advice.profile import profile_warnings
-    from envkit.runsettings import RunSettings
 
-    return profile_warnings(profile, RunSettings.from_profile(profile), loader_plan_of(profile))
+    plan = plan_of(profile)
+    return profile_warnings(getattr(profile, "profile", profile), plan.settings, plan.loader)
 
 
 def wsl_warnings_of(profile) -> list[str]:
-    from envkit.advice.wsl import wsl_warnings
+    from envkit.advice.wslvm import wsl_warnings
 
     return wsl_warnings(profile, loader_plan_of(profile))
 
 
 def expectation_of(profile) -> dict:
-    from envkit.expect import expectation
-    from envkit.runsettings import RunSettings
+    """The expectation of a Profile or a LoadedProfile, from its plan's settings and loaders."""
+    from envkit.plan.expectfile import expectation
 
-    return expectation(profile, RunSettings.from_profile(profile))
+    plan = plan_of(profile)
+    return expectation(getattr(profile, "profile", profile), plan.settings, plan.loader)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from envkit.engine import LABEL, BuildEvent, Engine, RunResult
-from envkit.runsettings import RunSettings
+from envkit.plan.runsettings import RunSettings
 
 DEFAULT_INFO = {
     "server_version": "fake", "api_version": "1.41", "os": "FakeOS", "os_type": "linux",

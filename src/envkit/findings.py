@@ -2,7 +2,7 @@
 
 Every adviser (:mod:`envkit.advice`), the plan and each target's ``warnings(plan)`` makes a
 :class:`Finding` with the key path as a field, never by writing ``"key: text"`` and parsing it back.
-The plan (:func:`envkit.plan.envplan.build_plan`) places each once with its :class:`Locator`: the
+The plan (:func:`envkit.planner.build_plan`) places each once with its :class:`Locator`: the
 line and column of the nearest key the profile writes (``None`` when the finding names no key),
 and the profile's source name, which the printed line starts with.
 

@@ -7,7 +7,7 @@ each other). Each takes the one :class:`~envkit.plan.envplan.EnvPlan` the comman
 Example:
     >>> import io
     >>> from pathlib import Path
-    >>> from envkit.plan.envplan import build_plan
+    >>> from envkit.planner import build_plan
     >>> from envkit.profile import load_profile
     >>> plan = build_plan(load_profile(None), Path("out"))
     >>> "run.sh" in [f.path for f in render_plan(plan)]
@@ -23,7 +23,8 @@ from typing import TextIO
 
 from envkit.errors import ProfileError
 from envkit.findings import Finding
-from envkit.plan.envplan import EnvPlan, build_plan
+from envkit.plan.envplan import EnvPlan
+from envkit.planner import build_plan
 from envkit.profile import LoadedProfile
 from envkit.render import make_env
 from envkit.targets import TARGET_NAMES, GenContext, OutputFile, render_targets, target_warnings

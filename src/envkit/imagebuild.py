@@ -7,14 +7,18 @@ is removed afterwards, whatever happens. Progress streams to ``err`` as
 ``[step N/M]`` lines with the layer output, control characters neutralised
 (:mod:`envkit.termtext`).
 
-Called as::
+The plan is made once, for the build folder (:func:`planned_build`), and the caller may read it before
+anything is built (``envkit validate`` checks the host with it first)::
 
-    build_image(load_profile(None), connect(None), tag=None, no_cache=False, err=sys.stderr)
+    with planned_build(load_profile(None)) as plan:
+        build_image(plan, connect(None), tag=None, no_cache=False, err=sys.stderr)
 """
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import NamedTuple, TextIO
 
 from envkit.engine import LABEL, BuildEvent, BuildFailed, Engine
@@ -22,7 +26,8 @@ from envkit.errors import EngineError
 from envkit.generation import render_build_context, report_warnings
 from envkit.leftovers import make_build_dir, sweep
 from envkit.output import write_outputs
-from envkit.plan.envplan import EnvPlan, build_plan
+from envkit.plan.envplan import EnvPlan
+from envkit.planner import build_plan
 from envkit.profile import LoadedProfile
 from envkit.engine.buildcause import cause
 from envkit.harness.text import shorten
@@ -62,12 +67,23 @@ class Built(NamedTuple):
     image_id: str
 
 
-def build_image(loaded: LoadedProfile, engine: Engine, *, tag: str | None, no_cache: bool,
-                err: TextIO) -> Built:
-    """Build the profile's image; return its tag, the run's plan (made for the build context, its warnings
-    printed to ``err``) and the engine's image id. Raises EngineError with the failing step and log tail."""
-    tag = tag or loaded.profile.image_tag
-    labels = {LABEL: "1", "io.envkit.profile": loaded.profile.name, "io.envkit.profile.sha256": loaded.sha256}
+@contextmanager
+def planned_build(loaded: LoadedProfile) -> Iterator[EnvPlan]:
+    """The run's one plan of ``loaded``, made for a fresh build folder (its ``out_dir``), which records its owner
+    (so a killed build's folder is swept later) and is removed on leaving, whatever happens."""
+    context = make_build_dir()
+    try:
+        yield build_plan(loaded, context)
+    finally:
+        shutil.rmtree(context, ignore_errors=True)
+
+
+def build_image(plan: EnvPlan, engine: Engine, *, tag: str | None, no_cache: bool, err: TextIO) -> Built:
+    """Build the image of ``plan`` (from :func:`planned_build`: its ``out_dir`` is the build folder); its warnings
+    are printed to ``err``. Return the tag, the plan and the engine's image id. Raises EngineError with the
+    failing step and log tail."""
+    tag = tag or plan.image.spec.tag
+    labels = {LABEL: "1", "io.envkit.profile": plan.source.name, "io.envkit.profile.sha256": plan.source.sha256}
 
     def progress(ev: BuildEvent) -> None:
         if ev.kind == "step":
@@ -76,18 +92,13 @@ def build_image(loaded: LoadedProfile, engine: Engine, *, tag: str | None, no_ca
             print(f"    {neutralise(strip_escapes(ev.text))}", file=err, flush=True)
 
     sweep(engine, err)  # containers and build folders of killed envkit runs
-    context = make_build_dir()  # records its owner, so a killed build's folder is swept later
+    report_warnings(plan, False, err)
+    write_outputs(plan.out_dir, render_build_context(plan))
+    print(f"envkit: building {tag} from {plan.source.source}", file=err, flush=True)
     try:
-        plan = build_plan(loaded, context)
-        report_warnings(plan, False, err)
-        write_outputs(context, render_build_context(plan))
-        print(f"envkit: building {tag} from {loaded.source}", file=err, flush=True)
-        try:
-            image_id = engine.build(context, tag, labels=labels, nocache=no_cache, on_event=progress,
-                         buildargs=dict(plan.image.spec.proxy_build_args))
-        except BuildFailed as e:
-            raise build_error(e) from None
-    finally:
-        shutil.rmtree(context, ignore_errors=True)
+        image_id = engine.build(plan.out_dir, tag, labels=labels, nocache=no_cache, on_event=progress,
+                                buildargs=dict(plan.image.spec.proxy_build_args))
+    except BuildFailed as e:
+        raise build_error(e) from None
     print(f"envkit: built {tag}", file=err, flush=True)
     return Built(tag, plan, image_id)

@@ -198,7 +198,7 @@ def python_problem(image, real: str) -> str | None:
     """The message when the image's real Python (``3.11.2`` or ``3.11``) is not the one the ``Image`` says or
     implies; None when it fits or nothing is known (build reads it with python3, validate from the harness).
 
-    >>> from envkit.profile.model import Image
+    >>> from envkit.profile.sections import Image
     >>> python_problem(Image(base="debian:bookworm"), "3.11.2") is None
     True
     """

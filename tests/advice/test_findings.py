@@ -5,7 +5,7 @@ from pathlib import Path
 
 from envkit.findings import Finding, Locator
 from envkit.generation import plan_warnings, report_warnings, warning_record
-from envkit.plan.envplan import build_plan
+from envkit.planner import build_plan
 from envkit.profile import load_profile_bytes
 
 PROFILE = (b"envkit: 1\n"

@@ -14,7 +14,7 @@ import pytest
 from envkit.harness.checks.shm import check_shm
 from envkit.harness.expectation import resolve_loader
 from envkit.harness.rules.sizing import MIB
-from envkit.plan.envplan import build_plan
+from envkit.planner import build_plan
 from envkit.profile import load_profile_bytes
 from envkit.units import parse_size
 from tests.conftest import ROOT

@@ -12,7 +12,7 @@ import math
 import pytest
 
 from envkit.profile import load_profile
-from envkit.runsettings import DEFAULT_SHM, REMAP_ENV
+from envkit.plan.runsettings import DEFAULT_SHM, REMAP_ENV
 from envkit.units import parse_cpuset
 from tests.cluster.kubeutil import cluster_examples, expand, manifests, parse_quantity, profile_path, rendered
 from tests.targets.test_agreement import _from_run_sh

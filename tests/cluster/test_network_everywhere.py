@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from envkit.generation import render_all
-from envkit.plan.envplan import build_plan
-from envkit.plan.oci import RLIM_INFINITY, oci_config
+from envkit.planner import build_plan
+from envkit.targets.oci import RLIM_INFINITY, oci_config
 from envkit.profile import load_profile
 from tests.cluster.kubeutil import RDMA, manifests
 

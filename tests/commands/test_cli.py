@@ -67,7 +67,7 @@ def test_init_writes_default_and_refuses_overwrite(tmp_path):
     target = tmp_path / "envkit.yaml"
     assert call_envkit("init", str(target)).returncode == 0
     from envkit.doctor.host import Host
-    from envkit.initfit import fitted_profile, this_machine
+    from envkit.fitted_profile import fitted_profile, this_machine
 
     assert target.read_text() == fitted_profile(this_machine(Host()))[0]
     target.write_text(target.read_text() + "# mine\n")

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from envkit.cli import build_parser
-from envkit.commands import COMMANDS, find_profile
+from envkit.commands import COMMANDS
+from envkit.profile.discovery import find_profile
 from envkit.commands.completion import SHELLS, nodes, script
 from envkit.errors import UsageError
 from envkit.targets import TARGET_NAMES

@@ -12,8 +12,8 @@ import pytest
 from envkit.commands import init
 from envkit.doctor.host import Host
 from envkit.generation import render_all
-from envkit.initfit import PRESETS, fitted_profile, this_machine
-from envkit.plan.envplan import build_plan
+from envkit.fitted_profile import PRESETS, fitted_profile, this_machine
+from envkit.planner import build_plan
 from envkit.profile import load_profile, load_profile_bytes
 from tests.conftest import run_envkit
 

@@ -1,4 +1,4 @@
-"""doctor, bundle, lock and ``wsl apply`` take their decisions from :func:`envkit.plan.envplan.build_plan`.
+"""doctor, bundle, lock and ``wsl apply`` take their decisions from :func:`envkit.planner.build_plan`.
 
 Each test hands the command a plan whose one decision no profile would give (the seam is the
 module's ``build_plan``: the real plan, one field replaced) and checks that the command's output
@@ -17,11 +17,11 @@ import pytest
 
 from envkit.commands import bundle, doctor, lock, wsl_apply
 from envkit.doctor.host import Host
-from envkit.plan import envplan
-from envkit.plan.wsl import Entry, Section, WslPlan
+from envkit import planner
+from envkit.plan.wslconfig import Entry, Section, WslPlan
 
 MIB = 2**20
-REAL_BUILD_PLAN = envplan.build_plan
+REAL_BUILD_PLAN = planner.build_plan
 
 
 def _plan_with(monkeypatch, change) -> list:
@@ -32,7 +32,7 @@ def _plan_with(monkeypatch, change) -> list:
         calls.append(loaded)
         return change(REAL_BUILD_PLAN(loaded, *args, **kwargs))
 
-    monkeypatch.setattr(envplan, "build_plan", fake)
+    monkeypatch.setattr(planner, "build_plan", fake)
     return calls
 
 

@@ -13,8 +13,9 @@ import pytest
 from envkit.commands import build, validate
 from envkit.engine import BuildEvent, BuildFailed, RunResult
 from envkit.errors import EngineError
+from envkit.planner import build_plan
 from envkit.profile import load_profile
-from envkit.runsettings import RunSettings, Volume
+from envkit.plan.runsettings import RunSettings, Volume
 from tests.fakes import FakeEngine
 
 PROFILE = """envkit: 1
@@ -57,7 +58,7 @@ def test_validate_runs_the_harness_with_the_profiles_settings(profile):
     build_call, gen, dflt = (c[1] for c in calls)
     assert build_call["tag"] == "unit/img:1" and build_call["labels"]["io.envkit.managed"] == "1"
     loaded = load_profile(profile)
-    rs = RunSettings.from_profile(loaded.profile)
+    rs = build_plan(loaded).settings
     # A missing host path is made, as the user who runs validate (Docker would make it as root), and mounted.
     vols = tuple(Volume(str(loaded.resolve(v.source)), v.target, v.mode, v.project) for v in rs.volumes)
     assert vols[0].target == "/workspace" and vols[0].source == str(profile.parent.resolve()) and len(vols) == 3
@@ -222,3 +223,23 @@ def test_a_certificate_failure_names_image_ca_certificates_once(profile, recordi
     assert "image.ca_certificates" in exc.value.hint and exc.value.hint.count("\n") == 0
     assert text.count("Step 7/19") == 1 and "pkg39" not in text and "characters)" in text
     assert "\\x1b" not in text and "\x1b" not in text
+
+
+@pytest.mark.parametrize("image", [None, "unit/img:1"])
+def test_validate_plans_once_for_the_host_check_and_the_run(profile, monkeypatch, image):
+    """doctor's host check, the build and the harness run read one plan: validate makes one EnvPlan, with or without
+    --image (host_fit takes the run's plan instead of planning on its own)."""
+    from envkit.plan.envplan import EnvPlan
+
+    made: list[int] = []
+    init = EnvPlan.__init__
+
+    def counted(self, *a, **kw):
+        made.append(1)
+        init(self, *a, **kw)
+
+    monkeypatch.setattr(EnvPlan, "__init__", counted)
+    eng = FakeEngine(run_results=[RunResult(0, _report("pass"), "")])
+    rc = validate.run(profile, image=image, compare_default=False, as_json=True, timeout=60, quick=True,
+                      out=io.StringIO(), err=io.StringIO(), engine=eng)
+    assert rc == 0 and len(made) == 1, f"{len(made)} plans"

@@ -49,7 +49,7 @@ def test_every_option_of_every_command_is_in_its_synopsis():
 
 
 def test_the_bad_input_samples_allowed_keys_are_the_image_sections_keys():
-    from envkit.profile.model import Image
+    from envkit.profile.sections import Image
 
     line = next(line for line in (ROOT / "docs" / "cli.md").read_text().splitlines() if "image.torhc: unknown key" in line)
     shown = line.split("allowed keys here: ", 1)[1].split(", ")

@@ -394,7 +394,7 @@ def test_on_native_windows_the_profiles_vm_is_checked_against_the_pc(tmp_path):
 
 
 def test_a_profile_init_sized_for_the_pc_fits_it(tmp_path):
-    from envkit.initfit import fitted_profile, this_machine
+    from envkit.fitted_profile import fitted_profile, this_machine
 
     pc = _windows_pc(tmp_path, 4, 16)
     text, _ = fitted_profile(this_machine(pc))

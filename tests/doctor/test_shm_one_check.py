@@ -10,7 +10,7 @@ from envkit.doctor import diagnose
 from envkit.doctor.checks import host_plan, shm_facts
 from envkit.doctor.host import FIXTURE_DIR, Host
 from envkit.harness.checks.shm import check_shm
-from envkit.plan import envplan
+from envkit import planner
 from envkit.profile import load_profile_bytes
 
 GIB = 1 << 30
@@ -40,7 +40,7 @@ def test_a_planned_shm_below_the_need_reads_as_the_harness_says_it(tmp_path):
                                        "(run.shm_size), below what the loader (batch 64 x [3, 224, 224] float32, 2 workers")
     assert check["remedy"].startswith("drop run.shm_size (envkit sizes it) or set run.shm_size: ")
     # The same facts in the harness (this /dev/shm is the container's and big enough): the same words.
-    plan = host_plan(host, loaded.profile, envplan.build_plan(loaded).loader)
+    plan = host_plan(host, loaded.profile, planner.build_plan(loaded).loader)
     loader, run, stats = shm_facts(host, loaded.profile, plan)
     inside = check_shm(loader, run, stats)
     assert (inside["status"], inside["message"], inside["remedy"]) == (check["status"], check["message"], check["remedy"])

@@ -8,8 +8,9 @@ from dataclasses import replace
 
 import pytest
 
+from envkit.planner import build_plan
 from envkit.profile import load_profile
-from envkit.runsettings import RunSettings
+from envkit.plan.runsettings import RunSettings
 from tests.docs.runtime_blocks import check_block
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -70,7 +71,7 @@ def test_loader_kwargs_fit_docker_default_shm_and_give_the_profile_settings_unde
     assert "raise --shm-size" in why
     check_block(golden, "explain-default-shm", f"$ docker run --rm {e2e_image} python3 train.py   # no flags\n{why}", masked=True)
 
-    rs = RunSettings.from_profile(load_profile(e2e_dir / "envkit.yaml").profile)
+    rs = build_plan(load_profile(e2e_dir / "envkit.yaml")).settings
     generated, why = _run(engine, e2e_image, replace(rs, volumes=()), LOAD)
     assert generated["samples"] == 192
     assert generated["kwargs"] == {"batch_size": 32, "num_workers": 2, "prefetch_factor": 2,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from envkit.imagebuild import build_image
+from envkit.imagebuild import build_image, planned_build
 from envkit.errors import EngineError
 from envkit.profile import load_profile
 from tests.conftest import run_envkit
@@ -47,7 +47,8 @@ def _freeze(engine, tag: str) -> str:
 
 def _build(proj: Path, engine, tag: str, *, no_cache: bool = False) -> list[str]:
     log = io.StringIO()
-    build_image(load_profile(proj / "envkit.yaml"), engine, tag=tag, no_cache=no_cache, err=log)
+    with planned_build(load_profile(proj / "envkit.yaml")) as plan:
+        build_image(plan, engine, tag=tag, no_cache=no_cache, err=log)
     return log.getvalue().splitlines()
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from envkit.imagebuild import build_image
+from envkit.imagebuild import build_image, planned_build
 from envkit.profile import load_profile
 from tests.conftest import run_envkit
 from tests.dockerutil import base_image
@@ -47,7 +47,8 @@ def image(engine):
     root = Path(tempfile.mkdtemp(prefix="envkit-team-uid-"))
     (root / "envkit.yaml").write_text(
         f"envkit: 1\nname: team-uid\nimage:\n  base: {base_image()}\n  tag: {TAG}\n  installer: pip\n")
-    build_image(load_profile(root / "envkit.yaml"), engine, tag=TAG, no_cache=False, err=io.StringIO())
+    with planned_build(load_profile(root / "envkit.yaml")) as plan:
+        build_image(plan, engine, tag=TAG, no_cache=False, err=io.StringIO())
     yield root
     shutil.rmtree(root, ignore_errors=True)
     engine.client.images.remove(TAG, force=True)

@@ -19,7 +19,7 @@ import pytest
 from dockerutil import require_base_image
 from envkit.engine import LABEL, BuildFailed
 from envkit.errors import EngineError
-from envkit.runsettings import RunSettings, Ulimit, Volume
+from envkit.plan.runsettings import RunSettings, Ulimit, Volume
 
 pytestmark = pytest.mark.docker
 

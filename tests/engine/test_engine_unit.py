@@ -18,9 +18,10 @@ from envkit.engine import LABEL, BuildEvent, BuildFailed, RunResult
 from envkit.engine.docker import GPU_HINT, BuildStreamParser, DockerEngine, create_kwargs, explain_start_error, fmt_limit, parse_proc_limits
 from envkit.errors import EngineError, EnvkitError
 from envkit.leftovers import owner_labels
+from envkit.planner import build_plan
 from envkit.profile import load_profile
-from envkit.runsettings import RunSettings, Volume
-from envkit.runsettings import Ulimit as EnvkitUlimit
+from envkit.plan.runsettings import RunSettings, Volume
+from envkit.plan.runsettings import Ulimit as EnvkitUlimit
 from fakes import FakeEngine
 
 # Captured from dockerd 20.10 / runc on a host whose memlock hard limit is 8 MiB.
@@ -136,7 +137,7 @@ def test_the_profiles_settings_reach_docker_py_as_the_flags_say(example, tmp_pat
     from docker.models.containers import _create_container_args
 
     loaded = load_profile(copy_example(example, tmp_path))
-    rs = RunSettings.from_profile(loaded.profile).with_sources(lambda src: str(loaded.resolve(src)))
+    rs = build_plan(loaded).settings.with_sources(lambda src: str(loaded.resolve(src)))
     host = _create_container_args({**create_kwargs(rs), "image": "i", "command": ["true"],
                                    "version": "1.44"})["host_config"]
     assert host.get("IpcMode") == rs.ipc and host.get("Init") is True

@@ -17,7 +17,7 @@ import pytest
 
 from envkit.doctor.checks import measure_read
 from envkit.errors import EngineError
-from envkit.runsettings import RunSettings, Volume
+from envkit.plan.runsettings import RunSettings, Volume
 from tests.conftest import call_envkit
 from tests.dockerutil import require_base_image, require_docker
 

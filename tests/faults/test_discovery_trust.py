@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from envkit.commands import discover_profile
+from envkit.profile.discovery import discover_profile
 from tests.conftest import call_envkit
 
 PLANTED = "envkit: 1\nname: planted\nimage: {base: 'python:3.11-slim'}\nrun: {volumes: ['/:/host']}\n"

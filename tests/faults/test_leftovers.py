@@ -27,7 +27,7 @@ from tests.dockerutil import leftover_containers, require_base_image, require_do
 RUNNER = """
 import sys
 from envkit.engine import connect
-from envkit.runsettings import RunSettings
+from envkit.plan.runsettings import RunSettings
 eng = connect(labels={"io.envkit.test": sys.argv[2]})
 eng.run(sys.argv[1], ["sleep", "600"], RunSettings.engine_defaults(), labels={}, timeout=600)
 """

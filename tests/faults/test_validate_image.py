@@ -45,7 +45,7 @@ def test_image_is_checked_against_the_given_profile_and_a_foreign_label_is_repor
     assert rc == 0
     (run,) = [c[1] for c in eng.calls if c[0] == "run"]
     shipped = json.loads(dict(run["run"].env)[validate.EXPECT_ENV])
-    assert shipped == expectation_of(load_profile(p).profile) and shipped["run"]["shm_size_bytes"] == 3 << 30
+    assert shipped == expectation_of(load_profile(p)) and shipped["run"]["shm_size_bytes"] == 3 << 30
     assert run["command"][:2] == ["python3", "-c"] and "/opt/envkit/envkit_harness.pyz" in run["command"]
     assert "built from profile 'other', not 'mine'" in err.getvalue()
 

@@ -191,12 +191,14 @@ def test_the_memlock_remedy_is_docker_s_off_a_cluster_and_for_other_limits():
 
 def test_the_harness_without_an_expectation_runs_a_bare_profiles_loader():
     """One set of DataLoader defaults: a profile that leaves loader: unset promises what the harness runs alone."""
-    from envkit.expect import expectation
-    from envkit.profile.model import Loader, Profile
-    from envkit.runsettings import RunSettings
+    from envkit.plan.expectfile import expectation
+    from envkit.profile.model import Profile
+    from envkit.profile.sections import Loader
+    from tests.conftest import plan_of
 
     bare = Profile.model_validate({"envkit": 1, "name": "bare", "image": {"base": "none"}})
-    promised = expectation(bare, RunSettings.from_profile(bare))["loader"]
+    plan = plan_of(bare)
+    promised = expectation(bare, plan.settings, plan.loader)["loader"]
     alone = resolve_loader(None, usable=4)
     assert {k: alone[k if k != "num_workers" else "num_workers_requested"] for k in promised} == promised
     assert Loader().model_dump(mode="json") == promised

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from tests.conftest import profile_warnings_of, run_envkit
+from tests.conftest import plan_of, profile_warnings_of, run_envkit
 from tests.dockerutil import require_base_image, require_docker
 from tests.docs.runtime_blocks import check_block
 
@@ -19,7 +19,6 @@ from envkit.engine.docker import create_kwargs
 from envkit.harness.checks.numa import check_numa
 from envkit.harness.probes.numa import read_topology
 from envkit.profile import load_profile_bytes
-from envkit.runsettings import RunSettings
 from envkit.targets.compose import compose_service
 from envkit.targets.run import docker_flags
 
@@ -109,14 +108,14 @@ def test_harness_check_reads_the_allowed_lists(tmp_path, cpus, mems, status):
 
 def test_flags_and_targets_that_cannot_say_it():
     p = profile('  numa: 1\n  cpuset: "16-23"\n')
-    rs = RunSettings.from_profile(p)
+    rs = plan_of(p).settings
     flags = docker_flags(rs)
     assert flags[flags.index("--cpuset-cpus=16-23") + 1] == "--cpuset-mems=1"
     assert create_kwargs(replace(rs, volumes=()))["cpuset_mems"] == "1"
     assert "cpuset_mems" not in json.dumps(compose_service(rs))
     assert any(w.startswith("run.numa: compose.yaml cannot express --cpuset-mems=1") for w in profile_warnings_of(p))
     auto = profile("  numa: auto\n")
-    assert not any("cpuset-mems" in f for f in docker_flags(RunSettings.from_profile(auto)))
+    assert not any("cpuset-mems" in f for f in docker_flags(plan_of(auto).settings))
     assert any(w.startswith("run.numa: auto is resolved where the host is visible") for w in profile_warnings_of(auto))
 
 
@@ -140,7 +139,7 @@ def test_cpuset_mems_read_back_from_a_real_container(tmp_path, golden):
     image = require_base_image(eng)
     from envkit.harness.zipapp import build_zipapp
     build_zipapp(tmp_path)
-    rs = RunSettings.from_profile(profile('  numa: 0\n  cpuset: "0"\n'))
+    rs = plan_of(profile('  numa: 0\n  cpuset: "0"\n')).settings
     flags = [f for f in docker_flags(rs) if not f.startswith("--volume")]
     name = f"envkit-runtime-numa-{uuid.uuid4().hex[:8]}"
     code = ("import json, sys; sys.path.insert(0, '/h/envkit_harness.pyz'); from envkit_harness.checks.numa import "

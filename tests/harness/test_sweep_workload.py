@@ -140,15 +140,17 @@ def test_expectation_carries_and_checks_the_cost():
 
 
 def test_profile_key_reaches_the_expectation():
-    from envkit.expect import expectation
+    from envkit.plan.expectfile import expectation
     from envkit.profile.model import Profile
-    from envkit.runsettings import RunSettings
+    from tests.conftest import plan_of
 
     base = {"envkit": 1, "name": "d", "image": {"base": "debian:bookworm"}}
     p = Profile.model_validate(base)
-    assert expectation(p, RunSettings.from_profile(p))["loader"]["sample_cost_ms"] == DEFAULT_SAMPLE_COST_MS
+    plan = plan_of(p)
+    assert expectation(p, plan.settings, plan.loader)["loader"]["sample_cost_ms"] == DEFAULT_SAMPLE_COST_MS
     p = Profile.model_validate(dict(base, loader={"sample_cost_ms": 12.5}))
-    assert expectation(p, RunSettings.from_profile(p))["loader"]["sample_cost_ms"] == 12.5
+    plan = plan_of(p)
+    assert expectation(p, plan.settings, plan.loader)["loader"]["sample_cost_ms"] == 12.5
     for bad in (-0.5, 10000.5, True, float("nan")):
         with pytest.raises(ValueError, match="sample_cost_ms"):
             Profile.model_validate(dict(base, loader={"sample_cost_ms": bad}))

@@ -10,7 +10,7 @@ from pathlib import Path
 from envkit.cli import main
 from envkit.plan.image import Layout
 from envkit.plan.loader import LoaderPlan
-from envkit.runsettings import RunSettings
+from envkit.plan.runsettings import RunSettings
 from tests.conftest import copy_example
 
 
@@ -59,7 +59,7 @@ def test_one_generate_of_the_cluster_example_decides_once_and_reads_each_file_on
 
 
 def test_the_layout_is_an_enum_the_plan_decides(tmp_path):
-    from envkit.plan.envplan import build_plan
+    from envkit.planner import build_plan
     from envkit.profile import load_profile
 
     assert build_plan(load_profile(copy_example("cpu-minimal.yaml", tmp_path))).image.layout is Layout.DIRECT

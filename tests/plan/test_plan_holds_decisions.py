@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from envkit.plan.envplan import EnvPlan, build_plan
+from envkit.plan.envplan import EnvPlan
+
+from envkit.planner import build_plan
 from envkit.profile import load_profile
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.yaml"))
@@ -31,7 +33,7 @@ def profile_models(value: object, where: str = "plan") -> list[str]:
 
 def test_the_walk_finds_a_profile_model():
     loaded = load_profile(None)
-    assert profile_models((1, {"x": [loaded.profile.image]})) == ["plan[1]['x'][0]: envkit.profile.model.Image"]
+    assert profile_models((1, {"x": [loaded.profile.image]})) == ["plan[1]['x'][0]: envkit.profile.sections.Image"]
 
 
 def test_the_plan_has_no_profile_field():

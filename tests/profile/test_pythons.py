@@ -13,7 +13,7 @@ from envkit.engine import RunResult
 from envkit.errors import CheckFailed, ProfileError
 from envkit.profile import load_profile_bytes
 from envkit.pythons import base_python, nearest_torch, table, torch_pythons
-from envkit.runsettings import RunSettings
+from envkit.plan.runsettings import RunSettings
 from tests.conftest import call_envkit
 from tests.fakes import FakeEngine
 

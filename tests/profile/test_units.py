@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from envkit.profile.model import Run, Ulimit
+from envkit.profile.sections import Run, Ulimit
 from envkit.units import format_cpuset, format_size, format_wsl_size, parse_cpuset, parse_size
 
 UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}

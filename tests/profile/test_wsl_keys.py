@@ -42,7 +42,7 @@ def _load(yaml_text: str):
 
 
 def test_tables_cover_every_model_field():
-    from envkit.plan.wsl import ENVKIT_KEYS
+    from envkit.plan.wslconfig import ENVKIT_KEYS
 
     assert set(WSL2_VALUES) == set(Wsl.model_fields) - set(ENVKIT_KEYS)
     assert set(EXPERIMENTAL_VALUES) == set(WslExperimental.model_fields)
@@ -97,11 +97,15 @@ def test_bad_values_are_located(snippet, needle):
 @pytest.mark.parametrize("docker, source", [("desktop", "C:\\data"), ("engine", "/mnt/c/data")])
 def test_a_drive_path_follows_the_docker_the_distribution_uses(docker, source):
     # Docker Engine inside the distribution has no C:\ (nor //c/): it made an empty folder and mounted it.
-    from envkit.runsettings import RunSettings
+    from envkit.plan.image import ImageUser
+    from envkit.plan.loader import loader_plan
+    from envkit.plan.network import network_plan
+    from envkit.plan.runsettings import RunSettings
 
     p = _load(BASE + f'run:\n  volumes: ["C:\\\\data:/data"]\nwsl:\n  docker: {docker}\n')
-    (vol,) = [v for v in RunSettings.from_profile(p).volumes if not v.project]
+    settings = RunSettings.from_profile(p, loader_plan(p), ImageUser.of(p.image.user), network_plan(p))
+    (vol,) = [v for v in settings.volumes if not v.project]
     assert vol.source == source
-    from envkit.plan.wsl import wslconfig_sections
+    from envkit.plan.wslconfig import wslconfig_sections
 
     assert all(e.key != "docker" for s in wslconfig_sections(p.wsl) for e in s.entries)  # not a .wslconfig key

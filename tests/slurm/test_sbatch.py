@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import math
-import shlex
 import os
 import resource
 import shutil
@@ -22,13 +20,12 @@ import pytest
 import yaml
 
 from envkit.commands.bundle import MARKER, check_destination
-from envkit.plan.envplan import build_plan
-from envkit.plan.oci import oci_config
+from envkit.planner import build_plan
+from envkit.targets.oci import oci_config
 from envkit.generation import render_all
 from envkit.errors import UsageError
 from envkit.profile import load_profile
 from envkit.profile.model import Profile
-from envkit.runsettings import RunSettings
 from envkit.targets.slurm import warnings as _slurm_warnings
 from tests.conftest import plan_of
 from envkit.targets.slurm import preflight_command
@@ -136,7 +133,10 @@ def test_pyxis_steps(tmp_path):
     assert "rendezvous at 10.0.0.1:24242 (node n1)" in proc.stdout  # NodeAddr, port 20000 + job id % 20000
     preflight, train = calls[0], _training(calls)["n1"]
     out = tmp_path / "out"
-    assert "--label" in preflight and preflight[-len(preflight_command()):] == preflight_command()
+    assert "--label" in preflight
+    # Two nodes: the preflight meets on the job's own rendezvous, each node named, the job's id its key.
+    assert preflight[preflight.index("envkit-check"):] == preflight_command(("--network",)) + [
+        "--rendezvous", "10.0.0.1:24242", "--nodes", "n1,n2", "--job-id", "4242"]
     # enroot's REGISTRY#IMAGE form: enroot 3.x would read reg.example.com/t as a Docker Hub path.
     assert "--container-image=reg.example.com#t:1" in train and "--container-workdir=/workspace" in train
     # Relative sources anchored at the submit folder (the output folder, inside the profile's); the
@@ -202,7 +202,7 @@ def test_run_env_and_the_proxy_reach_the_container_over_the_image(runtime, tmp_p
     data = yaml.safe_load(profile.read_text())
     data["image"]["proxy"] = proxy
     profile.write_text(yaml.safe_dump(data))
-    rs = RunSettings.from_profile(load_profile(profile).profile)
+    rs = build_plan(load_profile(profile)).settings
     expected = dict(rs.env)
     assert expected["QUOTED"] == "a b; $(touch /tmp/pwned) 'x'" and expected["no_proxy"] == "localhost,.corp"
     out = tmp_path / "out"
@@ -270,9 +270,11 @@ def test_warnings_name_each_key():
         "cluster": {"entrypoint": ["t.py"]}})
     warnings = _slurm_warnings(plan_of(p))
     keys = [w.split(":")[0] for w in warnings]
-    # pyxis sizes /dev/shm (a tmpfs mount), so run.shm_size is expressed and not warned about.
-    assert keys == ["run.cpuset", "run.gpus", "cluster.image", "run.ulimits.memlock"]
+    # pyxis sizes /dev/shm (a tmpfs mount), so run.shm_size is expressed and not warned about. The image nodes
+    # get is the profile's local-only default tag: its key, as the Kubernetes targets name it (one rule, the plan's).
+    assert keys == ["run.cpuset", "run.gpus", "image.tag", "run.ulimits.memlock"]
     assert "asking for 2 per node" in warnings[1]
+    assert "localhost/envkit/w:latest is a local-only name, which nodes cannot pull" in warnings[2]
     oci = p.model_copy(update={"cluster": p.cluster.model_copy(update={
         "slurm": p.cluster.slurm.model_copy(update={"runtime": "oci"}), "gpus_per_node": 4})})
     assert [w.split(":")[0] for w in _slurm_warnings(plan_of(oci))] == ["run.cpuset", "run.ulimits.memlock"]
@@ -329,7 +331,7 @@ def test_oci_config_carries_the_run_settings(tmp_path):
     # c10d tells nodes apart by (host name, pid): no uts or pid namespace (docs/slurm.md).
     assert {n["type"] for n in cfg["linux"]["namespaces"]} == {"ipc", "mount"}
     host = cfg["mounts"] and p.model_copy(update={"run": p.run.model_copy(update={"ipc": "host"})})
-    shm = {m["destination"]: m for m in oci_config(replace(plan, settings=RunSettings.from_profile(host)), **_image(p),
+    shm = {m["destination"]: m for m in oci_config(replace(plan, settings=plan_of(host).settings), **_image(p),
                                                    image_env=[], base_dir=tmp_path)["mounts"]}["/dev/shm"]
     assert shm["type"] == "bind" and shm["source"] == "/dev/shm"
 
@@ -380,25 +382,6 @@ def test_no_mounts_and_no_gpus(runtime, tmp_path):
     train = _training([json.loads(line) for line in log.read_text().splitlines()])["n1"]
     assert "" not in train and not any(a.startswith(("--container-mounts", "--bind", "--nv")) for a in train)
     assert train[train.index("torchrun"):][:3] == ["torchrun", "--nnodes=2", "--nproc-per-node=1"]
-
-
-@pytest.mark.parametrize("example", CLUSTER_EXAMPLES)
-def test_sbatch_agrees_with_the_run_settings(example, tmp_path):
-    """Parse the #SBATCH lines back and compare with the one translation (RunSettings) and the cluster section."""
-    loaded = load_profile(copy_example(example, tmp_path))
-    p, rs = loaded.profile, RunSettings.from_profile(loaded.profile)
-    text = sbatch_text(tmp_path / example, tmp_path / "out")
-    opts = dict(line.split(None, 1)[1].lstrip("-").split("=", 1) for line in text.splitlines()
-                if line.startswith("#SBATCH"))
-    assert int(opts["nodes"]) == p.cluster.nodes and opts["ntasks-per-node"] == "1"
-    assert int(opts["mem"]) * 2**20 >= rs.memory > (int(opts["mem"]) - 1) * 2**20
-    assert int(opts["cpus-per-task"]) == (len(p.run.cpuset_cpus) or math.ceil(rs.cpus))
-    assert int(opts["gpus-per-node"]) == p.cluster.gpus_per_node
-    assert f"--nproc-per-node={p.cluster.gpus_per_node}" in text
-    for u in rs.ulimits:
-        assert f"raise_limit {u.name} " in text
-    for key, value in rs.env:
-        assert f"  {shlex.quote(f'{key}={value}')}\n" in text  # job_env: srun's environment, not the shell's
 
 
 def test_cluster_scripts_pass_shellcheck():

@@ -17,10 +17,9 @@ import pytest
 import yaml
 
 from envkit.engine.docker import create_kwargs
-from envkit.generation import render_all
+from envkit.generation import render_all, render_plan
+from envkit.planner import build_plan
 from envkit.profile import load_profile
-from envkit.plan.network import network_plan
-from envkit.runsettings import RunSettings, remaps_user
 from envkit.units import parse_size
 from tests.conftest import copy_example, example_profiles
 
@@ -147,7 +146,8 @@ def test_targets_agree(example, tmp_path):
         profile_path = copy_example(example, tmp_path)
     loaded = load_profile(profile_path)
     run = loaded.profile.run
-    files = {f.path: f.content.decode() for f in render_all(loaded, tmp_path / "out") if f.source is None
+    plan = build_plan(loaded, tmp_path / "out")
+    files = {f.path: f.content.decode() for f in render_plan(plan) if f.source is None
              and f.path.endswith((".sh", ".yaml", ".json"))}
     out = str((tmp_path / "out").resolve())
     run_sh = _from_run_sh(files["run.sh"], out)
@@ -162,12 +162,12 @@ def test_targets_agree(example, tmp_path):
     devcontainer["volumes"].insert(0, _vol(f"{mount['source']}:{mount['target']}", "/"))
     assert devc["workspaceFolder"] == loaded.profile.image.workdir
     # The engine seam's container (envkit validate), as the image's user (see below).
-    sdk = _from_sdk(create_kwargs(replace(RunSettings.from_profile(loaded.profile), start_as_root=False)
+    sdk = _from_sdk(create_kwargs(replace(plan.settings, start_as_root=False)
                                   .with_sources(lambda src: str(loaded.resolve(src)))))
     # run.sh and compose start as root for envkit-entrypoint's uid remap; devcontainer.json states
     # containerUser (VS Code remaps with updateRemoteUserUID) and validate measures as the image's user.
     user = run_sh.get("user")
-    assert user == compose.get("user") == ("root" if remaps_user(loaded.profile) and run.mount_project else None)
+    assert user == compose.get("user") == ("root" if plan.image.spec.user.remapped and run.mount_project else None)
     for target in (run_sh, compose):
         target.pop("user", None)
         assert target["env"].pop("ENVKIT_REMAP_USER", None) == ("1" if user else None)
@@ -176,14 +176,14 @@ def test_targets_agree(example, tmp_path):
     # And they say what the profile says.
     if run.ipc != "host" and run.shm_size:
         assert run_sh["shm"] == run.shm_size
-    assert set(run_sh["ulimits"]) == set(run.ulimits) | ({"memlock"} if network_plan(loaded.profile).rdma else set())
-    assert run_sh["devices"] == list(network_plan(loaded.profile).devices)
+    assert set(run_sh["ulimits"]) == set(run.ulimits) | ({"memlock"} if plan.network.rdma else set())
+    assert run_sh["devices"] == list(plan.network.devices)
 
 
 def test_ipc_host_drops_shm_everywhere(tmp_path):
     p = tmp_path / "p.yaml"
     p.write_text("envkit: 1\nname: h\nimage: {base: debian:bookworm}\nrun: {ipc: host, shm_size: 8g}\n")
-    rs = RunSettings.from_profile(load_profile(p).profile)
+    rs = build_plan(load_profile(p)).settings
     assert rs.shm_size is None and "shm_size" not in create_kwargs(replace(rs, volumes=()))
     files = {f.path: f.content.decode() for f in render_all(load_profile(p), tmp_path, ("run", "compose"))}
     assert "--shm-size" not in files["run.sh"] and "shm_size" not in files["compose.yaml"]

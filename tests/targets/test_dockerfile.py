@@ -246,7 +246,7 @@ def test_cuda_stored_twice_is_warned_with_its_size(tmp_path, base, variant, deve
     p.write_text(PROFILE.format(base=base, image=f'  torch: {{version: "2.5.1", variant: {variant}}}\n'
                                                  f"  cuda_devel: {str(devel).lower()}\n").replace(
         "run: {shm_size: 1g}", "run: {shm_size: 1g, gpus: all}"))
-    warned = [w for w in profile_warnings_of(load_profile(p).profile) if w.startswith("image.base:")]
+    warned = [w for w in profile_warnings_of(load_profile(p)) if w.startswith("image.base:")]
     assert len(warned) == 1 and base in warned[0] and f"about {gb} GB" in warned[0], warned
 
 
@@ -258,20 +258,20 @@ def test_cuda_stored_twice_is_warned_with_its_size(tmp_path, base, variant, deve
 def test_no_cuda_twice_warning_where_nothing_is_stored_twice(tmp_path, base, image):
     p = tmp_path / "p.yaml"
     p.write_text(PROFILE.format(base=base, image=image))
-    assert not [w for w in profile_warnings_of(load_profile(p).profile) if w.startswith("image.")]
+    assert not [w for w in profile_warnings_of(load_profile(p)) if w.startswith("image.")]
 
 
 def test_cuda_devel_on_a_runtime_base_is_warned(tmp_path):
     p = tmp_path / "p.yaml"
     p.write_text(PROFILE.format(base="ubuntu:24.04", image="  cuda_devel: true\n"))
     assert any(w.startswith("image.cuda_devel: true, but image.base 'ubuntu:24.04' is not a nvidia/cuda:*-devel")
-               for w in profile_warnings_of(load_profile(p).profile))
+               for w in profile_warnings_of(load_profile(p)))
 
 
 def test_default_profile_and_examples_store_cuda_once(tmp_path):
     for profile in [None, *example_profiles()]:
         path = copy_example(profile.name, tmp_path) if profile else None
-        assert not [w for w in profile_warnings_of(load_profile(path).profile) if w.startswith("image.base:")]
+        assert not [w for w in profile_warnings_of(load_profile(path)) if w.startswith("image.base:")]
 
 
 def _hadolint() -> str:

@@ -80,7 +80,7 @@ def test_an_image_the_user_names_is_left_to_docker(tmp_path, how):
 
 
 def test_kubernetes_is_told_the_default_image_cannot_be_pulled(tmp_path):
-    from envkit.plan.envplan import build_plan
+    from envkit.planner import build_plan
     from envkit.targets.kube import kube_warnings
 
     profile = tmp_path / "envkit.yaml"

@@ -15,7 +15,7 @@ import yaml
 from envkit.generation import render_all
 from envkit.profile import load_profile
 from envkit.hostpaths import bash_path, is_drive_path, split_volume
-from envkit.runsettings import RunSettings
+from envkit.planner import build_plan
 from envkit.targets.run import docker_flags
 
 PROFILE = """envkit: 1
@@ -35,14 +35,14 @@ def loaded(tmp_path):
 
 
 def test_the_volume_grammar_reads_docker_desktop_forms(loaded):
-    vols = RunSettings.from_profile(loaded.profile).volumes
+    vols = build_plan(loaded).settings.volumes
     assert [(v.source, v.target, v.mode, v.is_relative) for v in vols] == [
         ("C:\\data", "/data", None, False), ("C:/Users/me/My Data", "/d2", "ro", False),
         ("//c/data", "/d3", None, False), ("./rel", "/rel", None, True), ("/srv/x", "/x", None, False)]
 
 
 def test_docker_run_flags_keep_the_drive_form(loaded):
-    flags = docker_flags(RunSettings.from_profile(loaded.profile))
+    flags = docker_flags(build_plan(loaded).settings)
     assert "--volume=C:\\data:/data" in flags and "--volume=C:/Users/me/My Data:/d2:ro" in flags
     assert "--volume=//c/data:/d3" in flags and "--volume=/srv/x:/x" in flags
 
@@ -77,6 +77,6 @@ def test_a_project_folder_on_a_drive_may_be_mounted():
     from envkit.profile.rules import mount_source_problems
 
     loaded_default = load_profile(None)
-    assert mount_source_problems(loaded_default.profile, PureWindowsPath(r"C:\Users\me\proj")) == []  # type: ignore[arg-type]
-    problems = mount_source_problems(loaded_default.profile, PureWindowsPath(r"C:\Users\me\a:b"))  # type: ignore[arg-type]
+    assert mount_source_problems(loaded_default.profile.run, None, PureWindowsPath(r"C:\Users\me\proj")) == []  # type: ignore[arg-type]
+    problems = mount_source_problems(loaded_default.profile.run, None, PureWindowsPath(r"C:\Users\me\a:b"))  # type: ignore[arg-type]
     assert any("contains ':'" in message for _, message in problems)

@@ -13,7 +13,7 @@ import pytest
 
 from envkit.profile import load_profile, load_profile_bytes
 from envkit.render import make_env
-from envkit.plan.envplan import build_plan
+from envkit.planner import build_plan
 from envkit.targets import GenContext
 from envkit.targets import wsl as target
 from envkit.wslmerge import parse_value

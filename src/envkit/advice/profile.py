@@ -2,7 +2,7 @@
 
 ``profile_warnings`` sizes the run settings from the loader section and says,
 per key path, what is too small or contradictory and what value to use. It reads
-the decided :class:`~envkit.runsettings.RunSettings` (what Docker will get), and
+the decided :class:`~envkit.plan.runsettings.RunSettings` (what Docker will get), and
 every number comes from the harness's rules (:mod:`envkit.harness.rules.sizing`) through
 the run's loader plan (:func:`envkit.plan.loader.loader_plan`), which ``envkit doctor`` also uses with the host's facts, so
 generate's warnings, the doctor and the in-container checks agree.
@@ -12,11 +12,11 @@ Memory rule (docs/profile.md): a container's memory cgroup is charged for the
 process with torch imported, so ``memory >= shm_need + (workers + 1) * PROCESS_RSS``.
 
 Example:
+    >>> from envkit.planner import build_plan
     >>> from envkit.profile import load_profile
-    >>> from envkit.plan.loader import loader_plan
-    >>> p = load_profile(None).profile
-    >>> rs = RunSettings.from_profile(p)
-    >>> profile_warnings(p, rs, loader_plan(p))
+    >>> loaded = load_profile(None)
+    >>> plan = build_plan(loaded)
+    >>> profile_warnings(loaded.profile, plan.settings, plan.loader)
     []
 """
 
@@ -27,13 +27,13 @@ from pathlib import Path
 
 from envkit.harness.report import human_bytes, plural
 from envkit.advice.image import image_warnings
-from envkit.advice.wsl import wsl_warnings
+from envkit.advice.wslvm import wsl_warnings
 from envkit.findings import Finding
 from envkit.harness.rules.sizing import GIB, PROCESS_RSS, batch_bytes, contention_remedy, recommended_shm_bytes
 from envkit.plan.image import ImagePlan
 from envkit.plan.loader import LoaderPlan
 from envkit.profile.model import Profile
-from envkit.runsettings import RunSettings
+from envkit.plan.runsettings import RunSettings
 from envkit.units import format_size
 
 

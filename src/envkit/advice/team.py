@@ -17,7 +17,7 @@ Example:
 from __future__ import annotations
 
 from envkit.findings import Finding
-from envkit.lockfile import stale_warning
+from envkit.plan.lockfile import stale_warning
 from envkit.plan.image import ImagePlan
 from envkit.profile import LoadedProfile
 

@@ -16,7 +16,7 @@ harness's, shipped inside images): it exposes ``build_parser()`` (that parser, w
 ``envkit NAME ...`` hands it every word after ``NAME`` untouched (so ``envkit NAME --help`` is
 that parser's help), and it has no ``add_arguments``.
 
-Commands never import each other (shared argument helpers live here), raise
+Commands never import each other (the arguments they share are :mod:`envkit.commands.arguments`'s), raise
 :class:`~envkit.errors.EnvkitError` for user-facing failures, and are imported only when run
 (the parser holds only the running command's arguments; ``help`` and ``completion`` get the whole CLI's).
 
@@ -34,17 +34,9 @@ Example:
 
 from __future__ import annotations
 
-import argparse
 import importlib
-import math
-import os
-import sys
-from collections.abc import Mapping
-from pathlib import Path
 from types import ModuleType
-from typing import NamedTuple, TextIO
-
-from envkit.errors import UsageError
+from typing import NamedTuple
 
 
 class Command(NamedTuple):
@@ -93,161 +85,3 @@ COMMANDS: dict[str, Command] = {
 def load(name: str) -> ModuleType:
     """The module of command ``name`` (a key of :data:`COMMANDS`), imported."""
     return importlib.import_module(COMMANDS[name].module)
-
-
-# ---------------------------------------------------------------- argument helpers shared by commands
-DEFAULT_PROFILE_FILE = Path("envkit.yaml")
-PROFILE_ENV = "ENVKIT_PROFILE"
-PROFILE_SUFFIXES = (".yaml", ".yml")
-# An action whose `completes` is this completes to *.yaml / *.yml files (envkit.commands.completion).
-PROFILE_COMPLETION = "profile"
-
-
-def profile_argument(parser: argparse.ArgumentParser, *, what: str | None = None) -> None:
-    """The optional PROFILE positional and its ``-f/--file`` spelling; :func:`resolve_profile` gives the default."""
-    found = what or "else the embedded default profile"
-    text = (f"profile YAML (default: ${PROFILE_ENV}, else envkit.yaml in this folder or the nearest parent "
-            f"up to the repository root, {found})")
-    positional = parser.add_argument("profile", nargs="?", type=Path, metavar="PROFILE", help=text)
-    option = parser.add_argument("-f", "--file", dest="profile_file", type=Path, metavar="PROFILE",
-                                 help="the profile YAML, as the PROFILE argument names it")
-    for action in (positional, option):
-        action.completes = PROFILE_COMPLETION  # type: ignore[attr-defined]
-
-
-class Found(NamedTuple):
-    """The profile a command uses and how it was found: ``named``, ``env``, ``discovered`` or ``default``."""
-
-    path: Path | None
-    how: str
-
-
-def discover_profile(start: Path, euid: int | None = None) -> Path | None:
-    """``envkit.yaml`` in ``start`` or the nearest parent, up to the repository root (the folder holding
-    ``.git``) or the filesystem root outside a repository; None when there is none.
-
-    A profile decides what runs and what is mounted (``run.volumes: ["/:/host"]``), so one found by
-    walking is trusted as git trusts a repository (safe.directory, CVE-2022-24765): it must belong to
-    ``euid`` (default: this process's) or root, else :class:`~envkit.errors.ProfileError` (exit 2);
-    and the walk never goes up into a world-writable folder (``/tmp``), where anyone can plant one.
-    A profile named with PROFILE, ``-f`` or ``$ENVKIT_PROFILE`` is the user's choice and is not checked.
-
-    >>> import tempfile
-    >>> root = Path(tempfile.mkdtemp()); (root / ".git").mkdir(); _ = (root / "envkit.yaml").write_text("")
-    >>> (root / "a" / "b").mkdir(parents=True)
-    >>> discover_profile(root / "a" / "b") == root / "envkit.yaml"
-    True
-    >>> (root / "a" / ".git").mkdir()  # a nested repository's root stops the walk
-    >>> discover_profile(root / "a" / "b") is None
-    True
-    """
-    if euid is None:
-        euid = os.geteuid() if hasattr(os, "geteuid") else None  # Windows: no owner rule
-    for folder in (start, *start.parents):
-        if folder != start and _world_writable(folder):
-            return None
-        candidate = folder / DEFAULT_PROFILE_FILE
-        if candidate.is_file():
-            _check_owner(candidate, euid)
-            return candidate
-        if (folder / ".git").exists():
-            return None
-    return None
-
-
-def _world_writable(folder: Path) -> bool:
-    import stat
-
-    try:
-        return bool(folder.stat().st_mode & stat.S_IWOTH)
-    except OSError:
-        return True  # a folder envkit cannot inspect is not one to trust either
-
-
-def _check_owner(candidate: Path, euid: int | None) -> None:
-    from envkit.errors import ProfileError
-    from envkit.termtext import neutralise
-
-    owner = candidate.stat().st_uid
-    if euid is None or owner in (euid, 0):
-        return
-    try:
-        import pwd
-
-        who = f"uid {owner} ({pwd.getpwuid(owner).pw_name})"
-    except (ImportError, KeyError):
-        who = f"uid {owner}"
-    raise ProfileError(f"{neutralise(str(candidate))}: found by looking up from this folder, but owned by {who}, "
-                       "not by you or root; envkit does not use a profile another user could have put there "
-                       "(as git refuses such a repository, safe.directory)",
-                       hint=f"if you trust it, name it: -f {neutralise(str(candidate))}; or run envkit where "
-                            "your own envkit.yaml is")
-
-
-def find_profile(named: Path | None, file: Path | None, environ: Mapping[str, str], cwd: Path) -> Found:
-    """The profile for PROFILE / ``-f`` (never both: UsageError), else ``$ENVKIT_PROFILE``, else discovery.
-
-    >>> find_profile(None, Path("p.yaml"), {}, Path("/nonexistent"))
-    Found(path=PosixPath('p.yaml'), how='named')
-    >>> find_profile(None, None, {"ENVKIT_PROFILE": "team.yaml"}, Path("/nonexistent"))
-    Found(path=PosixPath('team.yaml'), how='env')
-    >>> find_profile(None, None, {}, Path("/nonexistent"))
-    Found(path=None, how='default')
-    """
-    if named is not None and file is not None:
-        raise UsageError(f"the profile is named twice ({named} and -f {file}); give PROFILE or -f, not both")
-    if named is not None or file is not None:
-        return Found(named or file, "named")
-    if environ.get(PROFILE_ENV):
-        return Found(Path(environ[PROFILE_ENV]), "env")
-    found = discover_profile(cwd)
-    if found is None:
-        return Found(None, "default")
-    return Found(_shown(found, cwd), "discovered")
-
-
-def _shown(path: Path, cwd: Path) -> Path:
-    """``path`` as the user would type it from ``cwd``: ``envkit.yaml``, ``../envkit.yaml``, ...
-
-    >>> _shown(Path("/p/envkit.yaml"), Path("/p/a/b"))
-    PosixPath('../../envkit.yaml')
-    """
-    ups = len(cwd.parts) - len(path.parent.parts)
-    return Path(*([".."] * ups), path.name) if ups else Path(path.name)
-
-
-#: What a command says on stderr when it falls back to the embedded default profile.
-EMBEDDED_NOTE = (f"envkit: no profile named, none in ${PROFILE_ENV} and no envkit.yaml here or in a parent folder: "
-                 "using the embedded default profile (`envkit init` writes one sized for this machine)")
-
-
-def resolve_profile(args: argparse.Namespace, err: TextIO | None = None, *, announce_default: bool = True) -> Path | None:
-    """The profile for a command's parsed PROFILE / ``-f`` (see :func:`find_profile`); None: the embedded default.
-
-    A profile found through ``$ENVKIT_PROFILE`` or in a parent folder is said on ``err`` (default stderr),
-    as ``envkit: using PATH``; one named on the command line, or ./envkit.yaml, is not. The embedded
-    default is said too (:data:`EMBEDDED_NOTE`), unless ``announce_default`` is off (doctor says its own).
-    """
-    found = find_profile(args.profile, getattr(args, "profile_file", None), os.environ, Path.cwd())
-    said = found.how == "env" or (found.how == "discovered" and found.path != DEFAULT_PROFILE_FILE)
-    if said:
-        source = f"${PROFILE_ENV}" if found.how == "env" else "the nearest envkit.yaml"
-        print(f"envkit: using {found.path} ({source})", file=err or sys.stderr)
-    elif found.path is None and announce_default:
-        print(EMBEDDED_NOTE, file=err or sys.stderr)
-    return found.path
-
-
-def seconds(text: str) -> float:
-    """A finite, positive number of seconds (nan or inf would make a deadline never fire).
-
-    >>> seconds("2.5")
-    2.5
-    """
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a finite number of seconds above 0, got {text!r}")
-    return value

@@ -13,12 +13,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from envkit.commands import profile_argument, resolve_profile
+from envkit.commands.arguments import profile_argument, resolve_profile
 from envkit.errors import CheckFailed
 from envkit.jsonout import BuildDoc, emit
 from envkit.profile import LoadedProfile, load_profile
 from envkit.pythons import python_problem, real_version
-from envkit.runsettings import RunSettings
+from envkit.plan.runsettings import RunSettings
 
 if TYPE_CHECKING:
     from envkit.engine import Engine
@@ -47,10 +47,12 @@ def run(profile_path: Path | None, *, tag: str | None, no_cache: bool, out: Text
         engine: Engine | None = None, as_json: bool = False) -> int:
     """Build, check the Python, print the tag; with ``as_json`` one document (``envkit.jsonout.SCHEMAS["build"]``)."""
     loaded = load_profile(profile_path)
-    from envkit.imagebuild import build_image, connect  # here, not at the top: building the CLI's parser imports every command module
+    # here, not at the top: building the CLI's parser imports every command module
+    from envkit.imagebuild import build_image, connect, planned_build
 
     engine = connect(engine)
-    built = build_image(loaded, engine, tag=tag, no_cache=no_cache, err=err)
+    with planned_build(loaded) as plan:
+        built = build_image(plan, engine, tag=tag, no_cache=no_cache, err=err)
     python = check_python(loaded, engine, built.tag, err)
     if as_json:
         emit(BuildDoc(profile=loaded.source, tag=built.tag, image_id=built.image_id or None, python=python), out)

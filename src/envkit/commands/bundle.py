@@ -1,6 +1,6 @@
 """``envkit bundle``: an OCI bundle (rootfs + config.json) of the built image, for Slurm's ``srun --container``.
 
-config.json is the plan's (:func:`envkit.plan.oci.oci_config`): the same run settings as run.sh,
+config.json is the plan's (:func:`envkit.targets.oci.oci_config`): the same run settings as run.sh,
 and who the container runs as (:func:`current_submitter`).
 
 The bundle folder gets a marker file; an existing folder without it (or a non-empty one) is
@@ -19,10 +19,10 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from envkit.commands import profile_argument, resolve_profile
+from envkit.commands.arguments import profile_argument, resolve_profile
 from envkit.errors import EngineError, UsageError
 from envkit.profile import load_profile
-from envkit.plan.oci import identity, oci_config
+from envkit.targets.oci import identity, oci_config
 from envkit.safeio import FileRefused
 from envkit.termtext import neutralise
 from envkit.units import format_size
@@ -170,7 +170,7 @@ def remove_tree(path: Path) -> None:
 def run(profile_path: Path | None, image: str | None, out_dir: Path, *, out: TextIO, err: TextIO) -> int:
     import tempfile  # here, not at the top: building the CLI's parser imports every command module
 
-    from envkit.plan.envplan import build_plan  # here, not at the top: building the CLI's parser imports every command module
+    from envkit.planner import build_plan  # here, not at the top: building the CLI's parser imports every command module
 
     loaded = load_profile(profile_path)
     p = loaded.profile

@@ -23,7 +23,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from envkit.commands import PROFILE_COMPLETION, PROFILE_SUFFIXES
+from envkit.commands.arguments import PROFILE_COMPLETION
+from envkit.profile.discovery import PROFILE_SUFFIXES
 
 SHELLS = ("bash", "zsh", "fish", "powershell")
 PROG = "envkit"

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from envkit.commands import profile_argument, resolve_profile
+from envkit.commands.arguments import profile_argument, resolve_profile
 from envkit.harness.report import FAIL
 from envkit.profile import load_profile, load_profile_bytes
 

@@ -16,10 +16,10 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from envkit.commands import profile_argument, resolve_profile
+from envkit.commands.arguments import profile_argument, resolve_profile
 from envkit.generation import report_warnings, warning_record
 from envkit.jsonout import FlagsDoc, LoaderDoc, WarningRecord, emit
-from envkit.plan.envplan import build_plan
+from envkit.planner import build_plan
 from envkit.profile import load_profile
 from envkit.targets.run import docker_flags
 

@@ -15,12 +15,12 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from envkit.commands import profile_argument, resolve_profile
+from envkit.commands.arguments import profile_argument, resolve_profile
 from envkit.errors import UsageError
 from envkit.generation import render_owned, report_notes, report_warnings, warning_record
 from envkit.jsonout import FileRecord, GenerateDoc, LoaderDoc, WarningRecord, emit
 from envkit.output import check_output_folder, foreign_files, write_outputs
-from envkit.plan.envplan import build_plan
+from envkit.planner import build_plan
 from envkit.profile import load_profile
 from envkit.targets import TARGET_NAMES, exact_folders, needs_a_dockerfile, required_section
 from envkit.termtext import neutralise

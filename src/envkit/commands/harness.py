@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from envkit.errors import UsageError
-from envkit.plan.envplan import build_plan
+from envkit.planner import build_plan
 from envkit.profile import load_profile
 
 

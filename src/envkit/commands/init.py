@@ -2,7 +2,7 @@
 
 The sizes come from this host's CPUs, memory and NVIDIA GPUs (on native Windows the PC's, for
 ``wsl.memory`` and ``wsl.processors``), or from ``--preset laptop|workstation|cluster``
-(:mod:`envkit.initfit`); stderr says which, and what was chosen.
+(:mod:`envkit.fitted_profile`); stderr says which, and what was chosen.
 
 Called as::
 
@@ -18,7 +18,7 @@ from typing import TextIO
 
 from envkit.errors import OutputConflict
 from envkit.output import atomic_write, write_backup
-from envkit.initfit import PRESETS, fitted_profile, this_machine
+from envkit.fitted_profile import PRESETS, fitted_profile, this_machine
 from envkit.safeio import PROFILE_MAX, FileRefused, read_bounded, write_target
 
 

@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import TextIO
 
 from envkit import install
-from envkit.commands import profile_argument, resolve_profile
+from envkit.commands.arguments import profile_argument, resolve_profile
 from envkit.errors import EnvkitError, ProfileError, UsageError
 from envkit.jsonout import LockDoc, emit
 from envkit.output import write_backup
 from envkit.safeio import replace_file
-from envkit.lockfile import LOCK_FILE, PLATFORM, header, inputs_digest, lock_path, recorded_hash, requirements_in
+from envkit.plan.lockfile import LOCK_FILE, PLATFORM, header, inputs_digest, lock_path, recorded_hash, requirements_in
 from envkit.profile import LoadedProfile, load_profile
 from envkit.plan.image import ImagePlan
 from envkit.pythons import image_python
@@ -227,7 +227,7 @@ def run(profile_path: Path | None, *, force: bool, out: TextIO, err: TextIO, as_
     if foreign and not force:
         raise ProfileError(f"{dest}: exists and was not written by `envkit lock`",
                            hint="move it away, or pass --force to replace it (a backup is kept)")
-    from envkit.plan.envplan import build_plan  # here, not at the top: building the CLI's parser imports every command module
+    from envkit.planner import build_plan  # here, not at the top: building the CLI's parser imports every command module
 
     plan = build_plan(loaded, loaded.base_dir).image  # the image plan generate's Dockerfile installs
     lines = requirements_in(loaded, plan)

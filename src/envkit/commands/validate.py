@@ -1,7 +1,7 @@
 """``envkit validate``: build (or take ``--image``), run the harness in a container with exactly the
 profile's run settings, and report; ``--compare-default`` also runs it under Docker's defaults.
 
-The container's settings are the profile's :class:`~envkit.runsettings.RunSettings`, the same
+The container's settings are the profile's :class:`~envkit.plan.runsettings.RunSettings`, the same
 decisions that write run.sh and compose.yaml, handed to the engine seam as they are. "Docker's
 defaults" means no --shm-size, --ipc, --init, --cpuset-cpus, --cpus, --memory, --ulimit or
 volume; a GPU request and the environment are kept, so the comparison isolates what envkit tunes.
@@ -31,15 +31,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from envkit.commands import profile_argument, resolve_profile, seconds
+from envkit.commands.arguments import profile_argument, resolve_profile, seconds
 from envkit.errors import CheckFailed, EngineError
 from envkit.generation import report_warnings
-from envkit.plan.envplan import EnvPlan, build_plan
+from envkit.plan.envplan import EnvPlan
+from envkit.planner import build_plan
 from envkit.harness.report import human_bytes
 from envkit.hostpaths import is_drive_path
 from envkit.profile import LoadedProfile, load_profile
 from envkit.pythons import python_problem
-from envkit.runsettings import RunSettings
+from envkit.plan.runsettings import RunSettings
 from envkit.termtext import neutralise
 from envkit.plan.paths import EXPECT_FILE, HARNESS_DIR, HARNESS_FILE
 
@@ -204,8 +205,8 @@ def render_comparison(profile: str, image: str, generated: dict, default: dict |
     return "\n".join(rows)
 
 
-def check_host_first(loaded: LoadedProfile, host: Host | None, err: TextIO) -> None:
-    """doctor's host checks for the profile's container; CheckFailed (exit 1) naming each that fails.
+def check_host_first(loaded: LoadedProfile, plan: EnvPlan, host: Host | None, err: TextIO) -> None:
+    """doctor's host checks for the container of the run's ``plan``; CheckFailed (exit 1) naming each that fails.
 
     Skipped, with a note, when the engine is remote: its host is not this one.
     """
@@ -219,7 +220,7 @@ def check_host_first(loaded: LoadedProfile, host: Host | None, err: TextIO) -> N
         print(f"envkit: note: the engine at {where} runs elsewhere: this host's cpuset, memory and GPU checks are skipped",
               file=err)
         return
-    failed = [c for c in host_fit(host, loaded) if c["status"] == FAIL]
+    failed = [c for c in host_fit(host, loaded, plan) if c["status"] == FAIL]
     if failed:
         raise CheckFailed(f"{loaded.source}: this host cannot run the profile's container, so nothing was built: "
                           + "; ".join(f"{c['name']}: {c['message']}" for c in failed),
@@ -230,16 +231,20 @@ def check_host_first(loaded: LoadedProfile, host: Host | None, err: TextIO) -> N
 def run(profile_path: Path | None, *, image: str | None, compare_default: bool, as_json: bool, timeout: float,
         quick: bool, out: TextIO, err: TextIO, engine: Engine | None = None, host: Host | None = None) -> int:
     loaded = load_profile(profile_path)
-    check_host_first(loaded, host, err)
-    from envkit.imagebuild import build_image, connect  # here, not at the top: building the CLI's parser imports every command module
+    # here, not at the top: building the CLI's parser imports every command module
+    from envkit.imagebuild import build_image, connect, planned_build
     from envkit.leftovers import sweep
 
-    engine = connect(engine)
     if image is None:
-        image, plan, _ = build_image(loaded, engine, tag=None, no_cache=False, err=err)  # it sweeps and warns
+        with planned_build(loaded) as plan:  # the run's one plan: the host check reads it, then the build
+            check_host_first(loaded, plan, host, err)
+            engine = connect(engine)
+            image = build_image(plan, engine, tag=None, no_cache=False, err=err).tag  # it sweeps and warns
         settings, notes = container_settings(plan, default=False)
     else:
         plan = build_plan(loaded)
+        check_host_first(loaded, plan, host, err)
+        engine = connect(engine)
         report_warnings(plan, False, err)
         sweep(engine, err)
         settings, notes = container_settings(plan, default=False)

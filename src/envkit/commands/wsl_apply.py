@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from envkit.termtext import neutralise
-from envkit.commands import profile_argument, resolve_profile
+from envkit.commands.arguments import profile_argument, resolve_profile
 from envkit.errors import ProfileError, UsageError
 from envkit.output import atomic_write, write_backup
 from envkit.profile import load_profile
@@ -48,7 +48,7 @@ def run(profile_path: Path | None, wslconfig: Path, dry_run: bool, out: TextIO, 
     no ``wsl`` section (or no ``wsl.wsl_conf`` for ``wsl_conf=True``) or the file is not a text INI
     file (with the line), FileRefused (exit 1) when ``wslconfig`` is a folder.
     """
-    from envkit.plan.envplan import build_plan  # here, not at the top: building the CLI's parser imports every command module
+    from envkit.planner import build_plan  # here, not at the top: building the CLI's parser imports every command module
 
     loaded = load_profile(profile_path)
     wsl = build_plan(loaded).wsl

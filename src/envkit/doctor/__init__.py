@@ -30,10 +30,11 @@ from envkit.doctor import checks as C
 from envkit.doctor.gpu import gpu_checks, host_smi
 from envkit.doctor.host import Host
 from envkit.doctor.spawncheck import SCRIPT_MAX, check_file
+from envkit import planner
 from envkit.harness.checks.shm import check_shm
 from envkit.harness.report import FAIL, PASS, WARN, Check, make_check, verdict
 from envkit.jsonout import DoctorHost, DoctorReport
-from envkit.plan import envplan
+from envkit.plan.envplan import EnvPlan
 from envkit.profile import LoadedProfile
 
 SCHEMA_VERSION: Literal[1] = 1
@@ -99,10 +100,10 @@ def _abs(host: Host, p: Path) -> str:
 def diagnose(host: Host, loaded: LoadedProfile, scripts: list[Path], data_paths: list[Path]) -> DoctorReport:
     """Run every check; scripts are read from the local file system, data paths through ``host``.
 
-    The container's decisions are the one plan's (:func:`envkit.plan.envplan.build_plan`); this host's
+    The container's decisions are the one plan's (:func:`envkit.planner.build_plan`); this host's
     loaders are that plan fed with the host's CPUs (:func:`.checks.host_plan`)."""
     profile = loaded.profile
-    container = envplan.build_plan(loaded).loader
+    container = planner.build_plan(loaded).loader
     wsl = C.detect_wsl(host)
     mounts = C.read_mounts(host)
     plan = C.host_plan(host, profile, container)  # the loader's plan on this host, decided once for every check
@@ -131,22 +132,24 @@ def diagnose(host: Host, loaded: LoadedProfile, scripts: list[Path], data_paths:
             "loader": plan.as_json(), "checks": results}
 
 
-def host_fit(host: Host, loaded: LoadedProfile) -> list[Check]:
+def host_fit(host: Host, loaded: LoadedProfile, plan: EnvPlan) -> list[Check]:
     """doctor's checks of what the container asks of this host: memory, cpus (the cpuset), GPUs and every ulimit.
 
     Each is the same check :func:`diagnose` runs; ``envkit validate`` runs them before it builds, so a
-    profile the host cannot start fails in seconds instead of after the build.
+    profile the host cannot start fails in seconds instead of after the build. ``plan``: the run's one plan
+    (the container's loaders are its), which the build then uses.
 
     >>> h = Host(Path("/nonexistent"), environ={}, cwd="/home/me", docker_probe=lambda: None)
     >>> from envkit.profile import load_profile
-    >>> [c["name"] for c in host_fit(h, load_profile(None))]
+    >>> loaded = load_profile(None)
+    >>> [c["name"] for c in host_fit(h, loaded, planner.build_plan(loaded))]
     ['memory', 'cpus', 'gpu', 'memlock', 'ulimits']
     """
     profile = loaded.profile
-    container = envplan.build_plan(loaded).loader
+    container = plan.loader
     wsl = C.detect_wsl(host)
-    plan = C.host_plan(host, profile, container)
-    return [C.check_memory(host, profile, wsl, plan), C.check_cpus(host, profile, plan, container),
+    here = C.host_plan(host, profile, container)
+    return [C.check_memory(host, profile, wsl, here), C.check_cpus(host, profile, here, container),
             C.check_gpu(host, profile, wsl, host_smi(host)),
             C.check_memlock(host, profile, daemon := host.daemon()), C.check_ulimits(host, profile, daemon)]
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from envkit.plan.loader import LoaderPlan, loader_plan
-from envkit.advice.wsl import VM_HEADROOM, container_memory_need
+from envkit.advice.wslvm import VM_HEADROOM, container_memory_need
 from envkit.doctor.host import Host
 from envkit.harness.probes.cpulist import format_cpulist
 from envkit.harness.probes.env import WSL_ENV_VARS, WSL_INTEROP_FILE, read_cgroup_cpu_quota, wsl_version
@@ -31,7 +31,7 @@ from envkit.harness.probes.gpufacts import SmiFacts
 from envkit.harness.report import FAIL, PASS, SKIP, WARN, Check, Status, human_bytes, make_check, plural
 from envkit.harness.rules.sizing import GIB, MIB, contention_remedy, cpu_fact
 from envkit.profile.model import Profile
-from envkit.runsettings import Ulimit
+from envkit.plan.runsettings import Ulimit
 
 READ_MAX_BYTES = 64 * MIB
 READ_BUDGET_S = 3.0

@@ -1,7 +1,7 @@
 """The one seam between envkit and a container engine (after repo2docker's engine.py).
 
 Contract: all container-engine use goes through :class:`Engine`, in envkit's own types (a
-container's settings are a :class:`~envkit.runsettings.RunSettings`); every failure is an
+container's settings are a :class:`~envkit.plan.runsettings.RunSettings`); every failure is an
 :class:`~envkit.errors.EngineError` (or :class:`BuildFailed`) with a ``hint``, never a raw
 traceback. This module knows nothing of Docker: the Docker implementation, with everything
 Docker-specific (docker-py's arguments and types, daemon error texts, the classic builder's
@@ -13,7 +13,7 @@ Example:
     >>> RunResult(exit_code=0, stdout="ok\\n", stderr="")
     RunResult(exit_code=0, stdout='ok\\n', stderr='', timed_out=False)
     >>> eng = connect()                                                  # doctest: +SKIP
-    >>> eng.run("envkit/demo:dev", ["python3", "-V"], RunSettings.from_profile(profile), timeout=60)  # doctest: +SKIP
+    >>> eng.run("envkit/demo:dev", ["python3", "-V"], build_plan(loaded).settings, timeout=60)  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from envkit.errors import EngineError
 
 if TYPE_CHECKING:
-    from envkit.runsettings import RunSettings
+    from envkit.plan.runsettings import RunSettings
 
 LABEL = "io.envkit.managed"
 
@@ -84,7 +84,7 @@ class Engine(abc.ABC):
         """Run ``command`` in a fresh container with the settings ``run`` (always removed).
 
         Every field of ``run`` applies (``None`` and empty ones leave the engine's default);
-        volume sources must be absolute (:meth:`~envkit.runsettings.RunSettings.with_sources`
+        volume sources must be absolute (:meth:`~envkit.plan.runsettings.RunSettings.with_sources`
         resolves a profile's relative ones); ``start_as_root`` starts the container as root.
         ``labels`` go on the container besides the engine's own; after ``timeout`` seconds the
         container is killed and the result says ``timed_out``.

@@ -1,7 +1,7 @@
 """The Docker implementation of :class:`envkit.engine.Engine`, over the Docker SDK (docker-py).
 
 Everything that knows Docker lives here: docker-py's ``containers.create`` arguments from
-:class:`~envkit.runsettings.RunSettings` (:func:`create_kwargs`, the only such translation), the
+:class:`~envkit.plan.runsettings.RunSettings` (:func:`create_kwargs`, the only such translation), the
 classic builder's stream (:class:`BuildStreamParser`), the daemon's error texts
 (:func:`explain_start_error`). docker-py itself is imported only inside the functions that call
 it, so importing this module (and ``envkit generate``) never loads it. Only
@@ -9,7 +9,7 @@ it, so importing this module (and ``envkit generate``) never loads it. Only
 
 Example:
     >>> eng = DockerEngine.connect()                                     # doctest: +SKIP
-    >>> eng.run("envkit/demo:dev", ["python3", "-V"], RunSettings.from_profile(profile), timeout=60)  # doctest: +SKIP
+    >>> eng.run("envkit/demo:dev", ["python3", "-V"], build_plan(loaded).settings, timeout=60)  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from envkit.engine.pullerror import base_of, explain as explain_pull
 from envkit.engine.dockerd import _RLIMITS, find_dockerd, fmt_limit, parse_proc_limits, read_daemon
 from envkit.errors import EngineError
 from envkit.leftovers import owner_labels
-from envkit.runsettings import RunSettings, Ulimit
+from envkit.plan.runsettings import RunSettings, Ulimit
 from envkit.termtext import neutralise
 
 # An image a container was to run from is missing (validate --image, bundle, a removed image): the

@@ -23,7 +23,7 @@ from .rules.sizing import DTYPE_ITEMSIZE, MAX_PREFETCH, MAX_RANKS, MAX_WORKERS, 
 
 
 # The expectation format's version: defined here, on the consumer's side, and imported by
-# the producer (envkit.expect), so the two cannot drift apart.
+# the producer (envkit.plan.expectfile), so the two cannot drift apart.
 VERSION = 1
 
 DEFAULT_LOADER = LOADER_DEFAULTS  # the profile's defaults: with no expectation the harness runs what a bare profile plans

@@ -18,6 +18,19 @@ Rules (each lives here only, or in the rule it names):
   gives exclusive cores only to whole-CPU, requests == limits pods.
 - The registry host of the image nodes pull (:func:`registry_host`), None for Docker Hub.
 
+The rules every cluster target words, each decided here once (:class:`ClusterAsk`), never in a target:
+
+- the image nodes run (:class:`NodeImage`): ``cluster.image``, else the image's tag, and why nodes
+  cannot pull it (:class:`Pull`: a local-only name, or no registry host so Docker Hub is asked);
+- ``run.gpus`` as device ids without ``cluster.gpus_per_node``: a cluster schedules a count
+  (:attr:`ClusterAsk.gpu_ids_counted`);
+- ``run.cpuset``: a cluster schedules a number of CPUs, never cores (:attr:`ClusterAsk.cpuset`,
+  ``cpuset_count``); ``run.ulimits``: no cluster runtime sets them per job as Docker does
+  (:attr:`ClusterAsk.ulimit_names`).
+
+Kubernetes and Slurm each say these in their own words (``envkit.targets.kube.kube_warnings``,
+``envkit.targets.slurm.warnings``), and add the rules of their runtime alone.
+
 Example:
     >>> from envkit.profile.model import Profile
     >>> p = Profile.model_validate({"envkit": 1, "name": "t", "image": {"base": "debian", "tag": "reg.io/t:1"},
@@ -29,11 +42,13 @@ Example:
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 from envkit.errors import ProfileError
 from envkit.harness.rules.sizing import cpu_fact
 from envkit.plan.network import network_plan
+from envkit.profile.dockerref import is_local_only
 from envkit.profile.model import Profile
 from envkit.profile.rules import node_gpu_count
 
@@ -72,8 +87,7 @@ class SlurmPlan:
 
 @dataclass(frozen=True)
 class ClusterPlan:
-    """The per-node decisions shared by the cluster targets. ``image_set``: cluster.image as the profile
-    writes it (None: the image tag is used); ``gpus_per_node_set``: cluster.gpus_per_node is written."""
+    """The per-node decisions shared by the cluster targets."""
 
     nodes: int
     gpus_per_node: int
@@ -84,8 +98,6 @@ class ClusterPlan:
     registry: str | None  # the image's registry host; None: Docker Hub or local only
     kubernetes: KubernetesPlan
     slurm: SlurmPlan
-    image_set: str | None
-    gpus_per_node_set: bool
     rdma_resource: str | None = None  # cluster.network.rdma_resource: one per pod (Kubernetes)
 
     @property
@@ -94,11 +106,51 @@ class ClusterPlan:
         return ("--network",) if self.nodes > 1 else ()
 
 
+class Pull(enum.Enum):
+    """Why nodes cannot pull the image they are told to run."""
+
+    LOCAL_ONLY = "local-only"  # a name only the machine that built it has (envkit's default, localhost/...)
+    DOCKER_HUB = "docker-hub"  # no registry host: nodes look for it on Docker Hub
+
+
+@dataclass(frozen=True)
+class NodeImage:
+    """The image every node runs: its reference, the profile key naming it (``cluster.image`` when the cluster
+    section names it, else ``image.tag``, written or envkit's default) and why nodes cannot pull it (None:
+    a registry reference they can reach)."""
+
+    ref: str
+    key: str
+    unpullable: Pull | None
+
+    @property
+    def named(self) -> bool:
+        """``cluster.image`` names it."""
+        return self.key == "cluster.image"
+
+
+def node_image(p: Profile) -> NodeImage:
+    """The :class:`NodeImage` of a profile with a ``cluster:`` section.
+
+    >>> p = Profile.model_validate({"envkit": 1, "name": "t", "image": {"base": "debian"},
+    ...     "cluster": {"entrypoint": ["t.py"], "image": "team/t:1"}})
+    >>> node_image(p)
+    NodeImage(ref='team/t:1', key='cluster.image', unpullable=<Pull.DOCKER_HUB: 'docker-hub'>)
+    >>> node_image(p.model_copy(update={"cluster": p.cluster.model_copy(update={"image": None})})).unpullable
+    <Pull.LOCAL_ONLY: 'local-only'>
+    """
+    assert p.cluster is not None
+    ref = p.cluster.image or p.image_tag
+    unpullable = Pull.LOCAL_ONLY if is_local_only(ref) else Pull.DOCKER_HUB if registry_host(ref) is None else None
+    return NodeImage(ref, "cluster.image" if p.cluster.image else "image.tag", unpullable)
+
+
 @dataclass(frozen=True)
 class ClusterAsk:
-    """What a profile with a ``cluster:`` section asks of the run, as it writes it: what the cluster targets'
-    warnings name (set whether or not the cluster can be planned). ``gpu_ids``: how many device ids
-    ``run.gpus`` lists (None: a count, ``all`` or none); ``volume_specs``: run.volumes as written."""
+    """What a profile with a ``cluster:`` section asks of the run, as it writes it, and the rules every cluster
+    target words (set whether or not the cluster can be planned). ``gpu_ids``: how many device ids
+    ``run.gpus`` lists (None: a count, ``all`` or none); ``volume_specs``: run.volumes as written;
+    ``node_image``: the image nodes run and whether they can pull it."""
 
     cpuset: str | None
     cpuset_count: int
@@ -109,12 +161,17 @@ class ClusterAsk:
     env_names: tuple[str, ...]
     volume_specs: tuple[str, ...]
     gpus_per_node_set: bool
-    image_set: str | None
-    image: str  # cluster.image, else the image tag
+    node_image: NodeImage
     runtime: str
     host_path_volumes: bool
     claim_mounts: tuple[str, ...]
     entrypoint: tuple[str, ...]
+
+    @property
+    def gpu_ids_counted(self) -> int | None:
+        """How many GPUs per node a cluster is asked for when ``run.gpus`` lists device ids and
+        ``cluster.gpus_per_node`` does not say (a cluster schedules a count, never ids); None otherwise."""
+        return self.gpu_ids if self.gpu_ids is not None and not self.gpus_per_node_set else None
 
 
 def cluster_ask(p: Profile) -> ClusterAsk | None:
@@ -128,8 +185,8 @@ def cluster_ask(p: Profile) -> ClusterAsk | None:
         ulimit_names=tuple(sorted({*run.ulimits, *(("memlock",) if network_plan(p).memlock_unlimited else ())})),
         ipc=run.ipc,
         gpu_ids=len(run.gpus) if isinstance(run.gpus, tuple) else None, env_names=tuple(run.env),
-        volume_specs=tuple(run.volumes), gpus_per_node_set=c.gpus_per_node is not None, image_set=c.image,
-        image=c.image or p.image_tag, runtime=c.slurm.runtime, host_path_volumes=c.kubernetes.host_path_volumes,
+        volume_specs=tuple(run.volumes), gpus_per_node_set=c.gpus_per_node is not None, node_image=node_image(p),
+        runtime=c.slurm.runtime, host_path_volumes=c.kubernetes.host_path_volumes,
         claim_mounts=tuple(v.mount for v in c.kubernetes.volumes), entrypoint=tuple(c.entrypoint))
 
 
@@ -152,8 +209,7 @@ def cluster_plan(p: Profile, source: str = "profile") -> ClusterPlan:
     slurm = SlurmPlan(runtime=s.runtime, partition=s.partition, account=s.account, time=s.time, bundle=s.bundle)
     return ClusterPlan(nodes=c.nodes, gpus_per_node=gpus, nproc_per_node=ranks_per_node(p)[0], cpus=cpus,
                        image=image, entrypoint=c.entrypoint, registry=registry_host(image), kubernetes=kube,
-                       slurm=slurm, image_set=c.image, gpus_per_node_set=c.gpus_per_node is not None,
-                       rdma_resource=c.network.rdma_resource)
+                       slurm=slurm, rdma_resource=c.network.rdma_resource)
 
 
 def ranks_per_node(p: Profile) -> tuple[int, str]:
@@ -192,7 +248,7 @@ def gpus_per_node(p: Profile, source: str = "profile") -> int:
     2
     """
     assert p.cluster is not None
-    count = node_gpu_count(p)
+    count = node_gpu_count(p.cluster, p.run)
     if count is None:
         raise ProfileError(
             f"{source}: run.gpus: 'all' cannot be scheduled on a cluster, which hands out GPU counts; "

@@ -1,14 +1,14 @@
-"""The whole plan of one run: :class:`EnvPlan`, built once by :func:`build_plan`.
+"""The whole plan of one run: :class:`EnvPlan`, frozen, built once by :func:`envkit.planner.build_plan`.
 
 Every command that renders, builds, validates or locks builds one plan and hands it on; targets
 (:mod:`envkit.targets`) are pure functions of it. The warnings are the profile's own (workload,
 files, team); what a target cannot express is that target's (``warnings(plan)`` in its module).
+This module holds the plan's types only: assembling one takes the advice, which sits above the plan.
 
 Example:
-    >>> from envkit.profile import load_profile
-    >>> plan = build_plan(load_profile(None))
-    >>> plan.settings.shm_size, plan.loader.workers, plan.cluster, plan.warnings
-    (2147483648, 6, None, ())
+    >>> source = PlanSource("demo", "envkit.yaml", "0" * 64, Path("/p"))
+    >>> source.resolve("data")
+    PosixPath('/p/data')
 """
 
 from __future__ import annotations
@@ -19,13 +19,12 @@ from pathlib import Path
 
 from envkit.errors import ProfileError
 from envkit.findings import Finding, Locator
-from envkit.plan.cluster import ClusterAsk, ClusterPlan, cluster_ask, cluster_plan
-from envkit.plan.image import ImagePlan, image_plan
-from envkit.plan.loader import LoaderPlan, loader_plan
-from envkit.plan.network import NetworkPlan, network_plan
-from envkit.plan.wsl import WslPlan, wsl_plan
-from envkit.profile import LoadedProfile
-from envkit.runsettings import RunSettings
+from envkit.plan.cluster import ClusterAsk, ClusterPlan
+from envkit.plan.image import ImagePlan
+from envkit.plan.loader import LoaderPlan
+from envkit.plan.network import NetworkPlan
+from envkit.plan.wslconfig import WslPlan
+from envkit.plan.runsettings import RunSettings
 
 
 @dataclass(frozen=True)
@@ -77,33 +76,3 @@ class EnvPlan:
             assert self.cluster_error is not None  # build_plan records why there is no cluster plan
             raise self.cluster_error
         return self.cluster
-
-
-def build_plan(loaded: LoadedProfile, out_dir: Path = Path(".")) -> EnvPlan:
-    """Decide everything about ``loaded`` once. ``out_dir``: where the files go (relative volume sources
-    and the project copy depend on it). The plan is the container's, whatever host renders it: the
-    host's own facts are ``envkit doctor``'s (:func:`envkit.plan.loader.loader_plan` with them)."""
-    from envkit.advice.profile import file_warnings, profile_warnings, sizing_notes, volume_notes
-    from envkit.advice.team import team_warnings
-    from envkit.expect import expectation_json
-
-    p = loaded.profile
-    loader = loader_plan(p)
-    settings = RunSettings.from_profile(p, loader)
-    image = image_plan(loaded, out_dir)
-    cluster: ClusterPlan | None = None
-    error: ProfileError | None = None
-    try:
-        cluster = cluster_plan(p, loaded.source)  # ProfileError without a cluster: section, or one it cannot plan
-    except ProfileError as e:
-        error = e
-    locate = Locator(loaded.source, loaded.positions)
-    warnings = profile_warnings(p, settings, loader) + file_warnings(p, image) + team_warnings(loaded, image)
-    source = PlanSource(p.name, loaded.source, loaded.sha256, loaded.base_dir)
-    sections = tuple(name for name in ("cluster", "wsl") if getattr(p, name) is not None)
-    return EnvPlan(source=source, sections=sections, out_dir=out_dir, settings=settings, loader=loader, image=image,
-                   expectation=expectation_json(p, settings, loader), warnings=tuple(map(locate, warnings)), cluster=cluster,
-                   network=network_plan(p),
-                   wsl=wsl_plan(p.wsl, p.run.wants_gpus), cluster_error=error, cluster_ask=cluster_ask(p),
-                   notes=tuple(map(locate, sizing_notes(p, settings, loader) + volume_notes(settings, loaded.base_dir))),
-                   locate=locate)

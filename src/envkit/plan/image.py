@@ -34,16 +34,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envkit import __version__
+from envkit.errors import EnvkitError
 from envkit.findings import Finding
 from envkit.pem import certificate_blocks
 from envkit.plan.paths import CA_BUNDLE, CONTEXT_DIR, DELTA_SCRIPT, LOCK_FILE_NAME, MANIFEST
 from envkit.plan.network import network_plan
+from envkit.plan.registry import output_names
 from envkit.profile import LoadedProfile
-from envkit.profile.dockerref import is_local_only  # noqa: F401  (the targets read it through the plan)
 from envkit.profile.proxy import proxy_build_args
+from envkit.profile.sections import User
+from envkit.project import select_project
 from envkit.render import templates_dir
 from envkit.requirements import decode, has_credentials, has_hashes, names_numpy, requirements_of
-from envkit.safeio import kind_of
+from envkit.safeio import REQUIREMENTS_MAX, kind_of, read_bounded
 from envkit.termtext import neutralise
 
 TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
@@ -94,11 +97,21 @@ class ImageUser:
     gid: int
     is_root: bool
 
+    @classmethod
+    def of(cls, user: User) -> ImageUser:
+        """The image's user as ``image.user`` asks for it."""
+        return cls(user.name, user.uid, user.gid, user.is_root)
+
     @property
     def remapped(self) -> bool:
-        """True when the image carries envkit-entrypoint: a container started as root remaps this non-root
-        user to the project folder owner's uid/gid and drops to it (the rule of
-        :func:`envkit.runsettings.remaps_user`)."""
+        """True when the image carries envkit-entrypoint: its user is not root, and a container started as root
+        gets that user remapped to the uid/gid of the project folder's owner, then runs as it. One image then
+        serves every member of a team whatever their host uid (the image bakes image.user.uid). The one home
+        of this rule: the Dockerfile (the entrypoint) and the run settings (start as root) read it.
+
+        >>> ImageUser("dev", 1000, 1000, False).remapped, ImageUser("root", 0, 0, True).remapped
+        (True, False)
+        """
         return not self.is_root
 
 
@@ -106,7 +119,6 @@ class ImageUser:
 class ImageSpec:
     """What the image is, decided from ``image:``: the base and what goes on it, its user, labels and tag.
 
-    ``remaps_user``: the image carries envkit-entrypoint (:attr:`ImageUser.remapped`);
     ``proxy_build_args``: Docker's predefined proxy ARGs, passed as --build-arg; ``delta_script``: the
     packages stage's script (templates/envkit-delta.sh), read here, None without that stage."""
 
@@ -128,10 +140,6 @@ class ImageSpec:
     tag: str
     tag_is_default: bool
     delta_script: bytes | None
-
-    @property
-    def remaps_user(self) -> bool:
-        return self.user.remapped
 
 
 def is_python_base(base: str) -> bool:
@@ -167,13 +175,12 @@ def image_spec(loaded: LoadedProfile, certs: bool, packages_stage: bool) -> Imag
     # pip ships its own CA list (certifi) and ignores the system store unless told;
     # requests and OpenSSL-based tools likewise. Set before the first pip download.
     ca_env = tuple((k, CA_BUNDLE) for k in CA_ENV_KEYS if certs and k not in image.env)
-    u = image.user
     return ImageSpec(
         name=p.name, base=image.base, digest=image.digest,
         base_ref=f"{image.base}@{image.digest}" if image.digest else image.base,
         installer=image.installer, apt_packages=tuple(apt_packages(image, network_plan(p).apt_packages)), ca_env=ca_env,
-        user=ImageUser(u.name, u.uid, u.gid, u.is_root), workdir=image.workdir,
-        proxy_build_args=tuple(proxy_build_args(p)), env=tuple(sorted(image.env.items())),
+        user=ImageUser.of(image.user), workdir=image.workdir,
+        proxy_build_args=tuple(proxy_build_args(p.image.proxy)), env=tuple(sorted(image.env.items())),
         labels=tuple(sorted(labels.items())), pip_packages=tuple(image.pip_packages),
         install_project=image.install_project, copies_project=p.copies_project, tag=p.image_tag,
         tag_is_default=p.image_is_default,
@@ -221,7 +228,7 @@ class ImagePlan:
 def torch_requirement(torch) -> tuple[str, str | None]:
     """(requirement, index URL) for the profile's torch.
 
-    >>> from envkit.profile.model import Torch
+    >>> from envkit.profile.sections import Torch
     >>> torch_requirement(Torch(version="2.5.1", variant="cu124"))
     ('torch==2.5.1', 'https://download.pytorch.org/whl/cu124')
     >>> torch_requirement(Torch(version="2.5.1", find_links=("wheels",)))
@@ -297,8 +304,6 @@ def _project(loaded: LoadedProfile, out_dir: Path
     p = loaded.profile
     if not p.copies_project:
         return (), (), ()
-    from envkit.plan.registry import output_names
-    from envkit.project import select_project
 
     torch = p.image.torch
     wheelhouses = tuple(loaded.resolve(d) for d in (torch.find_links if torch else ()))
@@ -340,8 +345,6 @@ def _credentialed_inputs(loaded: LoadedProfile, files: tuple[str, ...] | list[st
             out[loaded.resolve(rel)] = f"the requirements file {neutralise(rel)} (image.requirements)"
     import fnmatch
 
-    from envkit.errors import EnvkitError
-    from envkit.safeio import REQUIREMENTS_MAX, read_bounded
 
     listed = {loaded.resolve(rel) for rel in loaded.profile.image.requirements}
     for rel in files:

@@ -27,13 +27,10 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from envkit.hostpaths import is_drive_path, split_volume
 from envkit.locations import SHM_MOUNT
-
-if TYPE_CHECKING:
-    from envkit.profile.model import Profile
+from envkit.profile.cluster import Cluster
+from envkit.profile.sections import Run
 
 _RULES = "the API server's rule (kubernetes/kubernetes pkg/apis/core/validation/validation.go, {})"
 _TOLERATIONS = ("cluster", "kubernetes", "tolerations")
@@ -44,9 +41,9 @@ def _mount_key(path: str) -> str:
     return "/" + "/".join(s for s in path.split("/") if s not in ("", "."))
 
 
-def kubernetes_problems(profile: Profile) -> list[tuple[tuple[str | int, ...], str]]:
-    """What the API server would refuse in the pods envkit writes for ``profile``, with the key to blame."""
-    cluster = profile.cluster
+def kubernetes_problems(cluster: Cluster | None, run: Run) -> list[tuple[tuple[str | int, ...], str]]:
+    """What the API server would refuse in the pods envkit writes for the ``cluster`` section (and ``run``'s
+    volumes), with the key to blame."""
     if cluster is None:
         return []
     out: list[tuple[tuple[str | int, ...], str]] = []
@@ -71,7 +68,7 @@ def kubernetes_problems(profile: Profile) -> list[tuple[tuple[str | int, ...], s
               for i, v in enumerate(cluster.kubernetes.volumes)]
     hosts = []
     if cluster.kubernetes.host_path_volumes:
-        for i, spec in enumerate(profile.run.volumes):
+        for i, spec in enumerate(run.volumes):
             source, target = split_volume(spec)[:2]
             if source.startswith("/") and not is_drive_path(source):
                 hosts.append((("run", "volumes", i), target, f"run.volumes[{i}] (a hostPath volume)"))

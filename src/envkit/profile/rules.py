@@ -4,25 +4,27 @@ Each rule returns its problems as ``(key path, message)``; :func:`raise_problems
 pydantic ``ValidationError`` of ``PydanticCustomError`` s whose ``ctx`` carries the key path (``at``), the
 message and any hint, which envkit.profile.load places at the key's line and column.
 
+Each rule reads the sections it needs (:mod:`envkit.profile.sections`, :mod:`envkit.profile.cluster`), never
+the whole profile, so the profile model imports the rules and nothing imports back.
+
 Example:
-    >>> from envkit.profile.model import Profile
-    >>> p = Profile.model_construct(run=Profile.model_fields["run"].default.model_copy(update={"gpus": (0, "0")}))
-    >>> gpu_id_problems(p)[0][0]
+    >>> from envkit.profile.sections import Run
+    >>> gpu_id_problems(Run.model_construct(gpus=(0, "0")))[0][0]
     ('run', 'gpus', 1)
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pydantic_core import PydanticCustomError
 from pydantic_core import ValidationError as CoreValidationError
 
+from envkit.hostpaths import is_drive_path, split_volume
+from envkit.profile.cluster import Cluster
+from envkit.profile.proxy import proxy_build_args
+from envkit.profile.sections import Proxy, Run
 from envkit.termtext import neutralise
-
-if TYPE_CHECKING:
-    from envkit.profile.model import Profile
 
 Problems = list[tuple[tuple[str | int, ...], str]]
 
@@ -47,7 +49,7 @@ def raise_problems(kind: str, problems: Problems, data: object, hint: str | None
     raise CoreValidationError.from_exception_data("Profile", details)  # type: ignore[arg-type]
 
 
-def gpu_id_problems(profile: Profile) -> Problems:
+def gpu_id_problems(run: Run) -> Problems:
     """A GPU id listed twice in run.gpus, at the second one's key.
 
     Docker hands the container each listed device once (``--gpus device=0,0`` is one GPU), while the
@@ -55,7 +57,7 @@ def gpu_id_problems(profile: Profile) -> Problems:
     An index and a UUID naming the same card cannot be told apart without the host; only equal spellings
     (0 and "0", a UUID in either case) are caught.
     """
-    gpus = profile.run.gpus
+    gpus = run.gpus
     if not isinstance(gpus, tuple):
         return []
     seen: dict[str, int] = {}
@@ -73,21 +75,18 @@ def gpu_id_problems(profile: Profile) -> Problems:
              "list each id once") for i, first in twice]
 
 
-def node_gpu_count(profile: Profile) -> int | None:
+def node_gpu_count(cluster: Cluster | None, run: Run) -> int | None:
     """GPUs each cluster node asks for: ``cluster.gpus_per_node``; else ``run.gpus`` as a count (a list of ids
     counts as that many, ``none`` as 0); None where no count follows (``all``, or no cluster: section).
 
-    >>> from envkit.profile.model import Profile
-    >>> base = {"envkit": 1, "name": "t", "image": {"base": "debian"}, "cluster": {"entrypoint": ["t.py"]}}
-    >>> node_gpu_count(Profile.model_validate({**base, "run": {"gpus": [0, 3]}}))
+    >>> node_gpu_count(Cluster.model_validate({"entrypoint": ["t.py"]}), Run.model_validate({"gpus": [0, 3]}))
     2
     """
-    cluster = profile.cluster
     if cluster is None:
         return None
     if cluster.gpus_per_node is not None:
         return cluster.gpus_per_node
-    gpus = profile.run.gpus
+    gpus = run.gpus
     if gpus == "all":
         return None
     return 0 if gpus == "none" else gpus if isinstance(gpus, int) else len(gpus)
@@ -99,13 +98,12 @@ def node_gpu_count(profile: Profile) -> int | None:
 NCCL_MULTI_RANK = "NCCL_MULTI_RANK_GPU_ENABLE"
 
 
-def ranks_per_gpu_problems(profile: Profile) -> Problems:
+def ranks_per_gpu_problems(cluster: Cluster | None, run: Run) -> Problems:
     """More training processes per node than GPUs, where the ranks use NCCL (the node has GPUs)."""
-    cluster = profile.cluster
-    gpus = node_gpu_count(profile)
+    gpus = node_gpu_count(cluster, run)
     if cluster is None or cluster.procs_per_node is None or not gpus or cluster.procs_per_node <= gpus:
         return []
-    if dict(profile.run.env).get(NCCL_MULTI_RANK) == "1":
+    if dict(run.env).get(NCCL_MULTI_RANK) == "1":
         return []
     return [(("cluster", "procs_per_node"),
              f"{cluster.procs_per_node} training processes per node on {gpus} GPU(s) put two ranks on one GPU, "
@@ -114,24 +112,22 @@ def ranks_per_gpu_problems(profile: Profile) -> Problems:
              f"leave it out; to share GPUs on purpose set run.env {NCCL_MULTI_RANK}: \"1\" (NCCL >= 2.30)")]
 
 
-def run_env_problems(profile: Profile) -> Problems:
+def run_env_problems(run: Run, proxy: Proxy | None) -> Problems:
     """run.env entries over the kernel's argument limits (ENV_ENTRY_MAX each, ENV_TOTAL_MAX together).
 
     Decided over an env file: docker's ``--env-file`` reads lines of at most 64 KiB (Go's bufio.Scanner)
     and compose interpolates ``$`` in its ``env_file``, so a file would carry neither larger nor more
     literal values than argv does; a large value belongs in a mounted file (run.volumes).
     """
-    from envkit.profile.proxy import proxy_build_args
-
     problems: Problems = []
-    env = dict(profile.run.env)
+    env = dict(run.env)
     for key, value in env.items():
         size = len(f"{key}={value}".encode())
         if size > ENV_ENTRY_MAX:
             problems.append((("run", "env", key), f"{key}=VALUE is {size} bytes; one run.env entry is at most "
                              f"{ENV_ENTRY_MAX // 1024} KiB ({ENV_ENTRY_MAX} bytes), under Linux's 128 KiB limit "
                              "on one argument (docker run --env=KEY=VALUE)"))
-    for key, value in proxy_build_args(profile):
+    for key, value in proxy_build_args(proxy):
         env.setdefault(key, value)
     total = sum(len(f"{k}={v}".encode()) for k, v in env.items())
     if not problems and total > ENV_TOTAL_MAX:
@@ -141,32 +137,29 @@ def run_env_problems(profile: Profile) -> Problems:
     return problems
 
 
-def mount_source_problems(profile: Profile, base_dir: Path | None) -> Problems:
+def mount_source_problems(run: Run, cluster: Cluster | None, base_dir: Path | None) -> Problems:
     """Host paths holding ':' where they become ``--volume SRC:DST`` (Docker splits at ':'), and mount
     sources the Slurm runtimes' lists cannot carry; the profile's folder (``base_dir``) only when known.
 
     Decided over writing ``--mount``: run.sh, compose's short syntax, devcontainer and the SDK all
     share the SRC:DST form, and a project path with ':' is rare; a clear refusal beats four spellings.
     """
-    from envkit.hostpaths import is_drive_path, split_volume
-
     def colon(path: Path) -> bool:  # a Windows drive's "C:" is one Docker Desktop reads
         text = str(path)
         return ":" in (text[2:] if is_drive_path(text) else text)
 
     problems: Problems = []
-    if base_dir is not None and profile.run.mount_project and colon(base_dir):
+    if base_dir is not None and run.mount_project and colon(base_dir):
         problems.append((("run", "mount_project"), f"the profile's folder {str(base_dir)!r} contains "
                          "':', which Docker's --volume SRC:DST cannot carry (it splits at ':'); move the project to "
                          "a path without ':', or set run.mount_project: false"))
-    for i, spec in enumerate(profile.run.volumes):
+    for i, spec in enumerate(run.volumes):
         src = split_volume(spec)[0]
         if base_dir is not None and not src.startswith("/") and not is_drive_path(src) and colon(base_dir / src):
             problems.append((("run", "volumes", i), f"{src!r} is relative to {str(base_dir)!r}, "
                              "which contains ':' (Docker's --volume splits at ':'); use an absolute path without ':'"))
-    cluster = profile.cluster
     if cluster is not None and cluster.slurm.runtime in ("pyxis", "apptainer"):
-        for i, spec in enumerate(profile.run.volumes):
+        for i, spec in enumerate(run.volumes):
             src = spec.split(":", 1)[0]
             bad = sorted({ch for ch in SLURM_MOUNT_SEPARATORS if ch in src})
             if bad:
@@ -177,7 +170,7 @@ def mount_source_problems(profile: Profile, base_dir: Path | None) -> Problems:
     return problems
 
 
-def network_problems(profile: Profile) -> Problems:
+def network_problems(cluster: Cluster | None, run: Run) -> Problems:
     """run.env naming a variable cluster.network sets, or a memlock too low for RDMA registration.
 
     One value each: ``cluster.network.interface`` writes NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME, ``hca``
@@ -187,16 +180,15 @@ def network_problems(profile: Profile) -> Problems:
     """
     from envkit.harness.rules.network import NETWORK_ENV, network_env
 
-    cluster = profile.cluster
     if cluster is None:
         return []
     problems: Problems = []
     sets = dict(network_env(cluster.network.interface, cluster.network.hca))
-    for key in profile.run.env:
+    for key in run.env:
         if key in sets:
             problems.append((("run", "env", key), f"{key} is set by cluster.network.{NETWORK_ENV[key]} "
                              f"({sets[key]}): set it there only, so every target gets the one value"))
-    memlock = profile.run.ulimits.get("memlock")
+    memlock = run.ulimits.get("memlock")
     if cluster.network.fabric != "ethernet" and memlock is not None and memlock.soft != -1:
         problems.append((("run", "ulimits", "memlock"), f"memlock {memlock.soft} bytes on a {cluster.network.fabric} "
                          "fabric: ibv_reg_mr cannot register NCCL's buffers under it (NVIDIA/nccl-tests#206); set "

@@ -1,22 +1,17 @@
 """Targets: each module turns the run's plan into a template context and rendered files.
 
-A target is a module in this package exposing ``render(ctx: GenContext) ->
-list[OutputFile]``: a pure function of the run's :class:`~envkit.plan.envplan.EnvPlan`
-(``ctx.plan``). Targets read no file and import nothing from ``envkit.profile`` or
-``envkit.advice`` (tests/test_layout.py checks); they never write files either:
-``envkit.output`` writes what they return, atomically and all-or-nothing.
-
-:data:`TARGETS` is the one name -> module map: the CLI's ``--target`` choices,
-:data:`TARGET_NAMES` and :func:`render_targets` all read it. Adding a target is
-one module, its template(s), one line in :data:`envkit.plan.registry.REGISTRY` (its module, section
-and output names), a golden folder and a parser in
-``tests/targets/test_agreement.py`` (docs/contributing.md). The registry line also names
-what the target writes at the top of its output folder (the project copy leaves it out) and the
-profile section a target renders from, if any (the cluster targets' ``"cluster"``:
-:func:`required_section`); without that section the target renders nothing and its module is not
-even imported. A target module may define ``warnings(plan)`` (what it cannot express:
-:func:`target_warnings`) and ``EXACT_FOLDERS``, the folders it fills whole (:func:`exact_folders`);
-no list of names elsewhere spells either.
+A target is one record in :data:`envkit.plan.registry.REGISTRY` (its section, outputs, Dockerfile role and
+folders) and one module in this package named after it, exposing what :class:`TargetModule` says:
+``render(ctx: GenContext) -> list[OutputFile]``, a pure function of the run's
+:class:`~envkit.plan.envplan.EnvPlan` (``ctx.plan``), and ``warnings(plan)``, what it cannot express.
+Targets read no file and import nothing from ``envkit.profile`` or ``envkit.advice`` (tests/test_layout.py
+checks); they never write files either: ``envkit.output`` writes what they return, atomically and
+all-or-nothing. This package reads every other fact from the record, never from a module attribute:
+the CLI's ``--target`` choices (:data:`TARGET_NAMES`), the section a target renders from
+(:func:`required_section`; without it the target renders nothing and its module is not even imported),
+its exact folders (:func:`exact_folders`) and who writes or builds from the Dockerfile
+(:func:`needs_a_dockerfile`). Adding a target: docs/contributing.md lists every place it touches
+(tests/targets/test_registry.py checks that list against the targets there are).
 
 Example:
     >>> TARGET_NAMES[:2]
@@ -31,17 +26,16 @@ import importlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, cast
 
 from envkit.plan.registry import REGISTRY
 
-if TYPE_CHECKING:  # annotations only: the CLI reads TARGETS without loading the templates or the profile
+if TYPE_CHECKING:  # annotations only: the CLI reads the names without loading the templates or the profile
     from jinja2 import Environment
 
     from envkit.findings import Finding
     from envkit.plan.envplan import EnvPlan
-    from envkit.runsettings import Volume
+    from envkit.plan.runsettings import Volume
 
 
 @dataclass(frozen=True)
@@ -112,21 +106,31 @@ class GenContext:
         return self.env.get_template(template).render(**context).encode("utf-8")
 
 
-# The one registry (envkit.plan.registry, plain data the plan reads too): target name -> the module that
-# renders it (imported on first use, so `import envkit.targets` stays cheap and no target imports another
-# through here), the profile section it renders from, and the names it writes.
-TARGETS: dict[str, str] = {name: target.module for name, target in REGISTRY.items()}
+class TargetModule(Protocol):
+    """What a target's module exposes, and all it exposes to the rest of envkit: every other fact about a
+    target is its :class:`~envkit.plan.registry.Target` record. tests/targets/test_registry.py holds every
+    registered module to it."""
 
-TARGET_NAMES: tuple[str, ...] = tuple(TARGETS)
+    def render(self, ctx: GenContext) -> list[OutputFile]:
+        """The target's files: a pure function of ``ctx.plan``."""
+        ...
+
+    def warnings(self, plan: EnvPlan) -> list[Finding]:
+        """What the target cannot express for ``plan`` (``[]`` when it expresses everything)."""
+        ...
 
 
-def target_module(name: str) -> ModuleType:
-    """The module rendering target ``name`` (a key of :data:`TARGETS`)."""
-    return importlib.import_module(TARGETS[name])
+TARGET_NAMES: tuple[str, ...] = tuple(REGISTRY)
+
+
+def target_module(name: str) -> TargetModule:
+    """The module rendering target ``name`` (a key of :data:`~envkit.plan.registry.REGISTRY`), imported on first
+    use, so `import envkit.targets` stays cheap and no target imports another through here."""
+    return cast("TargetModule", importlib.import_module(REGISTRY[name].module))
 
 
 def required_section(name: str) -> str | None:
-    """The profile section target ``name`` cannot render without (its registry line says).
+    """The profile section target ``name`` cannot render without (its registry record says).
 
     Such a target renders nothing for a profile without the section; asked for by name, generate
     refuses (exit 2) rather than write nothing silently.
@@ -144,41 +148,38 @@ def _applies(name: str, sections: tuple[str, ...]) -> bool:
 
 
 def target_warnings(name: str, plan: EnvPlan) -> list[Finding]:
-    """What target ``name`` cannot express for the run's ``plan`` (its module's optional ``warnings``)."""
+    """What target ``name`` cannot express for the run's ``plan`` (its module's ``warnings``)."""
     if not _applies(name, plan.sections):
         return []
-    warn = getattr(target_module(name), "warnings", None)
-    return list(warn(plan)) if warn is not None else []
+    return list(target_module(name).warnings(plan))
 
 
 def exact_folders(name: str, sections: tuple[str, ...]) -> tuple[str, ...]:
-    """Folders target ``name`` fills whole (its module's optional ``EXACT_FOLDERS``): after a run they
-    hold exactly what it rendered there (:func:`envkit.output.write_outputs`' ``exact``). ``sections``:
-    the plan's (:attr:`envkit.plan.envplan.EnvPlan.sections`).
+    """Folders target ``name`` fills whole (its record's ``exact_folders``): after a run they hold exactly what
+    it rendered there (:func:`envkit.output.write_outputs`' ``exact``). ``sections``: the plan's
+    (:attr:`envkit.plan.envplan.EnvPlan.sections`).
 
     >>> exact_folders("dockerfile", ()), exact_folders("run", ()), exact_folders("k8s", ())
     (('.envkit',), (), ())
     """
-    if not _applies(name, sections):
-        return ()
-    return tuple(getattr(target_module(name), "EXACT_FOLDERS", ()))
+    return REGISTRY[name].exact_folders if _applies(name, sections) else ()
 
 
 def needs_a_dockerfile(requested: tuple[str, ...], out_dir: Path) -> tuple[str, ...]:
-    """The files of the ``requested`` targets that build from the output folder's Dockerfile (their module's
-    ``BUILDS_FROM_DOCKERFILE``: its path), when no requested target writes it and it is not there yet.
+    """The files of the ``requested`` targets that build from the output folder's Dockerfile (their records'
+    ``builds_from_dockerfile``), when no requested target writes it and it is not there yet.
 
     >>> needs_a_dockerfile(("compose",), Path("/nonexistent")), needs_a_dockerfile(("compose", "dockerfile"), Path("/x"))
     (('compose.yaml',), ())
     """
-    writes = any(getattr(target_module(n), "WRITES_DOCKERFILE", False) for n in requested)
-    if writes or (out_dir / "Dockerfile").exists():
+    if any(REGISTRY[n].writes_dockerfile for n in requested) or (out_dir / "Dockerfile").exists():
         return ()
-    return tuple(f for n in requested if (f := getattr(target_module(n), "BUILDS_FROM_DOCKERFILE", None)))
+    return tuple(f for n in requested if (f := REGISTRY[n].builds_from_dockerfile))
 
 
 def render_targets(ctx: GenContext, names: tuple[str, ...] = TARGET_NAMES) -> list[OutputFile]:
-    """Render the named targets, sorted by path so output order is stable."""
+    """Render the named targets, sorted by path so output order is stable; a target whose section the plan
+    lacks renders nothing (its module is not imported)."""
     files: list[OutputFile] = []
     for name in names:
         if _applies(name, ctx.plan.sections):

@@ -1,11 +1,12 @@
 """compose.yaml: one service that builds the Dockerfile and runs with the profile's settings.
 
-This module owns the compose spelling of :class:`~envkit.runsettings.RunSettings`
+This module owns the compose spelling of :class:`~envkit.plan.runsettings.RunSettings`
 (:func:`compose_service`).
 
 Example:
+    >>> from envkit.planner import build_plan
     >>> from envkit.profile import load_profile
-    >>> svc = compose_service(RunSettings.from_profile(load_profile(None).profile))
+    >>> svc = compose_service(build_plan(load_profile(None)).settings)
     >>> svc["shm_size"], svc["ipc"]
     ('2g', 'private')
 """
@@ -15,7 +16,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from envkit.runsettings import REMAP_ENV, RunSettings
+from envkit.plan.runsettings import REMAP_ENV, RunSettings
+from envkit.findings import Finding
+from envkit.plan.envplan import EnvPlan
 from envkit.targets import GenContext, OutputFile
 from envkit.targets.dockerfile import build_args
 from envkit.units import format_size
@@ -68,9 +71,6 @@ def compose_service(rs: RunSettings, volume_source=lambda v: v.source) -> dict:
     return svc
 
 
-# compose.yaml builds from the output folder's Dockerfile (generate warns when it is not there).
-BUILDS_FROM_DOCKERFILE = "compose.yaml"
-
 
 def project_name(name: str) -> str:
     """Compose project names allow [a-z0-9_-] only; a profile name may also hold dots."""
@@ -93,3 +93,9 @@ def document(ctx: GenContext) -> dict:
 
 def render(ctx: GenContext) -> list[OutputFile]:
     return [OutputFile("compose.yaml", ctx.render("compose.yaml.j2", header=ctx.header("#"), doc=document(ctx)))]
+
+
+def warnings(plan: EnvPlan) -> list[Finding]:
+    """What compose.yaml alone cannot express: nothing of its own (``run.numa``'s --cpuset-mems, which no
+    Compose key holds, is the plan's warning: :mod:`envkit.advice.profile`)."""
+    return []

@@ -18,11 +18,11 @@ Called as::
 from __future__ import annotations
 
 from envkit.targets.run import docker_flags
+from envkit.findings import Finding
+from envkit.plan.envplan import EnvPlan
 from envkit.targets import GenContext, OutputFile
 from envkit.targets.dockerfile import build_args
 
-# The dev container builds from the output folder's Dockerfile (generate warns when it is not there).
-BUILDS_FROM_DOCKERFILE = ".devcontainer/devcontainer.json"
 SCHEMA = "https://raw.githubusercontent.com/devcontainers/spec/main/schemas/devContainer.schema.json"
 
 
@@ -92,3 +92,8 @@ def document(ctx: GenContext) -> dict:
 def render(ctx: GenContext) -> list[OutputFile]:
     text = ctx.render("devcontainer.json.j2", header=ctx.header("//"), doc=document(ctx))
     return [OutputFile(".devcontainer/devcontainer.json", text)]
+
+
+def warnings(plan: EnvPlan) -> list[Finding]:
+    """What devcontainer.json cannot express: nothing (its ``runArgs`` are run.sh's flags)."""
+    return []

@@ -39,17 +39,13 @@ from envkit.plan.paths import (
     LOCK_FILE_NAME, VENV, WHEELS_IN_IMAGE,
 )
 from envkit.plan.image import BASE_APT, apt_packages, is_python_base  # noqa: F401  (decided in the plan)
+from envkit.findings import Finding
+from envkit.plan.envplan import EnvPlan
 from envkit.targets import GenContext, OutputFile
 from envkit.targets.dockerfile_steps import Inputs, TorchInstall, stages
 
-# This target writes the output folder's Dockerfile (compose and the dev container build from it).
-WRITES_DOCKERFILE = True
-
-# The build context's copies (certificates, wheels, requirement files, the lock, the project) hold
-# exactly what the image plan lists: a copy envkit wrote that the plan no longer lists is removed;
-# a file there that envkit did not write is the user's, kept, and excluded (:func:`ignore_line`).
-EXACT_FOLDERS = (CONTEXT_DIR,)
-# The folders under .envkit/ that the generated .dockerignore brings back into the context.
+# The folders under .envkit/ that the generated .dockerignore brings back into the context; a file there
+# that envkit did not write is the user's, excluded line by line (:func:`ignore_line`).
 _REINCLUDED = ("certs", "wheels", "requirements", "project")
 # Go's strings.TrimSpace (unicode.IsSpace): what Docker trims from each .dockerignore line's ends.
 _GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
@@ -100,7 +96,7 @@ def inputs(ctx: GenContext) -> Inputs:
         proxy=bool(spec.proxy_build_args), certs=bool(ip.certs), torch=_torch_install(ctx),
         lock=ip.lock is not None, lock_index_url=ip.torch_index_url,
         requirements=tuple((f.name, f.hashes) for f in ip.requirements),
-        entrypoint=spec.remaps_user, project=bool(ip.project),
+        entrypoint=spec.user.remapped, project=bool(ip.project),
     )
 
 
@@ -118,7 +114,7 @@ def context(ctx: GenContext) -> dict:
         "delta_script": DELTA_SCRIPT if ip.packages_stage else None,
         "venv": VENV,
         "check_file": CHECK_FILE,
-        "entrypoint": {"file": ENTRYPOINT_FILE} if ip.spec.remaps_user else None,
+        "entrypoint": {"file": ENTRYPOINT_FILE} if ip.spec.user.remapped else None,
         "user": ip.spec.user,
         "workdir": ip.spec.workdir,
         "harness_dir": HARNESS_DIR,
@@ -151,3 +147,8 @@ def render(ctx: GenContext) -> list[OutputFile]:
         files.append(OutputFile(ip.lock.context_path, ip.lock.data))
     files += [OutputFile(f.context_path, b"", mode=f.mode, source=f.source) for f in ip.wheels + ip.project]
     return files
+
+
+def warnings(plan: EnvPlan) -> list[Finding]:
+    """What the Dockerfile cannot express: nothing (the image's settings are all build steps; run-time settings are the run targets')."""
+    return []

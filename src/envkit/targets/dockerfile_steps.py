@@ -218,7 +218,7 @@ def stages(v: Inputs) -> list[Stage]:
     """The Dockerfile's stages for ``v``: one in the direct layout; else system, build, [packages,] final.
 
     >>> from dataclasses import replace
-    >>> from envkit.plan.envplan import build_plan
+    >>> from envkit.planner import build_plan
     >>> from envkit.profile import load_profile
     >>> spec = replace(build_plan(load_profile(None)).image.spec, base_ref="debian:bookworm", installer="pip",
     ...                apt_packages=("python3",), ca_env=(), user=ImageUser("dev", 1000, 1000, False), workdir="/w",

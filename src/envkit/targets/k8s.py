@@ -7,7 +7,7 @@ completion index.
 
 Called as::
 
-    render(ctx) -> [OutputFile("k8s.yaml", ...)] when the profile has a cluster: section, else []
+    render(ctx) -> [OutputFile("k8s.yaml", ...)]   (the registry renders it for a profile with a cluster: section)
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ from envkit.render import Flow, Note, Word
 from envkit.targets import kube
 from envkit.targets.kube import kube_warnings, MASTER_PORT, Pod, kube_escape, pod
 
-# Rendered only for a profile with a cluster: section (its registry line says so); asked for by name
-# without one, generate exits 2.
 
 
 def command(p: Pod) -> tuple[str, ...]:
@@ -89,7 +87,5 @@ def job(p: Pod) -> dict:
 
 
 def render(ctx: GenContext) -> list[OutputFile]:
-    if "cluster" not in ctx.plan.sections:
-        return []
     p = pod(ctx)
     return [OutputFile("k8s.yaml", ctx.render("k8s.yaml.j2", header=ctx.header("#"), docs=[service(p), job(p)]))]

@@ -36,12 +36,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from envkit.hostpaths import is_drive_path
-from envkit.plan.cluster import ClusterPlan, registry_host
-from envkit.plan.image import is_local_only
+from envkit.plan.cluster import ClusterAsk, ClusterPlan, Pull
 from envkit.plan.envplan import EnvPlan
 from envkit.plan.paths import CHECK_FILE, SHM_MOUNT
 from envkit.render import DataMap, Flow, Word
@@ -279,13 +278,121 @@ def pod_volumes(p: Pod) -> dict:
 
 
 KUBE = "Kubernetes (k8s, trainjob)"
+# Where a node pulls the image from, the same remedy for every reason it cannot.
+PUSH = "push it where they pull from (envkit build --tag REG/IMG:TAG && docker push REG/IMG:TAG) and name it in cluster.image"
+_PULL = {
+    Pull.LOCAL_ONLY: "is a local-only name (the image envkit builds here), which nodes cannot pull",
+    Pull.DOCKER_HUB: "names no registry host, so nodes will look for it on Docker Hub",
+}
+
+
+def _cpuset(plan: EnvPlan, a: ClusterAsk) -> Iterator[Finding]:
+    if a.cpuset:
+        yield Finding("run.cpuset", f"{KUBE} cannot pin specific cores ({a.cpuset}); each pod asks for whole CPUs with "
+                      "requests == limits, which gets exclusive cores only where the node's kubelet runs the static "
+                      "CPU manager policy")
+
+
+def _numa(plan: EnvPlan, a: ClusterAsk) -> Iterator[Finding]:
+    if isinstance(a.numa, int):
+        # kubernetes.io/docs/tasks/administer-cluster/topology-manager/: the Topology Manager aligns what its
+        # hint providers report; memory is one only under the Memory Manager's Static policy
+        # (.../memory-manager/, "Static policy"); the CPU Manager's static policy provides the CPUs.
+        yield Finding("run.numa", f"{KUBE} cannot name a pod's memory node (--cpuset-mems={a.numa}); on a node whose "
+                      "kubelet runs the Topology Manager (policy single-numa-node) a Guaranteed pod's CPUs and GPUs "
+                      "share one NUMA node where the CPU Manager's static policy runs, and its memory too only where "
+                      "the Memory Manager's Static policy runs")
+
+
+def _qos(plan: EnvPlan, a: ClusterAsk) -> Iterator[Finding]:
+    if plan.cluster is None:
+        return
+    asked = dict(resources(plan.settings.memory, plan.cluster))
+    qos = qos_class([(asked, asked)])  # every container of the pod asks the same
+    if qos == "Guaranteed":
+        return
+    missing = [key for key, given in (("run.cpus", "cpu" in asked), ("run.memory", "memory" in asked)) if not given]
+    lacks = [what for key, what in (("run.cpus", "no exclusive cores"), ("run.memory", "/dev/shm bounded by no memory limit"))
+             if key in missing]
+    yield Finding(missing[0], f"{' and '.join(missing)} not set, so pods get {qos} QoS ({', '.join(lacks)}; "
+                  f"the rule: {QOS_DOC}); set run.cpus and run.memory for Guaranteed QoS")
+
+
+def _ulimits(plan: EnvPlan, a: ClusterAsk) -> Iterator[Finding]:
+    uid = plan.image.spec.user.uid
+    if "memlock" in a.ulimit_names and uid != 0:
+        yield Finding("run.ulimits.memlock", f"{KUBE} cannot raise memlock for a non-root pod (image.user uid {uid}): the "
+                      "runtime drops added capabilities such as IPC_LOCK for a non-zero runAsUser "
+                      "(kubernetes/kubernetes#56374), so pods get the node runtime's limit (containerd's systemd unit: "
+                      "LimitMEMLOCK=infinity), which the preflight checks")
+    for name in (u for u in a.ulimit_names if u != "memlock"):
+        yield Finding(f"run.ulimits.{name}", f"{KUBE} cannot set ulimits per pod (kubernetes#3595); pods get the node's "
+                      "container-runtime default, which the preflight checks")
+
+
+def _ipc(plan: EnvPlan, a: ClusterAsk) -> Iterator[Finding]:
+    if a.ipc == "host":
+        yield Finding("run.ipc", f"'host' is not used on {KUBE}: hostIPC would share the node's IPC namespace; pods get "
+                      "an unsized Memory emptyDir at /dev/shm, bounded by the pod's memory limit; prefer ipc: private "
+                      "with a sized shm_size")
+
+
+def _gpu_ids(plan: EnvPlan, a: ClusterAsk) -> Iterator[Finding]:
+    if a.gpu_ids_counted is not None:
+        yield Finding("run.gpus", f"{KUBE} schedules GPU counts, not device ids; asking for {a.gpu_ids_counted} per node "
+                      "(set cluster.gpus_per_node to say so)")
+
+
+def _name(plan: EnvPlan, a: ClusterAsk) -> Iterator[Finding]:
+    full, short = full_object_name(plan.image.spec.name), object_name(plan.image.spec.name)
+    if full != short:
+        yield Finding("name", f"the Kubernetes objects are named {short!r}, not {full!r}: a name is at most {NAME_MAX} "
+                      "characters (pod hostnames add '-<index>' and TrainJob's '-node-0-<index>-<hash>' under 63), so it "
+                      f"keeps a prefix and ends in {HASH_HEX} hex digits of the profile name's sha256, which keeps two "
+                      "long names apart")
+
+
+def _image(plan: EnvPlan, a: ClusterAsk) -> Iterator[Finding]:
+    image = a.node_image
+    if image.unpullable is not None:
+        yield Finding(image.key, f"{image.ref!r} {_PULL[image.unpullable]}; {PUSH}")
+
+
+def _volumes(plan: EnvPlan, a: ClusterAsk) -> Iterator[Finding]:
+    if a.volume_specs and not a.host_path_volumes:
+        yield Finding("run.volumes", f"{len(a.volume_specs)} host path(s) are not mounted on {KUBE}; use "
+                      "cluster.kubernetes.volumes (PVCs), or host_path_volumes: true for paths every node has")
+    elif a.host_path_volumes:
+        for written in a.volume_specs:
+            if not written.startswith("/"):
+                yield Finding("run.volumes", f"{written.split(':')[0]!r} is relative to the profile's folder, which "
+                              "nodes do not have; it is not mounted on the cluster")
+
+
+def _code(plan: EnvPlan, a: ClusterAsk) -> Iterator[Finding]:
+    # The image carries the code (image.copy_project; on by default with a cluster section) or a claim mounts it.
+    spec = plan.image.spec
+    workdir = spec.workdir.rstrip("/") or "/"
+    mounted = any(workdir == m.rstrip("/") or workdir.startswith(m.rstrip("/") + "/") for m in a.claim_mounts)
+    if not spec.copies_project and not mounted:
+        what = " ".join(a.entrypoint[:2] if a.entrypoint[0].startswith("-") else a.entrypoint[:1])
+        yield Finding("cluster.entrypoint", f"nodes run {what!r} from {workdir}, but the image carries no project code "
+                      f"and no cluster.kubernetes.volumes entry mounts {workdir}; set image.copy_project: true (the code "
+                      "goes into the image you push) or mount a claim holding it there")
+
+
+# What the Kubernetes targets cannot express, in the order the warnings are said.
+_RULES = (_cpuset, _numa, _qos, _ulimits, _ipc, _gpu_ids, _name, _image, _volumes, _code)
 
 
 def kube_warnings(plan: EnvPlan) -> list[Finding]:
-    """What the Kubernetes targets (k8s, trainjob) cannot express, one line each naming the profile key.
+    """What the Kubernetes targets (k8s, trainjob) cannot express, one line each naming the profile key: the
+    cluster rules the plan decides (:class:`~envkit.plan.cluster.ClusterAsk`) in Kubernetes' words, and the
+    rules of Kubernetes alone (QoS, NUMA, memlock for a non-root pod, object names, volumes, the code).
+    Called for a plan with a ``cluster:`` section only (the registry renders these targets for no other).
 
     >>> from pathlib import Path
-    >>> from envkit.plan.envplan import build_plan
+    >>> from envkit.planner import build_plan
     >>> from envkit.profile import load_profile_bytes
     >>> lp = load_profile_bytes(b"envkit: 1\\nname: t\\nimage: {base: debian, tag: reg.io/t:1}\\n"
     ...     b"run: {cpuset: '0-3', memory: 8g}\\ncluster: {entrypoint: [t.py], kubernetes: "
@@ -294,79 +401,5 @@ def kube_warnings(plan: EnvPlan) -> list[Finding]:
     ['run.cpuset']
     """
     a = plan.cluster_ask
-    if a is None:
-        return []
-    spec = plan.image.spec
-    out: list[Finding] = []
-    if a.cpuset:
-        out.append(Finding("run.cpuset", f"{KUBE} cannot pin specific cores ({a.cpuset}); each pod asks for "
-                   "whole CPUs with requests == limits, which gets exclusive cores only where the node's "
-                   "kubelet runs the static CPU manager policy"))
-    if isinstance(a.numa, int):
-        # kubernetes.io/docs/tasks/administer-cluster/topology-manager/: the Topology Manager aligns what its
-        # hint providers report; memory is one only under the Memory Manager's Static policy
-        # (.../memory-manager/, "Static policy"); the CPU Manager's static policy provides the CPUs.
-        out.append(Finding("run.numa", f"{KUBE} cannot name a pod's memory node (--cpuset-mems={a.numa}); on a node whose "
-                   "kubelet runs the Topology Manager (policy single-numa-node) a Guaranteed pod's CPUs and GPUs "
-                   "share one NUMA node where the CPU Manager's static policy runs, and its memory too only where "
-                   "the Memory Manager's Static policy runs"))
-    cluster = plan.cluster
-    asked = dict(resources(plan.settings.memory, cluster)) if cluster is not None else {}
-    qos = qos_class([(asked, asked)])  # every container of the pod asks the same
-    if cluster is not None and qos != "Guaranteed":
-        missing = [key for key, given in (("run.cpus", "cpu" in asked), ("run.memory", "memory" in asked))
-                   if not given]
-        lacks = [what for key, what in (("run.cpus", "no exclusive cores"),
-                                        ("run.memory", "/dev/shm bounded by no memory limit")) if key in missing]
-        out.append(Finding(missing[0], f"{' and '.join(missing)} not set, so pods get {qos} QoS ({', '.join(lacks)}; "
-                   f"the rule: {QOS_DOC}); set run.cpus and run.memory for Guaranteed QoS"))
-    if "memlock" in a.ulimit_names and spec.user.uid != 0:
-        out.append(Finding("run.ulimits.memlock", f"{KUBE} cannot raise memlock for a non-root pod (image.user uid "
-                   f"{spec.user.uid}): the runtime drops added capabilities such as IPC_LOCK for a non-zero "
-                   "runAsUser (kubernetes/kubernetes#56374), so pods get the node runtime's limit (containerd's "
-                   "systemd unit: LimitMEMLOCK=infinity), which the preflight checks"))
-    for name in (u for u in a.ulimit_names if u != "memlock"):
-        out.append(Finding(f"run.ulimits.{name}", f"{KUBE} cannot set ulimits per pod (kubernetes#3595); pods get the "
-                   "node's container-runtime default, which the preflight checks"))
-    if a.ipc == "host":
-        out.append(Finding("run.ipc", f"'host' is not used on {KUBE}: hostIPC would share the node's IPC namespace; "
-                   "pods get an unsized Memory emptyDir at /dev/shm, bounded by the pod's memory limit; prefer "
-                   "ipc: private with a sized shm_size"))
-    if a.gpu_ids is not None and not a.gpus_per_node_set:
-        out.append(Finding("run.gpus", f"{KUBE} schedules GPU counts, not device ids; asking for {a.gpu_ids} per "
-                   "node (set cluster.gpus_per_node to say so)"))
-    full, short = full_object_name(spec.name), object_name(spec.name)
-    if full != short:
-        out.append(Finding("name", f"the Kubernetes objects are named {short!r}, not {full!r}: a name is at most {NAME_MAX} "
-                   "characters (pod hostnames add '-<index>' and TrainJob's '-node-0-<index>-<hash>' under 63), "
-                   f"so it keeps a prefix and ends in {HASH_HEX} hex digits of the profile name's sha256, which "
-                   "keeps two long names apart"))
-    image = a.image
-    key = "cluster.image" if a.image_set else "image.tag"
-    if is_local_only(image):
-        out.append(Finding(key, f"{image!r} is a local-only name (the image envkit builds here), which nodes cannot pull; "
-                   "push it where they pull from (envkit build --tag REG/IMG:TAG && docker push REG/IMG:TAG) "
-                   "and name it in cluster.image"))
-    elif registry_host(image) is None:
-        out.append(Finding(key, f"{image!r} names no registry host, so nodes will look for it on Docker Hub; "
-                   "push it where they pull from (envkit build --tag REG/IMG:TAG && docker push REG/IMG:TAG) "
-                   "and name it in cluster.image"))
-    if a.volume_specs and not a.host_path_volumes:
-        out.append(Finding("run.volumes", f"{len(a.volume_specs)} host path(s) are not mounted on {KUBE}; use "
-                   "cluster.kubernetes.volumes (PVCs), or host_path_volumes: true for paths every node has"))
-    elif a.host_path_volumes:
-        for written in a.volume_specs:
-            if not written.startswith("/"):
-                out.append(Finding("run.volumes", f"{written.split(':')[0]!r} is relative to the profile's folder, which "
-                           "nodes do not have; it is not mounted on the cluster"))
-    # The image carries the code (image.copy_project; on by default with a cluster section) or a claim mounts it.
-    carries_code = spec.copies_project
-    workdir = spec.workdir.rstrip("/") or "/"
-    mounted = any(workdir == m.rstrip("/") or workdir.startswith(m.rstrip("/") + "/")
-                  for m in a.claim_mounts)
-    if not carries_code and not mounted:
-        what = " ".join(a.entrypoint[:2] if a.entrypoint[0].startswith("-") else a.entrypoint[:1])
-        out.append(Finding("cluster.entrypoint", f"nodes run {what!r} from {workdir}, but the image carries "
-                   f"no project code and no cluster.kubernetes.volumes entry mounts {workdir}; set "
-                   "image.copy_project: true (the code goes into the image you push) or mount a claim holding it there"))
-    return out
+    assert a is not None, "a cluster target renders only for a profile with a cluster: section"
+    return [finding for rule in _RULES for finding in rule(plan, a)]

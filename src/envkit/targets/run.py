@@ -4,12 +4,13 @@ Relative volume sources are resolved against the script's own folder at run
 time, so the script works from any current directory. With envkit's local-only default image it stops
 before `docker run` when that image is not built yet (nothing is pulled in its name).
 
-This module owns the ``docker run`` spelling of :class:`~envkit.runsettings.RunSettings`
+This module owns the ``docker run`` spelling of :class:`~envkit.plan.runsettings.RunSettings`
 (:func:`docker_flags`); devcontainer's ``runArgs`` and ``envkit flags`` import it from here.
 
 Example:
+    >>> from envkit.planner import build_plan
     >>> from envkit.profile import load_profile
-    >>> docker_flags(RunSettings.from_profile(load_profile(None).profile))[:3]
+    >>> docker_flags(build_plan(load_profile(None)).settings)[:3]
     ['--shm-size=2g', '--ipc=private', '--init']
 """
 
@@ -18,7 +19,9 @@ from __future__ import annotations
 import shlex
 
 from envkit.hostpaths import bash_path, is_drive_path
-from envkit.runsettings import REMAP_ENV, RunSettings
+from envkit.findings import Finding
+from envkit.plan.envplan import EnvPlan
+from envkit.plan.runsettings import REMAP_ENV, RunSettings
 from envkit.targets import GenContext, OutputFile
 from envkit.units import format_size
 
@@ -117,3 +120,8 @@ def _word(text: str) -> dict:
 
 def render(ctx: GenContext) -> list[OutputFile]:
     return [OutputFile("run.sh", ctx.render("run.sh.j2", **context(ctx)), mode=0o755)]
+
+
+def warnings(plan: EnvPlan) -> list[Finding]:
+    """What run.sh cannot express: nothing (every run setting is a ``docker run`` flag)."""
+    return []

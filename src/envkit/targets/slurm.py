@@ -23,7 +23,7 @@ named with ``--container-env`` (pyxis), exported as ``APPTAINERENV_NAME`` (Appta
 Each runtime's pieces of the script (its image line, its step command, its notes) are a template
 of their own, ``TEMPLATES[runtime]``, extending slurm.sbatch.j2, which lays out what they share and
 never branches on the runtime; what differs in the shared part (the mount list, the job's env words,
-the shellcheck directive over them) is decided here. A profile without ``cluster`` renders nothing.
+the shellcheck directive over them) is decided here.
 
 Example:
     >>> ulimit_args("memlock", 64 * 1024 * 1024)
@@ -39,15 +39,12 @@ from __future__ import annotations
 import math
 
 from envkit.findings import Finding
-from envkit.plan.cluster import ClusterPlan, registry_host
-from envkit.plan.image import is_local_only
+from envkit.plan.cluster import ClusterPlan, Pull, registry_host
 from envkit.plan.envplan import EnvPlan
 from envkit.plan.paths import CHECK_FILE as CHECK_COMMAND
 from envkit.targets import GenContext, OutputFile
 
 FILE = "slurm.sbatch"
-# Rendered only for a profile with a cluster: section (its registry line says so); asked for by name
-# without one, generate exits 2.
 # The batch script runs outside the container; relative volume sources are anchored at the
 # folder sbatch was called from (sbatch copies the script to its spool, so its own path is useless).
 _HERE = "\0here\0"
@@ -103,16 +100,26 @@ def ulimit_args(name: str, value: int) -> tuple[str, str, str]:
     return letter, str(math.ceil(value / unit)), " KiB" if unit == 1024 else ""
 
 
+# Why nodes cannot pull the image, and what to do: name the pushed reference (cluster.image names an unpullable
+# one), or push it and name it (the image's own tag is what nodes get).
+_PULL = {Pull.LOCAL_ONLY: "is a local-only name, which nodes cannot pull",
+         Pull.DOCKER_HUB: "names no registry host, so nodes look for it on Docker Hub"}
+_USE_PUSHED = "use the reference of the registry you pushed it to"
+_PUSH = ("push it to a registry the nodes reach and name it in cluster.image (pyxis: or `enroot import dockerd://IMAGE` "
+         "to a .sqsh and submit with ENVKIT_IMAGE=FILE.sqsh)")
+
+
 def warnings(plan: EnvPlan) -> list[Finding]:
-    """What the slurm target cannot express, one warning per profile key, each naming the key ([] without a
-    ``cluster`` section).
+    """What the slurm target cannot express, one warning per profile key, each naming the key: the cluster rules
+    the plan decides (:class:`~envkit.plan.cluster.ClusterAsk`) in Slurm's words, and the rules of its runtimes.
+    Called for a plan with a ``cluster:`` section only (the registry renders this target for no other).
 
     Slurm schedules counts (CPUs, GPUs, memory per node), not devices or cores, and under
     Apptainer a job gets the node's own /dev/shm. The warnings say what the generated script
     does instead, so nobody believes a setting reached the job when it did not.
 
     >>> from pathlib import Path
-    >>> from envkit.plan.envplan import build_plan
+    >>> from envkit.planner import build_plan
     >>> from envkit.profile import load_profile_bytes
     >>> lp = load_profile_bytes(b"envkit: 1\\nname: demo\\nimage: {base: 'debian:bookworm'}\\nrun: {cpuset: '0-3'}\\n"
     ...     b"cluster: {entrypoint: [train.py], image: 'reg.example.com/demo:1'}\\n", "d.yaml", Path("."))
@@ -120,8 +127,7 @@ def warnings(plan: EnvPlan) -> list[Finding]:
     ['run.cpuset']
     """
     a = plan.cluster_ask
-    if a is None:
-        return []
+    assert a is not None, "a cluster target renders only for a profile with a cluster: section"
     runtime = a.runtime
     out: list[Finding] = []
     if a.cpuset:
@@ -130,22 +136,15 @@ def warnings(plan: EnvPlan) -> list[Finding]:
     if runtime == "apptainer":
         out.append(Finding("run.shm_size", "under apptainer the job uses the node's own /dev/shm, which the script does not "
                    "size; the preflight checks it on every node before training (use runtime: oci or pyxis to size it)"))
-    if a.gpu_ids is not None and not a.gpus_per_node_set:
-        out.append(Finding("run.gpus", f"Slurm schedules a count, not device ids; asking for {a.gpu_ids} per node "
+    if a.gpu_ids_counted is not None:
+        out.append(Finding("run.gpus", f"Slurm schedules a count, not device ids; asking for {a.gpu_ids_counted} per node "
                    "(set cluster.gpus_per_node to say so)"))
-    if runtime != "oci":
-        if a.image_set is None:
-            out.append(Finding("cluster.image", f"not set, so nodes are told to run {a.image}, a tag that exists "
-                       "only where it was built; push it to a registry the nodes reach and name it here "
-                       "(pyxis: or `enroot import dockerd://IMAGE` to a .sqsh and submit with ENVKIT_IMAGE=FILE.sqsh)"))
-        elif is_local_only(a.image_set):
-            out.append(Finding("cluster.image", f"{a.image_set} is a local-only name, which nodes cannot pull; "
-                       "use the reference of the registry you pushed it to"))
-        elif registry_host(a.image_set) is None:
-            out.append(Finding("cluster.image", f"{a.image_set} names no registry host, so nodes look for it on Docker Hub; "
-                       "use the reference of the registry you pushed it to"))
-    if runtime == "pyxis" and a.image_set is not None and "@" in a.image_set:
-        out.append(Finding("cluster.image", f"{a.image_set} is pinned by digest, which enroot before 4.0 cannot pull (its image "
+    image = a.node_image
+    if runtime != "oci" and image.unpullable is not None:  # an OCI bundle is made from the image here
+        out.append(Finding(image.key, f"{image.ref} {_PULL[image.unpullable]}; "
+                   + (_USE_PUSHED if image.named else _PUSH)))
+    if runtime == "pyxis" and image.named and "@" in image.ref:
+        out.append(Finding("cluster.image", f"{image.ref} is pinned by digest, which enroot before 4.0 cannot pull (its image "
                    "syntax has no @); on such nodes use a tag, or an enroot .sqsh file with ENVKIT_IMAGE=FILE.sqsh"))
     if runtime == "apptainer" and "HOME" in a.env_names:
         # apptainer internal/pkg/util/env/create.go, alwaysOmitKeys: HOME cannot be overridden.
@@ -282,7 +281,5 @@ def context(ctx: GenContext) -> dict:
 
 
 def render(ctx: GenContext) -> list[OutputFile]:
-    if "cluster" not in ctx.plan.sections:
-        return []
     template = TEMPLATES[ctx.plan.require_cluster().slurm.runtime]
     return [OutputFile(FILE, ctx.render(template, **context(ctx)), mode=0o755)]

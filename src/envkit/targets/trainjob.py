@@ -33,7 +33,7 @@ by matching the endpoint against the node's addresses (docs/cluster.md).
 
 Called as::
 
-    render(ctx) -> [OutputFile("trainjob.yaml", ...)] when the profile has a cluster: section, else []
+    render(ctx) -> [OutputFile("trainjob.yaml", ...)]   (the registry renders it for a profile with a cluster: section)
 """
 
 from __future__ import annotations
@@ -48,8 +48,6 @@ from envkit.targets.kube import kube_warnings, Pod, kube_escape, pod
 RUNTIME = "torch-distributed"
 REPLICATED_JOB = CONTAINER = "node"  # the stock runtime's replicated job and trainer container
 PATCH_MANAGER = "envkit.io/envkit"  # a domain-prefixed path: the webhook requires one
-# Rendered only for a profile with a cluster: section (its registry line says so); asked for by name
-# without one, generate exits 2.
 
 
 def command(p: Pod) -> tuple[str, ...]:
@@ -83,7 +81,5 @@ def trainjob(p: Pod) -> dict:
 
 
 def render(ctx: GenContext) -> list[OutputFile]:
-    if "cluster" not in ctx.plan.sections:
-        return []
     text = ctx.render("trainjob.yaml.j2", header=ctx.header("#"), docs=[trainjob(pod(ctx))])
     return [OutputFile("trainjob.yaml", text)]

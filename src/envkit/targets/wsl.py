@@ -1,10 +1,10 @@
 """The wsl target: ``.wslconfig``, ``wsl.conf`` and the ``setup-wsl.ps1`` bootstrap.
 
-The run's plan decides every key, value spelling and note (:mod:`envkit.plan.wsl`); the templates
+The run's plan decides every key, value spelling and note (:mod:`envkit.plan.wslconfig`); the templates
 only loop.
 
 Example:
-    >>> from envkit.plan.envplan import build_plan
+    >>> from envkit.planner import build_plan
     >>> from envkit.profile import load_profile
     >>> from envkit.generation import context
     >>> sorted(f.path for f in render(context(build_plan(load_profile(None)))))
@@ -16,7 +16,9 @@ from __future__ import annotations
 import os
 
 from envkit import DISTRIBUTION
-from envkit.plan.wsl import STORE_WSL_MIN, WSL2_BACKPORT_BUILDS, WSL2_MIN_BUILD, WSL2_MIN_UBR, WSL_INSTALL_MIN_BUILD, Section
+from envkit.findings import Finding
+from envkit.plan.envplan import EnvPlan
+from envkit.plan.wslconfig import STORE_WSL_MIN, WSL2_BACKPORT_BUILDS, WSL2_MIN_BUILD, WSL2_MIN_UBR, WSL_INSTALL_MIN_BUILD, Section
 from envkit.targets import GenContext, OutputFile
 
 # UTF-8 with a BOM: Windows PowerShell 5.1 reads a BOM-less script as the ANSI code page,
@@ -71,3 +73,8 @@ def render(ctx: GenContext) -> list[OutputFile]:
     )
     files.append(OutputFile("setup-wsl.ps1", PS1_BOM + script))
     return files
+
+
+def warnings(plan: EnvPlan) -> list[Finding]:
+    """What the WSL files cannot express: nothing (the ``wsl:`` section's notes are the plan's, :mod:`envkit.plan.wslconfig`)."""
+    return []

@@ -4,10 +4,14 @@ The harness is standard library + torch only, so it cannot read YAML profiles;
 envkit hands it this JSON instead. Same values as the run settings, so the
 harness checks exactly what run.sh / compose / the SDK call asked for.
 
+The planner hands it the run's settings and loader plan, decided once; nothing here plans them again.
+
 Example:
+    >>> from envkit.planner import build_plan
     >>> from envkit.profile import load_profile
-    >>> p = load_profile(None).profile
-    >>> e = expectation(p, RunSettings.from_profile(p))
+    >>> loaded = load_profile(None)
+    >>> plan = build_plan(loaded)
+    >>> e = expectation(loaded.profile, plan.settings, plan.loader)
     >>> e["envkit_expect"], e["run"]["shm_size_bytes"]
     (1, 2147483648)
 """
@@ -19,18 +23,16 @@ from typing import Any
 
 from envkit.harness.expectation import VERSION  # the consumer defines the format's version
 from envkit.harness.rules.sizing import NodeLoader
-from envkit.plan.loader import loader_plan
 from envkit.plan.network import network_plan
 from envkit.profile.model import Profile
-from envkit.runsettings import RunSettings
+from envkit.plan.runsettings import RunSettings
 
 
-def expectation(profile: Profile, rs: RunSettings, node: NodeLoader | None = None) -> dict:
+def expectation(profile: Profile, rs: RunSettings, node: NodeLoader) -> dict:
     """The profile's promises as the harness reads them (:func:`envkit.harness.expectation.validate_expect`);
-    ``rs``: the run's settings. The node's plan (ranks, the sources of its facts) comes with them, so the
+    ``rs``: the run's settings; ``node``: the run's loader plan (ranks, the sources of its facts), so the
     harness resolves the loaders by the same rule over the same facts."""
     loader = profile.loader
-    node = node or loader_plan(profile)
     gpus = rs.gpus if rs.gpus is not None else "none"
     doc: dict[str, Any] = {
         "envkit_expect": VERSION,
@@ -71,5 +73,5 @@ def expectation(profile: Profile, rs: RunSettings, node: NodeLoader | None = Non
     return doc
 
 
-def expectation_json(profile: Profile, rs: RunSettings, node: NodeLoader | None = None) -> bytes:
+def expectation_json(profile: Profile, rs: RunSettings, node: NodeLoader) -> bytes:
     return (json.dumps(expectation(profile, rs, node), indent=2, sort_keys=True) + "\n").encode()

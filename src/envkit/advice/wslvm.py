@@ -10,7 +10,6 @@ Example:
     >>> p = Profile.model_validate({"envkit": 1, "name": "d", "image": {"base": "debian:bookworm"},
     ...                             "run": {"memory": "32g"}, "wsl": {"memory": "16GB"}})
     >>> from envkit.plan.loader import loader_plan
-    >>> from envkit.runsettings import RunSettings
     >>> print(wsl_warnings(p, loader_plan(p))[0])
     wsl.memory is 16GB but the container asks for 32GB (run.memory); the WSL2 VM must hold the container: set wsl.memory to at least 34GB
 """

@@ -9,11 +9,19 @@ container that :meth:`envkit.engine.Engine.run` starts (``envkit validate``; for
 Because they all read the same object, they cannot disagree;
 ``tests/targets/test_agreement.py`` checks it.
 
+The settings are decided from the run's loader plan (it sizes /dev/shm) and the image's user (whether
+the image remaps it, :attr:`envkit.plan.image.ImageUser.remapped`), both decided once by the planner;
+this module plans neither again.
+
 Example:
+    >>> from envkit.plan.image import ImageUser
+    >>> from envkit.plan.loader import loader_plan
+    >>> from envkit.plan.network import network_plan
     >>> from envkit.profile import load_profile
-    >>> rs = RunSettings.from_profile(load_profile(None).profile)
-    >>> rs.shm_size, rs.ipc, rs.cpuset
-    (2147483648, 'private', '0-7')
+    >>> p = load_profile(None).profile
+    >>> rs = RunSettings.from_profile(p, loader_plan(p), ImageUser.of(p.image.user), network_plan(p))
+    >>> rs.shm_size, rs.ipc, rs.cpuset, rs.start_as_root
+    (2147483648, 'private', '0-7', True)
 """
 
 from __future__ import annotations
@@ -23,10 +31,10 @@ from typing import Callable
 
 from envkit.harness.rules.sizing import DOCKER_DEFAULT_SHM as DEFAULT_SHM, NodeLoader
 from envkit.hostpaths import is_drive_path, mnt_path, split_volume
-from envkit.plan.loader import loader_plan
-from envkit.plan.network import network_plan
+from envkit.plan.image import ImageUser
+from envkit.plan.network import NetworkPlan
 from envkit.profile.model import Profile
-from envkit.profile.proxy import proxy_build_args  # noqa: F401 (re-exported: the run env and the build read it)
+from envkit.profile.proxy import proxy_build_args
 
 
 @dataclass(frozen=True)
@@ -76,7 +84,7 @@ class RunSettings:
     init: bool = True
     # --cpuset-mems: memory from this NUMA node only (run.numa as a node id; None otherwise).
     cpuset_mems: str | None = None
-    # Start as root so the image's entrypoint can give its user the project folder's uid/gid (remaps_user).
+    # Start as root so the image's entrypoint can give its user the project folder's uid/gid (ImageUser.remapped).
     start_as_root: bool = False
     # Host devices the container gets at the same path (--device): /dev/infiniband on an RDMA fabric.
     devices: tuple[str, ...] = ()
@@ -101,12 +109,13 @@ class RunSettings:
         return next((v for v in self.volumes if v.project), None)
 
     @classmethod
-    def from_profile(cls, p: Profile, loader: NodeLoader | None = None) -> "RunSettings":
-        """The settings of ``p``; ``loader``: the run's loader plan when built already (it sizes /dev/shm)."""
-        net = network_plan(p)
+    def from_profile(cls, p: Profile, loader: NodeLoader, user: ImageUser, net: NetworkPlan) -> "RunSettings":
+        """The settings of ``p``, given the run's ``loader`` plan (it sizes /dev/shm), the image's ``user``
+        (a remapped user starts as root when the project folder is mounted) and the network plan ``net``
+        (its variables, devices and memlock)."""
         env = dict(p.run.env) | dict(net.env)  # one spelling each: the profile refuses both (network_problems)
         # Run-time downloads (datasets, hub models) need the proxy as much as the build does.
-        for key, value in proxy_build_args(p):
+        for key, value in proxy_build_args(p.image.proxy):
             env.setdefault(key, value)
         vols = []
         if p.run.mount_project:
@@ -120,7 +129,7 @@ class RunSettings:
         return cls(
             # The loaders' plan decides it: run.shm_size, else sized from the need; None under --ipc=host,
             # which shares the host's /dev/shm, so a size would be ignored.
-            shm_size=(loader or loader_plan(p)).shm_bytes,
+            shm_size=loader.shm_bytes,
             ipc=p.run.ipc,
             cpuset=p.run.cpuset,
             cpus=p.run.cpus,
@@ -130,7 +139,7 @@ class RunSettings:
             volumes=tuple(vols),
             env=tuple(sorted(env.items())),
             cpuset_mems=str(p.run.numa) if isinstance(p.run.numa, int) else None,
-            start_as_root=remaps_user(p) and p.run.mount_project,
+            start_as_root=user.remapped and p.run.mount_project,
             devices=net.devices,
         )
 
@@ -152,14 +161,3 @@ def planned_ulimits(p: Profile, memlock_unlimited: bool) -> tuple[Ulimit, ...]:
 
 # Asks envkit-entrypoint (started as root) to remap the image's user; without it root stays root.
 REMAP_ENV = "ENVKIT_REMAP_USER"
-
-
-def remaps_user(p: Profile) -> bool:
-    """True when the image carries envkit-entrypoint: its user is not root, and a container started as root
-    gets that user remapped to the uid/gid of the project folder's owner, then runs as it. One image then
-    serves every member of a team whatever their host uid (the image bakes image.user.uid).
-
-    >>> remaps_user(Profile.model_validate({"envkit": 1, "name": "d", "image": {"base": "debian:bookworm"}}))
-    True
-    """
-    return not p.image.user.is_root

@@ -1,7 +1,7 @@
 """The OCI runtime config (config.json) of a bundle, from the plan: ``envkit bundle`` writes it.
 
 Slurm's own OCI support runs a bundle through runc/crun (``oci.conf``). config.json carries the
-same run settings as run.sh (the plan's :class:`~envkit.runsettings.RunSettings`):
+same run settings as run.sh (the plan's :class:`~envkit.plan.runsettings.RunSettings`):
 
 - ``/dev/shm`` a tmpfs of the planned size (the node's /dev/shm under ``ipc: host``);
 - ``process.rlimits`` from ``run.ulimits`` in a root bundle. Root's runc sets them itself, soft and
@@ -28,7 +28,7 @@ same run settings as run.sh (the plan's :class:`~envkit.runsettings.RunSettings`
 Pure: the same plan and arguments give the same document.
 
 Example:
-    >>> from envkit.plan.envplan import build_plan
+    >>> from envkit.planner import build_plan
     >>> from envkit.profile import load_profile
     >>> plan = build_plan(load_profile(None))
     >>> cfg = oci_config(plan, user=(1000, 1000), workdir="/workspace", image_env=["PATH=/usr/bin"],
@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from envkit.plan.envplan import EnvPlan
-    from envkit.runsettings import RunSettings
+    from envkit.plan.runsettings import RunSettings
 
 UVERBS_MAJOR = 231
 RLIM_INFINITY = 2**64 - 1  # what the OCI spec's uint64 rlimits use for "unlimited"

@@ -6,7 +6,7 @@ keeps every comment; only these lines change:
 
 - ``run.cpuset``: the CPUs there are; ``loader.num_workers``: one CPU fewer (at most 6), for the
   training process;
-- ``run.memory``: the memory less :data:`~envkit.advice.wsl.VM_HEADROOM` for the OS and Docker, at
+- ``run.memory``: the memory less :data:`~envkit.advice.wslvm.VM_HEADROOM` for the OS and Docker, at
   most 32g (what doctor's memory check passes), ``run.shm_size`` at most a quarter of it;
 - without a GPU: no ``run.gpus`` and the ``cpu`` torch wheels (a CUDA wheel is gigabytes);
 - ``wsl:`` only on native Windows (and in the laptop and workstation presets): ``wsl.memory`` is three
@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from envkit.advice.wsl import VM_HEADROOM
+from envkit.advice.wslvm import VM_HEADROOM
 from envkit.harness.probes.cpulist import format_cpulist
 from envkit.harness.rules.sizing import GIB, docker_size
 
