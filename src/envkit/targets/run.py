@@ -103,11 +103,15 @@ def context(ctx: GenContext) -> dict:
     sources = [_word(source(v)) for v in ctx.settings.volumes if not (v.project or is_drive_path(v.source))]
     # A profile's `$` is meant literally and single quotes keep it so; shellcheck's SC2016 suspects a
     # forgotten expansion, so say once why it is not one (only where such a value exists).
-    literal_dollar = any("$" in str(i.get("text") or f"{i.get('head', '')}{i.get('rest', '')}") for i in items + sources)
+    # A directive covers the one command after it, so each array gets its own.
+    def literal_dollar(words: list[dict]) -> bool:
+        return any("$" in str(i.get("text") or f"{i.get('head', '')}{i.get('rest', '')}") for i in words)
+
     # `here` is defined only where a flag reads it: shellcheck's SC2034 flags an unused variable.
     return {"header": ctx.header("#"), "image": shlex.quote(ctx.plan.image.spec.tag), "flags": items,
             "local_image": ctx.plan.image.spec.tag_is_default, "build_hint": BUILD_FIRST,
-            "literal_dollar": literal_dollar, "uses_here": any(i["here"] for i in items), "sources": sources}
+            "literal_dollar": literal_dollar(items), "sources_dollar": literal_dollar(sources),
+            "uses_here": any(i["here"] for i in items), "sources": sources}
 
 
 def _word(text: str) -> dict:

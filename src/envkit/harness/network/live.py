@@ -60,6 +60,7 @@ class LiveResult(TypedDict):
 
     phase: str
     rank: int | None
+    hosted: bool | None  # whether this node's child hosted the rendezvous store
     peers: list[Peer]
     missing: list[int]
     probe: str | None
@@ -81,7 +82,7 @@ def bus_bandwidth(nbytes: int, nodes: int, seconds: float) -> float:
 
 
 def _new_result() -> LiveResult:
-    return {"phase": "start", "rank": None, "peers": [], "missing": [], "probe": None, "error": None, "cause": None,
+    return {"phase": "start", "rank": None, "hosted": None, "peers": [], "missing": [], "probe": None, "error": None, "cause": None,
             "blamed": [], "bandwidth_gbps": None, "nccl_bandwidth_gbps": None, "transport": None, "killed": False,
             "elapsed_s": 0.0}
 
@@ -173,8 +174,8 @@ def _apply(out: LiveResult, line: bytes) -> None:
     kind = event.get("ev")
     if kind == "phase":
         out["phase"] = str(event.get("phase"))[:40]
-    elif kind in ("probe", "rank", "peers", "missing", "bandwidth", "nccl_bandwidth"):
-        key = {"probe": "probe", "rank": "rank", "peers": "peers", "missing": "missing", "bandwidth": "bandwidth_gbps",
+    elif kind in ("probe", "rank", "hosted", "peers", "missing", "bandwidth", "nccl_bandwidth"):
+        key = {"probe": "probe", "rank": "rank", "hosted": "hosted", "peers": "peers", "missing": "missing", "bandwidth": "bandwidth_gbps",
                "nccl_bandwidth": "nccl_bandwidth_gbps"}[kind]
         out[key] = event.get("value")  # type: ignore[literal-required]
     elif kind == "fail":
@@ -253,6 +254,7 @@ class _Node:
 
         self.emit("phase", phase="store")
         self.store = self._store(dist)
+        self.emit("hosted", value=bool(self.c["is_master"]))
         try:
             self._take_rank()
             peers = self._arrive()
@@ -294,6 +296,12 @@ class _Node:
         except Exception as exc:
             text = _first_line(str(exc))
             if "EADDRINUSE" in text or "address already in use" in text:
+                if self.c.get("master_guessed"):
+                    # Master by address only: another node of the job on this machine may host the store
+                    # already. torchrun's c10d does the same, then joins as a client
+                    # (torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py, _create_tcp_store).
+                    self.c = dict(self.c, is_master=False, master_guessed=False)
+                    return self._store(dist)
                 raise Failed("port-in-use", f"the rendezvous port {self.port} is in use on this node (the master): "
                                             "another process listens there, so the job's store cannot") from None
             if "Ping failed" in text or "invalid value" in text:

@@ -134,6 +134,7 @@ def run_network_stage(ask: NetworkAsk, *, planned_nodes: int | None, env: Mappin
         return _done(measured, expected, start, failed, None)
     say(f"network: meeting {nodes - 1} other node(s) at {addr}:{port}")
     config = {"master_addr": addr, "master_port": port, "nodes": nodes, "rank": r["node_rank"], "is_master": master,
+              "master_guessed": master and r["node_rank"] is None,
               "hosts": ask["hosts"], "payload": node}
     left = ask["bound_s"] - (time.monotonic() - start)
     return _done(measured, expected, start, failed, live(config, deadline_s=max(1.0, left), nccl=node["gpus"] > 0))
@@ -157,12 +158,9 @@ def _static(facts: Facts, env: dict[str, str], r: Rendezvous, addr: str, port: i
     rendezvous, local = check_rendezvous(facts, addr, port, r["node_rank"] == 0, where)
     own_outcome, own = check_own_name(facts, env, local, where)
     resolved = facts.resolve(addr)
+    # Without a node index the master is a guess from its address: two nodes of one machine both match, so
+    # the live part hosts the store where the port is free and joins it where it is not (as torchrun does).
     master = _is_master(r, facts, ifaces, resolved if isinstance(resolved, list) else [])
-    if master and r["node_rank"] is None and rendezvous[0] != FAIL:
-        why = facts.bind_error(port)
-        if why:
-            rendezvous = (FAIL, f"the rendezvous port {port} on {where} (the master) is {why}",
-                          "end what holds the port, or run the job with another MASTER_PORT")
     outcomes = {"interface": check_interfaces(env, ifaces, where), "own_name": own_outcome,
                 "rendezvous": rendezvous, "rdma": check_rdma(facts, fabric, where)}
     interface, address = node_route(env, ifaces, own)
@@ -178,6 +176,8 @@ def _done(measured: dict[str, Any], expected: dict[str, Any], start: float, fail
     peers: list[Peer] = live["peers"] if live is not None else []
     if live is not None:
         node["rank"] = live["rank"]
+        if live.get("hosted") is not None:
+            measured["master"] = live["hosted"]  # the guess from the address, settled by who hosted the store
         measured.update(peers=peers, missing=live["missing"], bandwidth_gbps=live["bandwidth_gbps"],
                         nccl_bandwidth_gbps=live["nccl_bandwidth_gbps"], transport=live["transport"],
                         phase=live["phase"])
