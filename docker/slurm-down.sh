@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Stop the Slurm started by docker/slurm-up.sh DIR: its runc containers, then slurmd, slurmctld
-# and munged, each by the pid it recorded under DIR (never by name). Idempotent.
+# Stop the Slurm started by docker/slurm-up.sh DIR: its clients left running (srun, sbatch, salloc
+# whose environment names DIR/slurm.conf), its runc containers, then slurmd, slurmctld
+# and munged, each by the pid it recorded under DIR (never by name), and (ENVKIT_SLURM_NETNS=1) the
+# namespaces, veths and bridge DIR/netns.env records, with whatever still runs in them. Idempotent.
 #
 #   docker/slurm-down.sh DIR
 set -uo pipefail
@@ -8,6 +10,17 @@ set -uo pipefail
 if [ "$#" -ne 1 ]; then echo "usage: $0 DIR" >&2; exit 2; fi
 [ -d "$1" ] || exit 0
 DIR=$(cd "$1" && pwd)
+
+# Clients of this cluster (srun, sbatch --wait, salloc) that a killed session left behind: their
+# environment names this cluster's slurm.conf. Once slurmctld is gone they would wait forever.
+for environ in /proc/[0-9]*/environ; do
+    pid=${environ#/proc/}
+    pid=${pid%/environ}
+    case "$(cat "/proc/$pid/comm" 2>/dev/null)" in srun | sbatch | salloc) ;; *) continue ;; esac
+    if tr '\0' '\n' 2>/dev/null <"$environ" | grep -qxF "SLURM_CONF=$DIR/slurm.conf"; then
+        kill -KILL "$pid" 2>/dev/null
+    fi
+done
 
 # Root's state root, then each user's (rootless mode): root may act on a user's rootless container.
 if command -v runc >/dev/null 2>&1; then
@@ -34,6 +47,10 @@ stop() {  # PIDFILE: TERM, then KILL after 5 s
 }
 stop "$DIR/slurmd-n1.pid"
 stop "$DIR/slurmd-n2.pid"
+# After slurmd: a node's namespace goes once nothing runs in it (slurm-netns.sh kills what is left).
+if [ -f "$DIR/netns.env" ]; then
+    bash "$(dirname "${BASH_SOURCE[0]}")/slurm-netns.sh" down "$DIR"
+fi
 stop "$DIR/slurmctld.pid"
 stop "$DIR/munged.pid"
 exit 0

@@ -9,6 +9,12 @@ daemon by the pid it recorded:
   run as the job's user, a state root per user). A user created for the session
   (tests/slurm/submitter.py) writes the bundle with ``envkit bundle`` and submits.
 
+A third, ``netns_cluster``, is the multi-node network tier's (tests/slurm/netns.py): each node in
+its own network namespace with its own address, hostname and /etc/hosts, and faults injected into
+one node (tests/slurm/faults.py). The sites above stay on loopback: their tests are about the
+generated sbatch, the bundle and runc, and a bundle's /etc/hosts is the image's, which does not
+name the nodes.
+
 Starting needs root; without it, or when the daemons do not come up, the tests skip -- and FAIL
 under ``ENVKIT_REQUIRE_SLURM=1`` (.ci/run sets it), so a CI machine cannot pass by skipping them.
 
@@ -31,26 +37,11 @@ from tests.conftest import ROOT, run_envkit
 from tests.e2e.conftest import engine, ngc_profile  # noqa: F401  (fixture reused; e2e_dir is in tests/conftest.py)
 from tests.dockerutil import base_image
 from tests.slurm.submitter import Submitter, SubmitterUnavailable, create_submitter
+from tests.slurm import netns
+from tests.slurm.netns import ALLREDUCE
 
 SLURM_TAG = "envkit-slurm-e2e:test"
 BUILD_TIMEOUT = 1800
-
-# The distributed check every node runs: a gloo all_reduce of (rank + 1) over the whole world.
-ALLREDUCE = '''\
-import os, sys, time
-import torch
-import torch.distributed as dist
-
-dist.init_process_group("gloo")
-rank, world = dist.get_rank(), dist.get_world_size()
-t = torch.tensor([float(rank + 1)])
-dist.all_reduce(t)
-print(f"allreduce rank={rank} world={world} sum={t.item():g}", flush=True)
-if "--sleep" in sys.argv:
-    time.sleep(float(sys.argv[sys.argv.index("--sleep") + 1]))
-dist.destroy_process_group()
-'''
-
 
 def slurm_required() -> bool:
     return os.environ.get("ENVKIT_REQUIRE_SLURM", "") == "1"
@@ -128,6 +119,32 @@ def rootless_cluster():
         yield from _start_cluster(folder, rootless=True)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def _netns_session(tmp_path_factory):
+    """The namespaced cluster, started once; its namespaces must all be gone after slurm-down.sh."""
+    if os.geteuid() != 0:
+        _unavailable("a namespaced Slurm needs root (network namespaces, slurmd)")
+    try:
+        # owner: if this session is killed before its teardown, the watchdog removes it all.
+        cluster = netns.start(tmp_path_factory.mktemp("slurm-netns"), owner=os.getpid())
+    except netns.ClusterUnavailable as exc:
+        _unavailable(str(exc))
+    try:
+        yield cluster
+    finally:
+        left = netns.stop(cluster)
+        assert not left, f"namespaces left after docker/slurm-down.sh: {left}"
+
+
+@pytest.fixture
+def netns_cluster(_netns_session):
+    """The namespaced two-node Slurm, with no fault applied; after the test, every fault the test
+    injected must have been reverted (each node's task-env, hold, hosts file and iptables as before)."""
+    before = _netns_session.node_state()
+    yield _netns_session
+    assert _netns_session.node_state() == before, "a fault was left applied"
 
 
 @pytest.fixture(scope="session")

@@ -385,7 +385,7 @@ def test_no_mounts_and_no_gpus(runtime, tmp_path):
 
 
 def test_cluster_scripts_pass_shellcheck():
-    scripts = [str(ROOT / "docker" / name) for name in ("slurm-up.sh", "slurm-down.sh")]
+    scripts = [str(ROOT / "docker" / name) for name in ("slurm-up.sh", "slurm-down.sh", "slurm-netns.sh")]
     sc = subprocess.run([shellcheck(), *scripts], capture_output=True, text=True)
     assert sc.returncode == 0, sc.stdout
 

@@ -63,8 +63,9 @@ def build_parser(prog: str = "envkit-harness", *, profile_option: bool = False) 
     net.add_argument("--rendezvous", type=rendezvous_arg, metavar="HOST:PORT",
                      help="where the nodes meet (default: MASTER_ADDR:MASTER_PORT, or PET_MASTER_ADDR:PET_MASTER_PORT)")
     net.add_argument("--nodes", type=nodes_arg, metavar="N|HOST,HOST",
-                     help="the job's node count, or its nodes' host names in order (default: NNODES, PET_NNODES, "
-                          "SLURM_NNODES, else the expectation's run.nodes)")
+                     help="the job's node count, or its nodes' host names in order (each node then takes its "
+                          "place in the list as its index; default: NNODES, PET_NNODES, SLURM_NNODES, else the "
+                          "expectation's run.nodes)")
     net.add_argument("--job-id", metavar="ID", help="the job's id: a node of another job is refused "
                                                      "(default: SLURM_JOB_ID, TORCHELASTIC_RUN_ID)")
     net.add_argument("--network-timeout", type=network_timeout, default=NETWORK_BOUND_S, metavar="S",

@@ -41,3 +41,14 @@ def test_what_is_missing_or_wrong_is_said(env, words):
 def test_the_expectation_gives_the_count_and_the_job_defaults_to_the_endpoint():
     r = read_rendezvous({"MASTER_ADDR": "n1", "MASTER_PORT": "29500"}, planned_nodes=3, hostname="h")
     assert r["nodes"] == 3 and r["job"] == "n1:29500/3" and r["problem"] is None
+
+
+def test_nodes_by_name_give_the_index_and_outweigh_a_leaked_slurm_nodeid():
+    # Inside srun --container every task sees the batch shell's SLURM_NODEID=0: before, every node of the
+    # Slurm test cluster took index 0 and the second failed "port in use on this node (the master)".
+    env = {"MASTER_ADDR": "n1", "MASTER_PORT": "29500", "SLURM_NODEID": "0", "SLURM_NNODES": "2"}
+    for hostname, rank in (("n1", 0), ("n2", 1), ("n2.cluster.local", 1), ("vm", None)):
+        r = read_rendezvous(env, planned_nodes=None, hostname=hostname, hosts=["n1", "n2"])
+        assert r["node_rank"] == rank and r["problem"] is None, (hostname, r)
+    # Without names the environment's index stands.
+    assert read_rendezvous(env, planned_nodes=None, hostname="n2")["node_rank"] == 0

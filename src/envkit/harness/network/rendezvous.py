@@ -5,10 +5,11 @@ the same things under different names, tried in this order:
 
 - the master: ``MASTER_ADDR`` / ``MASTER_PORT`` (torchrun, envkit's Slurm script and Indexed Job), then
   Kubeflow Trainer's ``PET_MASTER_ADDR`` / ``PET_MASTER_PORT`` (kubeflow/trainer pkg/runtime/framework/plugins/torch);
-- this node's index: ``NODE_RANK`` / ``GROUP_RANK`` (torchrun), ``PET_NODE_RANK``, ``JOB_COMPLETION_INDEX``
-  (an Indexed Job), ``SLURM_NODEID``; none (inside ``srun --container`` Slurm sets no per-task variables): the
-  node whose address MASTER_ADDR is hosts the store, the others take the next free index there, as torchrun's
-  c10d rendezvous does;
+- this node's index: where the nodes are given by name (``--nodes n1,n2``, envkit's Slurm script), this host's
+  place in that list, and no variable (inside ``srun --container`` Slurm sets no per-task variables, and the
+  batch shell's ``SLURM_NODEID=0`` reaches every container); else ``NODE_RANK`` / ``GROUP_RANK`` (torchrun),
+  ``PET_NODE_RANK``, ``JOB_COMPLETION_INDEX`` (an Indexed Job), ``SLURM_NODEID``; none: the node whose address
+  MASTER_ADDR is hosts the store, the others take the next free index there, as torchrun's c10d rendezvous does;
 - the nodes: ``NNODES``, ``PET_NNODES``, ``SLURM_NNODES``, else the expectation's ``run.nodes``;
 - the job: ``SLURM_JOB_ID``, ``TORCHELASTIC_RUN_ID``, ``ENVKIT_JOB_ID``, else the master's address and port:
   a node that answers with another job's id is another job's.
@@ -18,6 +19,10 @@ Example:
     ...                      "SLURM_JOB_ID": "42"}, planned_nodes=None, hostname="n2")
     >>> (r["master_addr"], r["master_port"], r["node_rank"], r["nodes"], r["job"], r["sources"]["node_rank"])
     ('n1', 29500, 1, 2, '42', 'SLURM_NODEID')
+    >>> named = read_rendezvous({"MASTER_ADDR": "n1", "MASTER_PORT": "29500", "SLURM_NODEID": "0"}, planned_nodes=2,
+    ...                         hostname="n2.cluster", hosts=("n1", "n2"))
+    >>> named["node_rank"], named["sources"]["node_rank"]
+    (1, "this host's place in --nodes")
     >>> read_rendezvous({}, planned_nodes=2, hostname="h")["problem"]
     'no MASTER_ADDR (nor PET_MASTER_ADDR) in the environment: the preflight must run inside the job'
 """
@@ -25,7 +30,7 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TypedDict
 
 MASTER_ADDR = ("MASTER_ADDR", "PET_MASTER_ADDR")
@@ -58,22 +63,29 @@ def _first(env: Mapping[str, str], names: tuple[str, ...]) -> tuple[str | None, 
     return None, ""
 
 
+def _place(hosts: Sequence[str], hostname: str) -> tuple[str | None, str]:
+    """This host's index in ``hosts`` (full or short name), where it appears exactly once."""
+    short = hostname.split(".")[0]
+    places = [i for i, h in enumerate(hosts) if h == hostname or h.split(".")[0] == short]
+    return (str(places[0]), "this host's place in --nodes") if len(places) == 1 else (None, "")
+
+
 def _int(text: str | None, low: int, high: int) -> int | None:
     return int(text) if text is not None and text.isdigit() and low <= int(text) <= high else None
 
 
 def read_rendezvous(env: Mapping[str, str], *, planned_nodes: int | None, hostname: str,
-                    given: Mapping[str, str] | None = None) -> Rendezvous:
+                    given: Mapping[str, str] | None = None, hosts: Sequence[str] = ()) -> Rendezvous:
     """The rendezvous ``env`` describes; ``planned_nodes``: the expectation's ``run.nodes`` (None: not planned);
     ``given``: what the command line says instead (``{"master_addr", "master_port", "nodes", "job"}``, each
-    named after its flag in ``sources``)."""
+    named after its flag in ``sources``); ``hosts``: the nodes by name, in order (``--nodes``)."""
     given = given or {}
 
     def pick(key: str, names: tuple[str, ...], flag: str) -> tuple[str | None, str]:
         return (given[key], flag) if given.get(key) not in (None, "") else _first(env, names)
     addr, addr_src = pick("master_addr", MASTER_ADDR, "--rendezvous")
     port_text, port_src = pick("master_port", MASTER_PORT, "--rendezvous")
-    rank_text, rank_src = _first(env, NODE_RANK)
+    rank_text, rank_src = _first(env, NODE_RANK) if not hosts else _place(hosts, hostname)
     nodes_text, nodes_src = pick("nodes", NNODES, "--nodes")
     job, job_src = pick("job", JOB_ID, "--job-id")
     nodes = _int(nodes_text, 1, 65536) if nodes_text is not None else planned_nodes

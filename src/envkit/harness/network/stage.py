@@ -110,7 +110,8 @@ def run_network_stage(ask: NetworkAsk, *, planned_nodes: int | None, env: Mappin
     env = _with_profile(dict(os.environ if env is None else env), ask)
     facts = facts or Facts()
     say = progress or (lambda line: None)
-    r = read_rendezvous(env, planned_nodes=planned_nodes, hostname=facts.hostname(), given=ask["given"])
+    r = read_rendezvous(env, planned_nodes=planned_nodes, hostname=facts.hostname(), given=ask["given"],
+                        hosts=ask["hosts"])
     expected = {"nodes": r["nodes"], "fabric": ask["fabric"], "interface": env.get(ENV["nccl_ifname"]),
                 "bound_s": ask["bound_s"]}
     addr, port, nodes = r["master_addr"], r["master_port"], r["nodes"]
