@@ -13,9 +13,9 @@ when the descriptor closes, so a killed run leaves nothing held. The NFS client 
 its own for folders, so there the kernel's local lock applies: runs on one machine take turns, as
 they did with the lock file in the local ``/tmp``.
 
-filelock opens its file for writing and so cannot lock a folder; on Windows (no ``flock``; a folder
-cannot be locked with ``msvcrt``) the lock stays filelock's file in the user's temporary folder,
-named by the folder's real path.
+filelock opens its file for writing and so cannot lock a folder; where there is no ``flock``
+(Windows: a folder cannot be locked with ``msvcrt`` either) the lock stays filelock's file in the
+user's temporary folder, named by the folder's real path.
 
 Example:
     >>> import tempfile; d = Path(tempfile.mkdtemp())
@@ -33,6 +33,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 from envkit.errors import UsageError
 from envkit.safeio import FileRefused
@@ -70,12 +71,21 @@ def lock_path(out_dir: Path) -> Path:
     True
     """
     real = os.path.realpath(out_dir)
-    if os.name != "nt":
+    if _fcntl() is not None:
         return Path(real)
     import tempfile
 
     key = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:32]
     return Path(tempfile.gettempdir()) / f"envkit-{key}.lock"
+
+
+def _fcntl() -> ModuleType | None:
+    """The ``fcntl`` module where the system has ``flock`` (POSIX); None on Windows."""
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    return fcntl
 
 
 def _busy(out_dir: Path, wait: float) -> FileRefused:
@@ -97,12 +107,11 @@ def output_lock(out_dir: Path, wait: float | None = None) -> Iterator[None]:
     """
     if wait is None:
         wait = lock_wait()
-    if os.name == "nt":
+    fcntl = _fcntl()
+    if fcntl is None:
         with _file_lock(out_dir, wait):
             yield
         return
-    import fcntl
-
     try:
         fd = os.open(out_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as e:
