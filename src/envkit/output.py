@@ -1,10 +1,15 @@
 """Write generated files: all-or-nothing, atomically, never over a user's edits.
 
-A manifest (``.envkit-manifest.json`` in the output directory) records the
-sha256 of every file envkit wrote. On the next run a file whose content no
-longer matches its recorded hash was edited by someone (or was never ours):
-``write_outputs`` refuses to touch any file until ``force=True``, and then
-keeps a backup (``FILE.envkit-bak-<UTC time>``) of each such file before replacing it.
+Three steps, under the output folder's lock (:mod:`envkit.outputlock`): :func:`survey` reads the
+folder once (the manifest, :mod:`envkit.manifest`; each output's path; the recorded files a target
+no longer makes; the ``exact`` folders), :func:`envkit.writeplan.plan_writes` decides without
+touching a file (conflicts with the user's edits, leftovers, strays, backups, what is unchanged), and
+:func:`apply` carries the plan out: stage everything, then rename it into place, or change nothing.
+
+The manifest records the sha256 of every file envkit wrote. On the next run a file whose content no
+longer matches its recorded hash was edited by someone (or was never ours): ``write_outputs`` refuses
+to touch any file until ``force=True``, and then keeps a backup (``FILE.envkit-bak-<UTC time>``) of
+each such file before replacing it.
 
 Files copied into the build context (wheels, the project's code: an :class:`OutputFile` with a
 ``source``) are linked or copied, and judged by content, never by size and time (``cp -p``,
@@ -14,12 +19,8 @@ the same only when its sha256 equals the source's. Each copy's sha256 goes into 
 copy's ``(dev, inode, size, mtime_ns, ctime_ns)`` goes into this machine's cache
 (:mod:`envkit.statcache`, outside the output folder), and while those are unchanged the digest is
 reused, so an unchanged hard-linked multi-GB wheel is never read again (any write to the inode moves
-its ctime, which no user call can set back). The manifest holds only what a clone of the folder can
-reproduce (paths, owners, digests): regenerating into a copy of the folder leaves it byte-identical. A folder the caller names in
-``exact`` (the build context's ``.envkit/``) holds the files given and the user's: a file there that
-the manifest records (envkit wrote it) and that is no longer given is removed and reported in
-``pruned``; one the manifest does not record is the user's, kept and reported in ``foreign``. A
-folder without a manifest is one envkit never wrote to: nothing is removed from it.
+its ctime, which no user call can set back). A folder without a manifest is one envkit never wrote
+to: nothing is removed from it.
 
 Called as::
 
@@ -30,28 +31,24 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
-import re
 import signal
 import stat
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path, PureWindowsPath
-from typing import Annotated, Literal
+from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, StringConstraints, ValidationError
-
-from envkit.errors import OutputConflict, ProfileError
+from envkit import statcache
+from envkit.manifest import Manifest, manifest_bytes, read_manifest
+from envkit.outputlock import output_lock
 from envkit.plan.paths import MANIFEST
 from envkit.safeio import FileRefused, kind_of, read_bounded, replace_file, stage_file, write_target
-from envkit import statcache
-from envkit.statcache import Signature, signature
+from envkit.statcache import signature
 from envkit.targets import OutputFile
-from envkit.termtext import neutralise
+from envkit.writeplan import (Current, Destination, Folder, Leftover, SameCopy, Write, WritePlan, orphan_candidates,
+                              plan_writes, split_found)
 
-MANIFEST_MAX = 4 * 1024 * 1024
 BACKUP_MAX = 64 * 1024 * 1024
 STAGING_PREFIX = ".envkit-staging-"
 
@@ -76,15 +73,36 @@ def file_sha256(path: Path) -> str:
 
     Opened without blocking and checked with ``fstat``: anything else (a FIFO swapped in) is refused.
     """
+    digest, _, _ = _read(path)
+    assert digest is not None
+    return digest
+
+
+def _read(path: Path, keep: int = 0, missing_ok: bool = False) -> tuple[str | None, int, bytes | None]:
+    """(sha256, permission bits, the bytes when at most ``keep``) of the regular file ``path``, read once;
+    ``(None, 0, None)`` when it does not exist and ``missing_ok``. Anything but a regular file, or a file
+    the system will not let envkit read, is refused (exit 1)."""
     h = hashlib.sha256()
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        if missing_ok:
+            return None, 0, None
+        raise FileRefused(f"{path}: disappeared while envkit read it; nothing was written") from None
+    except OSError as e:
+        raise FileRefused(f"{path}: cannot read it: {e.strerror or e}; nothing was written") from None
+    chunks: list[bytes] = []
+    total = 0
     with open(fd, "rb") as f:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise FileRefused(f"{path}: is {kind_of(mode)}, not a regular file; nothing was written")
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise FileRefused(f"{path}: is {kind_of(st.st_mode)}, not a regular file; nothing was written")
         while chunk := f.read(1 << 20):
             h.update(chunk)
-    return h.hexdigest()
+            total += len(chunk)
+            if total <= keep:
+                chunks.append(chunk)
+    return h.hexdigest(), st.st_mode & 0o777, b"".join(chunks) if total <= keep else None
 
 
 def same_copy(src: Path, dst: Path, known: dict[str, str] | None = None) -> bool:
@@ -114,115 +132,6 @@ def _digest(path: Path, known: dict[str, str]) -> str:
     if key not in known:
         known[key] = file_sha256(path)
     return known[key]
-
-
-class _Manifest(BaseModel):
-    """The manifest as envkit writes it (:func:`_manifest_bytes`); keys it does not know are ignored."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    envkit_manifest: Literal[1] = 1
-    files: dict[str, Annotated[StrictStr, StringConstraints(pattern=r"^[0-9a-f]{64}$")]] = {}
-    owners: dict[str, StrictStr] = {}
-    # Written by earlier versions (each copy's stat signature, now in envkit.statcache): still validated, not used.
-    copies: dict[str, tuple[StrictInt, StrictInt, StrictInt, StrictInt, StrictInt]] = {}
-
-
-_MANIFEST_EXPECTED = {
-    "envkit_manifest": "the number 1",
-    "files": "an object mapping each path to its sha256 (64 lowercase hex digits)",
-    "owners": "an object mapping each path to the target that wrote it",
-    "copies": "an object mapping each path to five integers (dev, inode, size, mtime_ns, ctime_ns)",
-}
-
-
-def entry_problem(out_dir: Path, rel: str) -> str | None:
-    """Why manifest entry ``rel`` is not a file envkit may remove from ``out_dir``; None when it is.
-
-    An entry is removed as ``out_dir / rel``, so it must name a path inside the folder: relative (not
-    ``/x``, nor ``C:`` on Windows), no ``..``, ``.`` or empty component, no NUL, and no symbolic link on
-    the way out of the folder (the last component may be a link: removing it removes the link only).
-    The manifest sits in the user's folder, so a pull request or an unpacked archive can edit it.
-
-    >>> entry_problem(Path("."), "../victim.txt"), entry_problem(Path("."), "/etc/passwd")
-    ("goes up out of the folder with '..'", 'is an absolute path')
-    >>> entry_problem(Path("."), ".envkit/project/train.py") is None
-    True
-    """
-    seps = r"[/\\]" if os.name == "nt" else "/"
-    parts = re.split(seps, rel)
-    if "\0" in rel:
-        return "holds a NUL byte"
-    if rel.startswith(("/", "\\")) or os.name == "nt" and PureWindowsPath(rel).drive:
-        return "is an absolute path"
-    if ".." in parts:
-        return "goes up out of the folder with '..'"
-    if any(part in ("", ".") for part in parts):
-        return "has an empty or '.' component (envkit writes plain relative paths)"
-    top = os.path.realpath(out_dir)
-    parent = os.path.realpath(os.path.dirname(os.path.join(out_dir, rel)))
-    if not Path(parent).is_relative_to(top):
-        return f"leads out of the folder through a symbolic link (to {parent})"
-    return None
-
-
-def _position(text: str, needle: str) -> str:
-    """``line:col:`` of the first ``needle`` in ``text``, or "" when it is not there as written."""
-    at = text.find(needle)
-    if at < 0:
-        return ""
-    line = text.count("\n", 0, at) + 1
-    return f"{line}:{at - (text.rfind(chr(10), 0, at) + 1) + 1}:"
-
-
-def _manifest_error(out_dir: Path, text: str, where: str, what: str) -> ProfileError:
-    name = neutralise(str(out_dir / MANIFEST))
-    return ProfileError(
-        f"{name}:{where} {neutralise(what)}; nothing was written or removed",
-        hint=f"remove the entry, or delete {name} (envkit then removes nothing it finds in the folder "
-             "and refuses to replace a file it did not write)")
-
-
-def _read_manifest(out_dir: Path) -> tuple[dict[str, str], dict[str, str]] | None:
-    """The recorded sha256 of each file envkit wrote and the target that owns it (when recorded); None
-    when the folder has no manifest.
-
-    Validated whole before anything is written or removed: a manifest that is not envkit's form, or an
-    entry that is not a path inside the folder (:func:`entry_problem`), is exit 2 naming the manifest,
-    the line and the entry.
-    """
-    path = out_dir / MANIFEST
-    if not path.exists() and not path.is_symlink():
-        return None
-    raw = read_bounded(path, MANIFEST_MAX, "an envkit manifest")
-    text = raw.decode("utf-8", errors="replace")
-    try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError) as e:
-        at = f"{e.lineno}:{e.colno}:" if isinstance(e, json.JSONDecodeError) else ""
-        raise _manifest_error(out_dir, text, at, f"is not JSON ({getattr(e, 'msg', e)})") from None
-    if not isinstance(data, dict):
-        raise _manifest_error(out_dir, text, "", "expected a JSON object with files, owners and copies")
-    try:
-        doc = _Manifest.model_validate(data)
-    except ValidationError as e:
-        err = e.errors()[0]
-        loc = [str(p) for p in err["loc"]]
-        key = loc[0]
-        entry = loc[1] if len(loc) > 1 and isinstance(data.get(key), dict) and loc[1] in data[key] else None
-        needle = json.dumps(entry) if entry is not None else json.dumps(key)
-        shown = f"{key}[{json.dumps(entry)}]" if entry is not None else key
-        raise _manifest_error(out_dir, text, _position(text, needle),
-                              f"{shown}: expected {_MANIFEST_EXPECTED.get(key, 'what envkit writes')}, "
-                              f"got {json.dumps(err.get('input'))[:80]}") from None
-    for section in ("files", "owners", "copies"):
-        for rel in getattr(doc, section):
-            problem = entry_problem(out_dir, rel)
-            if problem is not None:
-                raise _manifest_error(out_dir, text, _position(text, json.dumps(rel)),
-                                      f"{section}[{json.dumps(rel)}]: expected a path relative to the output "
-                                      f"folder and inside it; the entry {problem}")
-    return dict(doc.files), dict(doc.owners)
 
 
 def atomic_write(path: Path, data: bytes, mode: int | None = 0o644) -> Path:
@@ -296,75 +205,6 @@ def _stage_copy(src: Path, tmp: Path) -> None:
         shutil.copy2(src, tmp)
 
 
-def lock_wait() -> float:
-    """Seconds to wait for another envkit's lock: ``ENVKIT_LOCK_WAIT`` (default 30), a finite number >= 0.
-
-    Anything else is bad input (UsageError, exit 2): NaN or infinity would wait forever.
-
-    >>> import os; os.environ["ENVKIT_LOCK_WAIT"] = "2.5"; lock_wait()
-    2.5
-    >>> del os.environ["ENVKIT_LOCK_WAIT"]; lock_wait()
-    30.0
-    """
-    import math
-
-    from envkit.errors import UsageError
-
-    text = os.environ.get("ENVKIT_LOCK_WAIT", "30")
-    try:
-        wait = float(text)
-    except ValueError:
-        wait = math.nan
-    if not math.isfinite(wait) or wait < 0:
-        raise UsageError(f"ENVKIT_LOCK_WAIT: expected a finite number of seconds >= 0, got {text!r}",
-                         hint="unset it for the default of 30 s, or e.g. ENVKIT_LOCK_WAIT=60")
-    return wait
-
-
-def lock_path(out_dir: Path) -> Path:
-    """The lock file for ``out_dir``: in the system's temporary folder, named by the folder's real path.
-
-    Outside the output folder, so that the user's folder holds only envkit's outputs; it is never
-    removed, since deleting a lock file another process holds open would let a third lock a new one.
-
-    >>> lock_path(Path("/a/b/../b")) == lock_path(Path("/a/b")) and lock_path(Path("/a/b")).name.startswith("envkit-")
-    True
-    """
-    import tempfile
-
-    key = hashlib.sha256(os.path.realpath(out_dir).encode("utf-8", "surrogateescape")).hexdigest()[:32]
-    return Path(tempfile.gettempdir()) / f"envkit-{key}.lock"
-
-
-@contextlib.contextmanager
-def output_lock(out_dir: Path, wait: float | None = None):
-    """Hold an exclusive lock for ``out_dir`` (filelock: ``flock`` on POSIX, ``msvcrt`` on Windows).
-
-    A second envkit writing into the same folder (by any path to it) waits up to ``wait`` seconds
-    (``ENVKIT_LOCK_WAIT``, default 30), then stops with exit 1 (FileRefused). The lock file is
-    :func:`lock_path`, never in the output folder; readable and writable by every user (0666).
-    """
-    from filelock import FileLock, Timeout
-
-    if wait is None:
-        wait = lock_wait()
-    lock = FileLock(str(lock_path(out_dir)), timeout=wait, mode=0o666)
-    try:
-        lock.acquire(poll_interval=0.05)
-    except Timeout:
-        raise FileRefused(
-            f"{out_dir}: another envkit is writing into this folder; waited {wait:g}s, nothing was written",
-            hint="wait for the other run to finish, or generate into another folder with -o",
-        ) from None
-    except OSError as e:
-        raise FileRefused(f"{out_dir}: cannot take the folder's lock {lock_path(out_dir)}: {e.strerror or e}; "
-                          "nothing was written") from None
-    try:
-        yield
-    finally:
-        lock.release()
-
-
 def _sweep_stale_staging(out_dir: Path) -> None:
     """Staging folders left by a killed run (only called under the lock, so none is in use)."""
     for p in out_dir.glob(f"{STAGING_PREFIX}*"):
@@ -401,21 +241,16 @@ def write_outputs(out_dir: Path, files: list[OutputFile], *, force: bool = False
                   exact: tuple[str, ...] = ()) -> WriteReport:
     """Write ``files`` under ``out_dir``, all or nothing; raise ``OutputConflict`` (writing nothing) on edited files.
 
-    Every file is first written (and fsync-ed) into a staging folder in ``out_dir``
-    (or, for an output that is a symlink, beside the file it names); only when
-    the whole set is staged are the files renamed into place, with SIGINT and
-    SIGTERM held back meanwhile. A failure or interruption before that leaves the
-    previous outputs as they were and removes every temporary file.
+    Under the folder's lock: :func:`survey` reads the folder once, :func:`envkit.writeplan.plan_writes`
+    decides (conflicts, leftovers of dropped targets, strays in the ``exact`` folders: the rules are
+    there), and :func:`apply` carries the plan out.
 
-    ``owners`` maps each path to the target that made it and ``requested`` names
-    the targets rendered: a file the manifest says a requested target made, that
-    it no longer makes (e.g. the WSL files once ``wsl:`` is removed), is removed
-    when unedited and reported in ``removed``, else kept and reported in ``kept``.
-
-    ``exact`` names folders (relative to ``out_dir``) that hold the files given under them: a file
-    envkit wrote there (in the manifest) that is no longer given (a file the project no longer has, a
-    wheel gone from the wheelhouse) is removed, edited or not, and reported in ``pruned``; a file
-    the manifest does not record (put there by hand) is kept and reported in ``foreign``.
+    ``owners`` maps each path to the target that made it and ``requested`` names the targets rendered:
+    a file the manifest says a requested target made, that it no longer makes (e.g. the WSL files once
+    ``wsl:`` is removed), is removed when unedited and reported in ``removed``, else kept and reported
+    in ``kept``. ``exact`` names folders (relative to ``out_dir``) that hold the files given under
+    them: a file envkit wrote there that is no longer given is removed, edited or not, and reported in
+    ``pruned``; a file the manifest does not record is kept and reported in ``foreign``.
     """
     if out_dir.is_symlink() and not out_dir.is_dir() or out_dir.exists() and not out_dir.is_dir():
         raise FileRefused(f"{out_dir}: exists and is not a folder; nothing was written")
@@ -425,21 +260,52 @@ def write_outputs(out_dir: Path, files: list[OutputFile], *, force: bool = False
         raise FileRefused(f"{out_dir}: cannot create the output folder: {e.strerror or e}") from None
     with output_lock(out_dir):
         _sweep_stale_staging(out_dir)
-        return _write_locked(out_dir, files, force, owners or {}, requested, exact)
+        folder, cache = survey(out_dir, files, requested, exact)
+        plan = plan_writes(out_dir, files, folder, force=force, owners=owners, requested=requested, exact=exact)
+        backups = apply(out_dir, plan, cache)
+    return WriteReport(written=[w.file.path for w in plan.writes], unchanged=list(plan.unchanged), backups=backups,
+                       removed=list(plan.removed), kept=list(plan.kept), pruned=list(plan.pruned),
+                       foreign=list(plan.foreign))
 
 
-def _staging_dir(out_dir: Path) -> Path:
-    import tempfile  # only when something is written: a run with nothing to change never imports it
+def survey(out_dir: Path, files: list[OutputFile], requested: tuple[str, ...] | None,
+           exact: tuple[str, ...] = ()) -> tuple[Folder, statcache.Entries]:
+    """The folder as the plan needs it, each file read once; and this machine's digests of its copies.
 
-    return Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out_dir))
+    The manifest first (exit 2 when it is bad), then each output's path: a symbolic link is followed
+    to the file it names, anything but a regular file is refused (exit 1); a rendered file's content
+    is hashed, and kept up to the backup's size limit; a copy is judged by :func:`same_copy`. Then the
+    recorded files the plan may remove, judged by ``lstat`` (a link is never followed), and the
+    entries under the ``exact`` folders.
+    """
+    manifest = read_manifest(out_dir)
+    cache = statcache.load(out_dir)
+    known: dict[str, str] = {}  # sha256 by path, each file read once per run
+    outputs = {f.path: _destination(out_dir, f, cache, known) for f in files}
+    leftovers = {p: _leftover(out_dir / p) for p in orphan_candidates(files, manifest, requested, exact)}
+    found, subfolders = _strays(out_dir, exact, {f.path for f in files})
+    return Folder(manifest, outputs, leftovers, tuple(found), tuple(subfolders)), cache
 
 
-def _under(path: str, folders: tuple[str, ...]) -> bool:
-    return any(path == d or path.startswith(d.rstrip("/") + "/") for d in folders)
+def _destination(out_dir: Path, f: OutputFile, cache: statcache.Entries, known: dict[str, str]) -> Destination:
+    dest = write_target(out_dir / f.path)  # follows a symlink; refuses devices, FIFOs, sockets, folders
+    # Staged in the staging folder when on its file system: no link on the way, in the folder itself.
+    real_top = os.path.realpath(out_dir)
+    inside = os.path.realpath(dest).startswith(real_top + os.sep) and dest == out_dir / f.path and \
+        os.path.realpath(dest.parent) == os.path.realpath(out_dir / f.path).rsplit(os.sep, 1)[0]
+    if f.source is not None:
+        return Destination(dest, inside, same_copy=_same_copy(f, dest, cache, known))
+    return Destination(dest, inside, current=_current(dest))
 
 
-def _unchanged_copy(f: OutputFile, dest: Path, cached: statcache.Entries, known: dict[str, str]) -> str | None:
-    """The sha256 of ``dest`` when it already holds what ``f.source`` holds (:func:`same_copy`), else None."""
+def _current(dest: Path) -> Current | None:
+    """The regular file at ``dest`` (None when there is none): its sha256, mode and, up to BACKUP_MAX, bytes."""
+    digest, mode, data = _read(dest, keep=BACKUP_MAX, missing_ok=True)
+    return None if digest is None else Current(digest, mode, data)
+
+
+def _same_copy(f: OutputFile, dest: Path, cache: statcache.Entries, known: dict[str, str]) -> SameCopy | None:
+    """``dest`` when it already holds what ``f.source`` holds (:func:`same_copy`), else None."""
     assert f.source is not None
     try:
         b = dest.stat()
@@ -447,12 +313,28 @@ def _unchanged_copy(f: OutputFile, dest: Path, cached: statcache.Entries, known:
         return None
     if not stat.S_ISREG(b.st_mode):
         return None
-    hit = cached.get(f.path)
+    hit = cache.get(f.path)
     if hit is not None and hit[0] == signature(b):
         known[str(dest)] = hit[1]  # unchanged since it was hashed: its ctime says so
     if not same_copy(f.source, dest, known):
         return None
-    return _digest(dest, known)
+    digest = _digest(dest, known)
+    src, now = f.source.stat(), dest.stat()
+    return SameCopy(digest, signature(now), linked=(src.st_ino, src.st_dev) == (now.st_ino, now.st_dev),
+                    mode=now.st_mode & 0o777, source_mode=src.st_mode & 0o777)
+
+
+def _leftover(path: Path) -> Leftover:
+    """A recorded file as it is now, by ``lstat``: a link, a folder or a device is "other", never followed."""
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return Leftover("gone")
+    except OSError:
+        return Leftover("other")
+    if not stat.S_ISREG(st.st_mode):
+        return Leftover("other")
+    return Leftover("file", file_sha256(path))
 
 
 def _strays(out_dir: Path, exact: tuple[str, ...], made: set[str]) -> tuple[list[str], list[Path]]:
@@ -479,126 +361,38 @@ def foreign_files(out_dir: Path, exact: tuple[str, ...], files: list[OutputFile]
     record: the user's (kept, see :func:`write_outputs`). Reads the manifest (exit 2 when it is bad)."""
     if not exact:
         return []
-    manifest = (_read_manifest(out_dir) or ({}, {}))[0]
     found, _ = _strays(out_dir, exact, {f.path for f in files})
-    return [p for p in found if p not in manifest]
+    return split_found(found, read_manifest(out_dir))[1]
 
 
-def _write_locked(out_dir: Path, files: list[OutputFile], force: bool, owners: dict[str, str],
-                  requested: tuple[str, ...] | None, exact: tuple[str, ...] = ()) -> WriteReport:
-    manifest, manifest_owners = _read_manifest(out_dir) or ({}, {})
-    cached = statcache.load(out_dir)
-    report = WriteReport()
-    conflicts: list[str] = []
-    plan: list[tuple[OutputFile, Path]] = []
-    chmods: list[tuple[Path, int]] = []
-    known: dict[str, str] = {}  # sha256 by path, each file read once per run
-    copies: dict[str, Signature] = {}  # the copies' signatures, cached with their sha256 (envkit.statcache)
-    for f in files:
-        dest = write_target(out_dir / f.path)  # follows a symlink; refuses devices, FIFOs, sockets, folders
-        if f.source is not None:
-            digest = _unchanged_copy(f, dest, cached, known)
-            if digest is not None:
-                report.unchanged.append(f.path)
-                manifest[f.path] = digest
-                copies[f.path] = signature(dest.stat())
-                src_st, dest_st = f.source.stat(), dest.stat()
-                if (src_st.st_ino, src_st.st_dev) != (dest_st.st_ino, dest_st.st_dev) and \
-                        (src_st.st_mode & 0o777) != (dest_st.st_mode & 0o777):
-                    chmods.append((dest, src_st.st_mode & 0o777))  # a copy, not a link: its mode follows
-            else:
-                plan.append((f, dest))
-            continue
-        if dest.is_file():
-            current = sha256(dest.read_bytes())
-            if current == sha256(f.content):
-                report.unchanged.append(f.path)
-                if (dest.stat().st_mode & 0o777) != f.mode:
-                    chmods.append((dest, f.mode))
-                manifest[f.path] = current
-                continue
-            if manifest.get(f.path) != current:
-                conflicts.append(f.path)
-        plan.append((f, dest))
-    if conflicts and not force:
-        listed = ", ".join(str(out_dir / c) for c in conflicts)
-        raise OutputConflict(
-            f"not overwriting {listed}: changed since envkit wrote it (or not written by envkit); nothing was written",
-            hint="move your changes into the profile, or pass --force (envkit keeps a FILE.envkit-bak-<time> copy of each)",
-        )
-    made = {f.path for f in files}
-    prune = _orphans(out_dir, files, manifest, manifest_owners, requested, report, exact)
-    found, folders = _strays(out_dir, exact, made)
-    strays = [p for p in found if p in manifest]  # envkit wrote them; the user's own stay
-    report.foreign = [p for p in found if p not in manifest]
-    for path in [p for p in manifest if _under(p, exact) and p not in made]:
-        if path not in strays:
-            prune.append(path)  # recorded, already gone: forget it
-    for f in files:
-        if f.path in owners:
-            manifest_owners[f.path] = owners[f.path]
+def apply(out_dir: Path, plan: WritePlan, cache: statcache.Entries) -> list[str]:
+    """Carry ``plan`` out, all or nothing; return the backups made.
+
+    Every file is first written (and fsync-ed) into a staging folder in ``out_dir`` (or, for an output
+    that is a symlink, beside the file it names), with the new manifest, and each forced file backed
+    up; only then are the files renamed into place, modes set and leftovers removed, with SIGINT and
+    SIGTERM held back meanwhile. A failure or interruption before that leaves the previous outputs as
+    they were and removes every temporary file.
+    """
+    digests = dict(plan.manifest.files)
     staged: list[tuple[Path, Path]] = []  # (temporary, destination)
-    staging = _staging_dir(out_dir) if plan or prune or chmods or strays else None
+    backups: list[str] = []
+    staging = _staging_dir(out_dir) if plan.changes else None
     try:
         try:
-            for f, dest in plan:
-                # Renamed from the staging folder when on its file system (no link on the way).
-                inside = os.path.realpath(dest).startswith(os.path.realpath(out_dir) + os.sep) and \
-                    dest == out_dir / f.path and os.path.realpath(dest.parent) == os.path.realpath(out_dir / f.path).rsplit(os.sep, 1)[0]
-                dest.parent.mkdir(parents=True, exist_ok=True)  # now, not while renaming: a full disk stops us here
-                if inside:
-                    assert staging is not None  # made above whenever the plan has files
-                    tmp = staging / f.path
-                    tmp.parent.mkdir(parents=True, exist_ok=True)
-                    if f.source is not None:
-                        _stage_copy(f.source, tmp)
-                        manifest[f.path] = file_sha256(tmp)  # what was linked or copied, not what was compared
-                    else:
-                        tmp.write_bytes(f.content)
-                        with open(tmp, "rb") as fh:
-                            os.fsync(fh.fileno())
-                        os.chmod(tmp, f.mode)
-                else:
-                    if f.source is not None:
-                        _check_regular(f.source)
-                    data = f.content if f.source is None else f.source.read_bytes()
-                    tmp = stage_file(dest, data, f.mode)
-                    if f.source is not None:
-                        manifest[f.path] = sha256(data)
-                staged.append((tmp, dest))
-                if f.source is None:
-                    manifest[f.path] = sha256(f.content)
-            for path in prune + strays:
-                manifest.pop(path, None)
-                manifest_owners.pop(path, None)
-                copies.pop(path, None)
+            for w in plan.writes:
+                tmp, digests[w.file.path] = _stage(w, staging)
+                staged.append((tmp, w.dest))
             if staging is not None:
                 tmp = staging / MANIFEST
-                tmp.write_bytes(_manifest_bytes(manifest, manifest_owners))
+                tmp.write_bytes(manifest_bytes(Manifest(digests, plan.manifest.owners)))
                 os.chmod(tmp, 0o644)
                 staged.append((tmp, out_dir / MANIFEST))
-            for f, dest in plan:
-                if f.path in conflicts and dest.is_file():
-                    report.backups.append(str(write_backup(dest)))
+            backups = [str(write_backup(w.dest, w.old)) for w in plan.writes if w.backup]
         except OSError as e:
             raise FileRefused(f"{out_dir}: cannot write: {e.strerror or e}; nothing was changed "
                               f"(the previous files are as they were)") from None
-        old_mask = _block_signals()
-        try:
-            for tmp, dest in staged:
-                os.replace(tmp, dest)
-            for dest, mode in chmods:
-                os.chmod(dest, mode)
-            for path in prune + strays:
-                (out_dir / path).unlink(missing_ok=True)
-            for folder in folders:
-                with contextlib.suppress(OSError):
-                    folder.rmdir()  # only when empty
-        except OSError as e:
-            raise FileRefused(f"{out_dir}: cannot put the files in place: {e.strerror or e}") from None
-        finally:
-            if old_mask is not None:
-                signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+        _put_in_place(out_dir, plan, staged)
     finally:
         for tmp, _ in staged:
             if tmp.exists() and (staging is None or staging not in tmp.parents):
@@ -607,51 +401,67 @@ def _write_locked(out_dir: Path, files: list[OutputFile], force: bool, owners: d
             import shutil
 
             shutil.rmtree(staging, ignore_errors=True)
-    _record_copies(out_dir, [f for f, _ in plan if f.source is not None], manifest, copies, cached)
-    report.written = [f.path for f, _ in plan]
-    report.removed = [p for p in prune if not _under(p, exact)]
-    report.pruned = [p for p in strays if _under(p, exact)]
-    return report
+    _record_copies(out_dir, plan, digests, cache)
+    return backups
 
 
-def _manifest_bytes(manifest: dict[str, str], owners: dict[str, str]) -> bytes:
-    """The manifest: each path's sha256 and owner, sorted; nothing of this machine's (no inode, no time)."""
-    doc = {"envkit_manifest": 1, "files": dict(sorted(manifest.items())),
-           "owners": dict(sorted((k, v) for k, v in owners.items() if k in manifest))}
-    return (json.dumps(doc, indent=2) + "\n").encode()
+def _staging_dir(out_dir: Path) -> Path:
+    import tempfile  # only when something is written: a run with nothing to change never imports it
+
+    return Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out_dir))
 
 
-def _record_copies(out_dir: Path, written: list[OutputFile], manifest: dict[str, str],
-                   copies: dict[str, Signature], cached: statcache.Entries) -> None:
+def _stage(w: Write, staging: Path | None) -> tuple[Path, str]:
+    """Write ``w``'s file to a temporary beside its place (in ``staging`` when ``w.staged_inside``);
+    return the temporary and the sha256 of what it holds."""
+    f = w.file
+    w.dest.parent.mkdir(parents=True, exist_ok=True)  # now, not while renaming: a full disk stops us here
+    if w.staged_inside:
+        assert staging is not None  # made whenever the plan writes
+        tmp = staging / f.path
+        tmp.parent.mkdir(parents=True, exist_ok=True)
+        if f.source is not None:
+            _stage_copy(f.source, tmp)
+            return tmp, file_sha256(tmp)  # what was linked or copied, not what was compared
+        tmp.write_bytes(f.content)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.chmod(tmp, f.mode)
+        return tmp, sha256(f.content)
+    if f.source is not None:
+        _check_regular(f.source)
+    data = f.content if f.source is None else f.source.read_bytes()
+    return stage_file(w.dest, data, f.mode), sha256(data)
+
+
+def _put_in_place(out_dir: Path, plan: WritePlan, staged: list[tuple[Path, Path]]) -> None:
+    """Rename the staged files into place, set the modes, remove the leftovers, with SIGINT/SIGTERM held."""
+    old_mask = _block_signals()
+    try:
+        for tmp, dest in staged:
+            os.replace(tmp, dest)
+        for dest, mode in plan.chmods:
+            os.chmod(dest, mode)
+        for path in plan.remove:
+            (out_dir / path).unlink(missing_ok=True)
+        for folder in plan.folders:
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # only when empty
+    except OSError as e:
+        raise FileRefused(f"{out_dir}: cannot put the files in place: {e.strerror or e}") from None
+    finally:
+        if old_mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+
+
+def _record_copies(out_dir: Path, plan: WritePlan, digests: dict[str, str], cache: statcache.Entries) -> None:
     """Cache the signatures of the copies: the unchanged ones, and those just put in place (their
     rename moved their ctime). Best effort: without them the next run hashes those copies again."""
-    for f in written:
-        with contextlib.suppress(OSError):
-            copies[f.path] = signature((out_dir / f.path).stat())
-    entries = {rel: (sig, manifest[rel]) for rel, sig in copies.items() if rel in manifest}
-    if entries != cached:
+    copies = dict(plan.copies)
+    for w in plan.writes:
+        if w.file.source is not None:
+            with contextlib.suppress(OSError):
+                copies[w.file.path] = signature((out_dir / w.file.path).stat())
+    entries = {rel: (sig, digests[rel]) for rel, sig in copies.items() if rel in digests}
+    if entries != cache:
         statcache.save(out_dir, entries)
-
-def _orphans(out_dir: Path, files: list[OutputFile], manifest: dict[str, str], owners: dict[str, str],
-             requested: tuple[str, ...] | None, report: WriteReport, exact: tuple[str, ...] = ()) -> list[str]:
-    """Paths envkit wrote for a rendered target that no longer makes them, and that are unedited
-    (the ``exact`` folders are not judged here: everything there that is not made goes)."""
-    if requested is None:
-        return []
-    made = {f.path for f in files}
-    prune = []
-    for path in sorted(manifest):
-        if path in made or owners.get(path) not in requested or _under(path, exact):
-            continue
-        p = out_dir / path
-        if not p.exists() and not p.is_symlink():
-            prune.append(path)  # already gone: forget it
-            continue
-        if p.is_symlink():
-            report.kept.append(path)
-            continue
-        if p.is_file() and sha256(p.read_bytes()) == manifest[path]:
-            prune.append(path)
-        else:
-            report.kept.append(path)
-    return prune

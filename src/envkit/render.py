@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shlex
@@ -32,61 +33,24 @@ def templates_dir() -> Path:
     raise FileNotFoundError("envkit's templates folder is missing from this installation")
 
 
-def _quote_text(node) -> None:
-    """Every text value under ``node`` quoted (mapping keys left plain), in place."""
-    import yaml
-
-    if isinstance(node, yaml.MappingNode):
-        for _, value in node.value:
-            _quote_text(value)
-    elif isinstance(node, yaml.SequenceNode):
-        for item in node.value:
-            _quote_text(item)
-    elif node.tag == "tag:yaml.org,2002:str" and not node.style:
-        node.style = "'"  # the emitter picks double quotes where single ones cannot carry the text
-
-
-def _quoting_dumper(base: type) -> type:
-    """``base`` (a PyYAML dumper) writing every text value quoted.
-
-    PyYAML decides what to leave plain by YAML 1.1's rules; Compose reads YAML 1.2 (compose-go, through
-    go-yaml v3), whose numbers differ: plain ``2719e14`` (a git SHA) is a float there and comes back from
-    ``docker compose config`` as 2.719e+17, ``08`` as 8, ``0o17`` as 15, ``+.5`` as 0.5. A quoted scalar is
-    text in every YAML version, so the container gets the value as written. Mapping keys are left to PyYAML:
-    they are Compose's own names and env names (envkit.profile.types.ENV_NAME), and the only such names
-    YAML 1.2 reads as other than text (null, true, false in their spellings) are YAML 1.1 booleans or
-    nulls too, which PyYAML quotes.
-    """
-
-    class QuotingDumper(base):
-        def represent(self, data) -> None:  # BaseRepresenter.represent, with the quoting pass between
-            node = self.represent_data(data)
-            _quote_text(node)
-            self.serialize(node)
-            self.represented_objects: dict = {}
-            self.object_keeper: list = []
-            self.alias_key = None
-
-    return QuotingDumper
-
-
 def _to_yaml(data) -> str:
-    """``data`` as block YAML with every text value quoted (see ``_quoting_dumper``).
+    """``data`` as block YAML with every text value quoted (compose.yaml: see :func:`_dump`).
 
-    >>> print(_to_yaml({"environment": {"SHA": "2719e14", "N": 3, "ON": True}}), end="")
+    Compose reads YAML 1.2 (compose-go, through go-yaml v3), whose numbers differ from YAML 1.1's: plain
+    ``2719e14`` (a git SHA) is a float there and comes back from ``docker compose config`` as 2.719e+17,
+    ``08`` as 8, ``0o17`` as 15, ``+.5`` as 0.5. A quoted scalar is text in every YAML version, so the
+    container gets the value as written. Mapping keys (Compose's own names and env names) stay plain
+    unless YAML 1.1 or 1.2 would read them as other than text (:func:`_plain`).
+
+    >>> print(_to_yaml({"environment": {"SHA": "2719e14", "N": 3, "ON": True, "WORKERS": 4}}), end="")
     environment:
       SHA: '2719e14'
-      N: 3
+      'N': 3
       'ON': true
+      WORKERS: 4
     """
-    import yaml  # only compose.yaml needs the dumper
-
-    # sort_keys=False: contexts are built in a deliberate, stable order.
-    options: dict = {"sort_keys": False, "default_flow_style": False, "width": 1000, "allow_unicode": True}
-    text = yaml.dump(data, Dumper=_quoting_dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)), **options)
-    if "\\" in text:  # libyaml escapes what PyYAML writes raw (characters beyond the BMP): PyYAML's spelling
-        text = yaml.dump(data, Dumper=_quoting_dumper(yaml.SafeDumper), **options)
-    return text
+    # Keys keep the order the contexts were built in: deliberate and stable.
+    return _dump([data], quote="'", width=1000, sequence=2, offset=0)
 
 
 def _to_json(data) -> str:
@@ -113,30 +77,6 @@ def _dockerfile_str(value: object) -> str:
     "a \\"b\\" \\$HOME"
     """
     return json.dumps(str(value), ensure_ascii=False).replace("$", "\\$")
-
-
-# What a YAML reader takes raw (its printable set, less what it reads as a line break or byte-order mark:
-# NEL, U+2028, U+2029, U+FEFF); JSON with ensure_ascii=False leaves the rest raw, so they are escaped here.
-YAML_RAW_SAFE = ((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x7E), (0xA0, 0x2027), (0x202A, 0xD7FF), (0xE000, 0xFEFE),
-                 (0xFF00, 0xFFFD), (0x10000, 0x10FFFF))
-
-
-def _yaml_safe(ch: str) -> bool:
-    o = ord(ch)
-    return any(lo <= o <= hi for lo, hi in YAML_RAW_SAFE)
-
-
-def _yaml_scalar(value: object) -> str:
-    """A YAML flow scalar that reads back as exactly ``value``: JSON spelling (JSON is YAML), with the
-    characters YAML will not take raw escaped as ``\\uXXXX``.
-
-    >>> print(_yaml_scalar('a: "b" #c $d\u2028'), _yaml_scalar(3), _yaml_scalar(True))
-    "a: \\"b\\" #c $d\\u2028" 3 true
-    """
-    text = json.dumps(value, ensure_ascii=False)
-    if text.isascii() and "\x7f" not in text:  # the usual case: JSON has escaped every control character
-        return text
-    return "".join(ch if _yaml_safe(ch) else f"\\u{ord(ch):04x}" for ch in text)
 
 
 class Word(str):
@@ -166,81 +106,14 @@ class Note(str):
         return self
 
 
-def _kube_dumper() -> type:
-    """A PyYAML dumper for Kubernetes manifests, in the layout a reader expects of one.
-
-    Text goes out double-quoted in ``_yaml_scalar``'s spelling (JSON, which YAML reads back exactly), so no
-    profile value -- quotes, ``$``, ``: ``, ``#``, a leading ``-``, ``yes`` -- can change the structure;
-    ``Word`` values and plain ``str`` keys go out plain (PyYAML quotes any that would not read back as
-    text), ``DataMap`` keys quoted. Block lists are indented under their key, ``Flow`` lists go on one
-    line, a ``Note`` key gets its comment line, and no node is written as an alias.
-    """
-    import yaml
-    from yaml.events import MappingEndEvent, ScalarEvent
-    from yaml.nodes import ScalarNode
-
-    str_tag = "tag:yaml.org,2002:str"
-
-    class KubeDumper(yaml.SafeDumper):
-        def ignore_aliases(self, data) -> bool:
-            return True
-
-        def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
-            super().increase_indent(flow, False)
-
-        def write_double_quoted(self, text: str, split: bool = True) -> None:
-            self.write_indicator(_yaml_scalar(text), True)
-
-        def serialize_node(self, node, parent, index) -> None:
-            comment = getattr(node, "comment", None)
-            if comment is None:
-                return super().serialize_node(node, parent, index)
-            implicit = (node.tag == self.resolve(ScalarNode, node.value, (True, False)),
-                        node.tag == self.resolve(ScalarNode, node.value, (False, True)))
-            event = ScalarEvent(None, node.tag, implicit, node.value, style=node.style)
-            event.comment = comment  # type: ignore[attr-defined]
-            self.emit(event)
-
-        def expect_block_mapping_key(self, first: bool = False) -> None:
-            comment = getattr(self.event, "comment", None)
-            if comment is not None and not isinstance(self.event, MappingEndEvent):
-                self.write_indent()
-                self.write_indicator("# " + comment, True)
-            super().expect_block_mapping_key(first)
-
-    def text(dumper, data: str):
-        return dumper.represent_scalar(str_tag, data, style='"')
-
-    def word(dumper, data: str):
-        return dumper.represent_scalar(str_tag, str(data))
-
-    def note(dumper, data: Note):
-        node = dumper.represent_scalar(str_tag, str(data))
-        node.comment = data.comment
-        return node
-
-    def mapping(dumper, data: dict):
-        return yaml.MappingNode("tag:yaml.org,2002:map", [
-            (dumper.represent_data(k) if isinstance(k, Note) else word(dumper, k), dumper.represent_data(v))
-            for k, v in data.items()])
-
-    def data_map(dumper, data: DataMap):
-        return yaml.MappingNode("tag:yaml.org,2002:map", [
-            (text(dumper, k), dumper.represent_data(v)) for k, v in data.items()])
-
-    KubeDumper.add_representer(str, text)
-    KubeDumper.add_representer(Word, word)
-    KubeDumper.add_representer(Note, note)
-    KubeDumper.add_representer(dict, mapping)
-    KubeDumper.add_representer(DataMap, data_map)
-    KubeDumper.add_representer(Flow, lambda d, data: d.represent_sequence("tag:yaml.org,2002:seq", data,
-                                                                          flow_style=True))
-    KubeDumper.add_representer(tuple, lambda d, data: d.represent_list(data))
-    return KubeDumper
-
-
 def to_kube_yaml(docs: list) -> str:
-    """``docs`` as Kubernetes YAML documents, ``---`` between them (see ``_kube_dumper``).
+    """``docs`` as Kubernetes YAML documents, ``---`` between them, in the layout a reader expects of one.
+
+    Text goes out double-quoted, so no profile value -- quotes, ``$``, ``: ``, ``#``, a leading ``-``,
+    ``yes`` -- can change the structure; ``Word`` values and plain ``str`` keys go out plain (quoted
+    when YAML 1.1 or 1.2 would read them as other than text), ``DataMap`` keys quoted. Block lists are
+    indented under their key, ``Flow`` lists go on one line, a ``Note`` key gets its comment line, and
+    no node is written as an alias (each is built afresh).
 
     >>> print(to_kube_yaml([{"kind": Word("Job"), "metadata": {"labels": DataMap({"app": "a: b"})},
     ...     "command": Flow(["sh", "-c"]), "ports": [{"name": Word("r"), Note("port", "rendezvous"): 29500}]}]), end="")
@@ -254,10 +127,110 @@ def to_kube_yaml(docs: list) -> str:
         # rendezvous
         port: 29500
     """
-    import yaml
+    return _dump(docs, quote='"', width=2**30, sequence=4, offset=2)
 
-    return yaml.dump_all(docs, Dumper=_kube_dumper(), sort_keys=False, default_flow_style=False,
-                         width=2**30, allow_unicode=True)
+
+STR_TAG = "tag:yaml.org,2002:str"
+
+
+@functools.cache
+def _resolvers() -> tuple:
+    """ruamel.yaml's resolvers for YAML 1.1 and 1.2: what each version reads a plain scalar as."""
+    from ruamel.yaml.resolver import VersionedResolver
+
+    return VersionedResolver(version=(1, 1)), VersionedResolver(version=(1, 2))
+
+
+def _plain(text: str) -> str:
+    """``text`` to be written plain when YAML 1.1 and 1.2 both read it back as text, else single-quoted.
+
+    YAML 1.1's booleans include ``y`` and ``n`` (its type repository's bool), and go-yaml v2 reads them
+    so (resolve.go, ``resolveMapList``), as sigs.k8s.io/yaml's copy of it does for kubectl; PyYAML alone
+    left them plain.
+
+    >>> [type(_plain(t)).__name__ for t in ("Never", "yes", "null", "08")]
+    ['str', 'SingleQuotedScalarString', 'SingleQuotedScalarString', 'SingleQuotedScalarString']
+    """
+    return str(text) if _reads_as_text(str(text)) else _quoted(text, "'")
+
+
+@functools.lru_cache(maxsize=4096)
+def _reads_as_text(text: str) -> bool:
+    """Whether plain ``text`` reads as text in YAML 1.1 and 1.2 (a manifest repeats its keys: kept)."""
+    from ruamel.yaml.nodes import ScalarNode
+
+    return all(r.resolve(ScalarNode, text, (True, False)) == STR_TAG for r in _resolvers())
+
+
+def _quoted(text: str, quote: str):
+    """``text`` marked for the emitter to write in ``quote`` (it picks double quotes where single ones
+    cannot carry the text)."""
+    from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
+
+    return (SingleQuotedScalarString if quote == "'" else DoubleQuotedScalarString)(text)
+
+
+def _node(value, quote: str, column: int, sequence: int):
+    """``value`` as ruamel.yaml's round-trip types, each scalar's quoting and each comment marked.
+
+    ``column`` is where a mapping's keys start (a ``Note``'s comment goes there); a block list's items
+    start ``sequence`` columns right of their key.
+    """
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    if isinstance(value, dict):
+        out = CommentedMap()
+        for key, item in value.items():
+            name = _quoted(key, quote) if isinstance(value, DataMap) else _plain(key)
+            out[name] = _node(item, quote, column + 2 if isinstance(item, dict) else column, sequence)
+            if isinstance(key, Note):
+                out.yaml_set_comment_before_after_key(name, before=key.comment, indent=column)
+        return out
+    if isinstance(value, (list, tuple)):
+        seq = CommentedSeq(_node(item, quote, column + sequence, sequence) for item in value)
+        if isinstance(value, Flow):
+            seq.fa.set_flow_style()
+        return seq
+    if isinstance(value, Word):
+        return _plain(value)
+    if isinstance(value, str):
+        return _quoted(value, quote)
+    return value
+
+
+@functools.cache
+def _representer() -> type:
+    """ruamel.yaml's round-trip representer, writing ``None`` as ``null`` (its own writes nothing)."""
+    from ruamel.yaml.representer import RoundTripRepresenter
+
+    class Representer(RoundTripRepresenter):
+        pass
+
+    Representer.add_representer(type(None), lambda r, _: r.represent_scalar("tag:yaml.org,2002:null", "null"))
+    return Representer
+
+
+def _dump(docs: list, *, quote: str, width: int, sequence: int, offset: int) -> str:
+    """``docs`` as block YAML 1.2 (no ``%YAML`` directive), through ruamel.yaml's public API only.
+
+    ruamel.yaml rather than PyYAML: PyYAML decides what to leave plain by YAML 1.1's rules and has no
+    public way to quote one value, so envkit had to override its emitter's internals, which a PyYAML
+    release could change without notice. ruamel.yaml writes YAML 1.2 and takes the quoting of each
+    value (``SingleQuotedScalarString``, ``DoubleQuotedScalarString``), flow lists (``fa``), comments
+    (``yaml_set_comment_before_after_key``) and the indentation (``indent``) as public API. ``None``
+    goes out as ``null``, as PyYAML wrote it.
+    """
+    import io
+
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="rt", pure=True)
+    yaml.Representer = _representer()
+    yaml.width = width
+    yaml.indent(mapping=2, sequence=sequence, offset=offset)
+    out = io.StringIO()
+    yaml.dump_all([_node(doc, quote, 0, sequence) for doc in docs], out)
+    return out.getvalue()
 
 
 def make_env(directory: Path | None = None) -> jinja2.Environment:

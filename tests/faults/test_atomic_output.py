@@ -89,11 +89,9 @@ def test_read_only_folder_is_exit_1(tmp_path):
 def test_a_second_concurrent_run_waits_then_stops_with_exit_1(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    from filelock import FileLock
+    from envkit.outputlock import output_lock
 
-    from envkit.output import lock_path
-
-    with FileLock(str(lock_path(out))):  # what a running `envkit generate` holds
+    with output_lock(out, wait=5):  # what a running `envkit generate` holds
         started = time.monotonic()
         res = run_envkit("generate", "-o", str(out), env={"ENVKIT_LOCK_WAIT": "1"})
         assert res.returncode == 1, res.stderr
@@ -202,3 +200,51 @@ def test_target_subset_does_not_prune_other_targets(tmp_path):
     before = set(_tree(out))
     assert run_envkit("generate", str(p), "-o", str(out), "--target", "dockerfile").returncode == 0
     assert set(_tree(out)) == before
+
+
+# Two accounts of one team (any ids the machine does not use: setpriv takes numbers, no account is added).
+TEAM_GID, TEAM_UIDS = 61000, (61001, 61002)
+
+
+def _as_teammate(uid: int, base: Path, *args: str) -> subprocess.CompletedProcess:
+    """``ARGS`` run as ``uid`` in the team's group only, without capabilities, with the umask a team sets (002)."""
+    home = base / f"home-{uid}"
+    home.mkdir(exist_ok=True)
+    os.chown(home, uid, TEAM_GID)
+    home.chmod(0o700)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache")}
+    cmd = ["setpriv", f"--reuid={uid}", f"--regid={TEAM_GID}", f"--groups={TEAM_GID}", "--", *args]
+    return subprocess.run(cmd, cwd=base, env=env, capture_output=True, text=True, timeout=120, umask=0o002)
+
+
+def test_two_members_of_a_group_generate_into_one_group_writable_folder_in_turn():
+    """A shared checkout: one teammate generates, then the other (a changed profile), then the first again.
+    Each run takes the folder's lock; none may find it held by a file the other one owns."""
+    if os.geteuid() != 0:
+        (pytest.fail if in_ci() else pytest.skip)("running envkit as two other accounts needs root")
+    if shutil.which("setpriv") is None:
+        (pytest.fail if in_ci() else pytest.skip)("setpriv (util-linux) is missing")
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="envkit-team-"))  # beside the other users' files, not in root's 0700 tmp_path
+    try:
+        base.chmod(0o755)
+        shared = base / "shared"
+        shared.mkdir()
+        os.chown(shared, 0, TEAM_GID)
+        shared.chmod(0o2775)  # group-writable, new entries keep the team's group
+        probe = _as_teammate(TEAM_UIDS[0], base, sys.executable, "-c", "import envkit.output")
+        if probe.returncode != 0:  # e.g. an interpreter under root's 0700 home
+            pytest.skip(f"another account cannot run this interpreter ({sys.executable}): {probe.stderr[-300:]}")
+        for n, shm in enumerate(("1g", "2g", "1g")):
+            profile = base / f"p{n}.yaml"
+            profile.write_text(PROFILE.format(name="team", shm=shm))
+            profile.chmod(0o644)
+            uid = TEAM_UIDS[n % 2]
+            res = _as_teammate(uid, base, sys.executable, "-m", "envkit", "generate", str(profile), "-o", str(shared))
+            assert res.returncode == 0, (uid, res.stdout, res.stderr)
+            assert f"shm_size: '{shm}'" in (shared / "compose.yaml").read_text(), (uid, res.stdout)
+            assert (shared / "compose.yaml").stat().st_uid == uid, "the run wrote the changed files"
+        _no_temporaries(shared)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

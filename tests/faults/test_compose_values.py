@@ -91,3 +91,41 @@ def test_docker_compose_config_shows_every_env_value_unchanged(tmp_path):
     env = next(iter(json.loads(res.stdout)["services"].values()))["environment"]
     changed = {k: (v, env.get(k)) for k, v in VALUES.items() if env.get(k) != v}
     assert changed == {}, changed
+
+
+# Keys YAML 1.1 (y/n are booleans in its type repository and in go-yaml v2) or 1.2 would not read as text,
+# and values holding every kind of character the emitter escapes, writes raw or quotes (the emitter's contract).
+TRICKY_ENV = {
+    "y": "1", "Y": "Y", "n": "", "N": "no", "ON": "on", "off": "off", "null": "~", "E1e3": "1e3",
+    "CTRL": "a\x01b\x07c\x0bd\x1be\x7f", "C1": "\x85\x8c\xa0\u2028\u2029", "ASTRAL": "hi \U0001F600 \U000E0001",
+    "BOM": "\ufeff", "TAB": "a\tb", "QUOTES": "it's \"q\" \\", "LONG": "word " * 300,
+}
+
+
+def _tricky_compose(tmp_path):
+    doc = {"name": "c", "services": {"s": {"image": "x", "environment": TRICKY_ENV}}}
+    path = tmp_path / "compose.yaml"
+    path.write_text(_to_yaml(doc), encoding="utf-8")
+    return path
+
+
+def test_every_key_and_character_reads_back_in_yaml_1_1_and_1_2(tmp_path):
+    import io
+
+    from ruamel.yaml import YAML
+
+    text = _tricky_compose(tmp_path).read_text(encoding="utf-8")
+    for reader in (yaml.safe_load, lambda t: YAML(typ="safe", pure=True).load(io.StringIO(t))):
+        assert reader(text)["services"]["s"]["environment"] == TRICKY_ENV
+    for key in ("y", "Y", "n", "N", "ON", "off", "null"):
+        assert f"\n      '{key}': " in text, key
+
+
+@pytest.mark.clients
+def test_docker_compose_config_reads_every_key_and_character_as_written(tmp_path):
+    compose = _tricky_compose(tmp_path)
+    res = subprocess.run([venv_tool("docker-compose"), "-f", str(compose), "config", "--format", "json"],
+                         cwd=compose.parent, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    env = json.loads(res.stdout)["services"]["s"]["environment"]
+    assert {k: (v, env.get(k)) for k, v in TRICKY_ENV.items() if env.get(k) != v} == {}

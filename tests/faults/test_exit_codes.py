@@ -127,7 +127,7 @@ def _interrupted(tmp_path: Path, sig: signal.Signals):
     """A generate waiting on the output folder's lock (held here, through envkit's own lock), then sent ``sig``."""
     import subprocess
 
-    from envkit.output import lock_path, output_lock
+    from envkit.outputlock import lock_path, output_lock
 
     out = tmp_path / "out"
     out.mkdir()

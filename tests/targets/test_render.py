@@ -42,21 +42,22 @@ def test_no_autoescape():
     assert make_env().from_string("{{ x }}").render(x="<a & 'b'>") == "<a & 'b'>"
 
 
-@given(st.text())
-def test_yaml_scalar_escapes_exactly_what_yaml_refuses_raw(text):
-    """The range table escapes what this character class matches, and the scalar reads back."""
-    import json
-    import re
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",))))
+def test_kube_text_stays_on_its_line_double_quoted_and_reads_back_in_yaml_1_1_and_1_2(text):
+    """Any text is one double-quoted scalar on one line (every line break YAML knows escaped), which
+    PyYAML (YAML 1.1, as kubernetes-validate reads) and ruamel.yaml (YAML 1.2) read back exactly."""
+    import io
 
     import yaml
+    from ruamel.yaml import YAML
 
-    from envkit.render import _yaml_scalar
+    from envkit.render import to_kube_yaml
 
-    unsafe = "[^\x09\x0a\x0d\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
-    want = re.sub(unsafe, lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False))
-    assert _yaml_scalar(text) == want
-    if not any(0xD800 <= ord(c) <= 0xDFFF for c in text):  # lone surrogates cannot be written as UTF-8
-        assert yaml.safe_load(f"k: {_yaml_scalar(text)}")["k"] == text
+    out = to_kube_yaml([{"k": text}])
+    assert out.startswith('k: "') and out.endswith('"\n') and out.count("\n") == 1, out
+    assert not any(c in out[:-1] for c in "\r\x85\u2028\u2029")
+    assert yaml.safe_load(out) == {"k": text}
+    assert YAML(typ="safe", pure=True).load(io.StringIO(out)) == {"k": text}
 
 
 def test_compose_keeps_characters_beyond_the_bmp_raw():
