@@ -209,10 +209,11 @@ def test_plain_torchrun_hangs_on_a_rejected_rendezvous_port_until_the_tests_boun
     # n2's agent is refused at n1's store and keeps retrying: torch's own timeouts do not end the
     # job within the bound (the benchmark's 120 s neither). A DROP ends differently: the store
     # client's 60 s connect timeout fails n2 at about 65 s (benchmarks/bench_network_faults.py).
+    # 40 s: twice the preflight's network bound, by which envkit has named the port (test_netns_preflight.py).
     with injected(netns_cluster, fault("port-reject@n1")):
-        res = netns_cluster.step(netns.torchrun(allreduce), bound=60)
+        res = netns_cluster.step(netns.torchrun(allreduce), bound=40)
     assert res.bounded, res.text()
-    assert res.seconds >= 60
+    assert res.seconds >= 40
     assert not any(_results(out) for out in res.outputs.values())
     assert res.failed_at == {}  # no node had given up by then
     assert _wait_no_torch(netns_cluster) == []  # the cancel left no rank behind

@@ -34,17 +34,20 @@ def preflight(cluster: netns.NetnsCluster, expect: Path, **kw) -> tuple[netns.St
     return res, {name: netns.network_check(r) for name, r in reports.items()}
 
 
-def test_a_clean_two_node_preflight_passes_with_both_nodes_and_a_bandwidth(netns_cluster, expectations):
-    res, checks = preflight(netns_cluster, expectations["ethernet"])
-    assert res.returncode == 0, res.text()
-    for name, check in checks.items():
-        assert check["status"] == "pass", (name, check["message"])
-        peers = check["measured"]["peers"]
-        assert [(p["rank"], p["host"]) for p in peers] == [(0, "n1"), (1, "n2")]
-        # Each node advertises its cluster address, on eth0, as NCCL and gloo would pick it.
-        assert {p["address"] for p in peers} == {n.addr for n in netns_cluster.nodes}
-        assert check["measured"]["bandwidth_gbps"] > 0
-    assert sorted(checks) == ["n1", "n2"]
+def test_a_clean_two_node_preflight_passes_twice_with_both_nodes_and_a_bandwidth(netns_cluster, expectations):
+    # Twice: the first run leaves the rendezvous port in TIME_WAIT on n1, which the store's bind allows
+    # (before, every run after the first failed "in use by another process" on n1).
+    for _ in range(2):
+        res, checks = preflight(netns_cluster, expectations["ethernet"])
+        assert res.returncode == 0, res.text()
+        assert sorted(checks) == ["n1", "n2"]
+        for name, check in checks.items():
+            assert check["status"] == "pass", (name, check["message"])
+            peers = check["measured"]["peers"]
+            assert [(p["rank"], p["host"]) for p in peers] == [(0, "n1"), (1, "n2")]
+            # Each node advertises its cluster address, on eth0, as NCCL and gloo would pick it.
+            assert {p["address"] for p in peers} == {n.addr for n in netns_cluster.nodes}
+            assert check["measured"]["bandwidth_gbps"] > 0
 
 
 @pytest.mark.parametrize("key, culprit, words", [
@@ -66,8 +69,9 @@ def test_a_node_check_fault_fails_both_nodes_naming_the_culprit(netns_cluster, e
 
 
 @pytest.mark.parametrize("key, n2_words", [
-    ("port-reject@n1", ["refused", "n1"]),
-    ("port-drop@n1", ["n1", f"{netns.RDZV_PORT}"]),
+    # A REJECT answers at once ("refused"); a DROP answers nothing until the bound.
+    ("port-reject@n1", ["nothing accepts connections", f"n1:{netns.RDZV_PORT}"]),
+    ("port-drop@n1", [f"n1:{netns.RDZV_PORT}"]),
 ])
 def test_a_blocked_rendezvous_port_is_named_on_both_sides_within_the_bound(netns_cluster, expectations,
                                                                            key, n2_words):
@@ -75,8 +79,8 @@ def test_a_blocked_rendezvous_port_is_named_on_both_sides_within_the_bound(netns
         res, checks = preflight(netns_cluster, expectations["ethernet"])
     assert res.returncode not in (0, None), res.text()
     n1, n2 = checks["n1"], checks["n2"]
-    assert n2["status"] == "fail" and all(w in n2["message"] for w in n2_words), n2
-    assert n1["status"] == "fail" and "n2" in n1["message"] and "never arrived" in n1["message"], n1
+    assert n2["status"] == "fail" and all(w in n2["message"] for w in n2_words), (n2["message"], n1["message"])
+    assert n1["status"] == "fail" and "n2" in n1["message"] and "never arrived" in n1["message"], n1["message"]
     assert max(c["measured"]["elapsed_s"] for c in checks.values()) < BOUND + 2
 
 

@@ -66,3 +66,21 @@ def test_rdma_names_each_missing_piece():
     assert check_rdma(FakeFacts(), "ethernet", "n1")[0] == "skip"
     none_listed = FakeFacts(uverbs=["uverbs0"], lib_error=None, devices=0, lock=-1)
     assert "lists no verbs device" in check_rdma(none_listed, "infiniband", "n1")[1]
+
+
+def test_a_port_a_previous_job_left_in_time_wait_is_free_and_a_listener_is_not():
+    # The store binds with SO_REUSEADDR; before, the probe did not, and every preflight after a first run
+    # on the same node failed "in use by another process" (16 of 20 clean runs, bench_network_faults.py).
+    import socket
+
+    from envkit.harness.network.static import Facts
+
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    client = socket.create_connection(("127.0.0.1", port))
+    conn, _ = server.accept()
+    assert Facts().bind_error(port) == "in use by another process"  # listening
+    conn.close()  # the side that closes first keeps the port in TIME_WAIT
+    client.close()
+    server.close()
+    assert Facts().bind_error(port) is None

@@ -85,8 +85,11 @@ class Facts:
         return socket.gethostname()
 
     def bind_error(self, port: int) -> str | None:
-        """Why ``port`` cannot be bound on this node (None: it can)."""
+        """Why ``port`` cannot be bound on this node (None: it can), asked as torch's store binds it: with
+        SO_REUSEADDR (libuv's ``uv__tcp_bind``, src/unix/tcp.c, under TCPStore's libuv backend), so the
+        TIME_WAIT connections a previous job left are no obstacle and only a listening socket is."""
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 s.bind(("", port))
             except OSError as exc:
