@@ -82,10 +82,12 @@ def envkit_preflight(cluster: netns.NetnsCluster, fault: Fault | None, bound: fl
     res, reports = netns.preflight(cluster, expect, network=network, bound=bound, kill_on_bad_exit=True)
     if res.bounded:
         return Outcome("waiting", res.seconds)
-    failed = [(name, c) for name, r in reports.items() for c in r["checks"] if c["status"] == "fail"]
+    # The network check's verdict first: the stage is what is measured (a node may fail other checks too).
+    failed = sorted(((name, c) for name, r in reports.items() for c in r["checks"] if c["status"] == "fail"),
+                    key=lambda f: f[1]["name"] != "network")
     if res.returncode == 0 and not failed:
         return Outcome("passed", res.seconds)
-    name, check = min(failed, key=lambda f: res.failed_at.get(f[0], bound)) if failed else ("", {"message": ""})
+    name, check = failed[0] if failed else ("", {"message": ""})
     return Outcome("failed", res.seconds, name, check["message"] or res.message(name))
 
 

@@ -117,3 +117,14 @@ def test_the_profile_names_the_interface_where_the_environment_does_not():
     assert c["status"] == "fail" and "GLOO_SOCKET_IFNAME=eth1" in c["message"]
     assert stage(live=live, interface="eth")["status"] == "fail"  # gloo reads whole names: 'eth' is none
     assert stage(live=live, interface="^lo")["status"] == "pass"
+
+
+def test_a_gloo_group_that_does_not_form_names_what_each_node_advertised():
+    # An interface that exists but reaches no other node passes every static check (the namespaced Slurm's
+    # eth1): the failure shows each node's address and interface, so the odd one stands out.
+    live = Live(error="Gloo connectFullMesh failed ... SO_ERROR: No route to host", cause="gloo", phase="done",
+                peers=[peer(0, "n1", address="198.19.0.11", interface="eth0"),
+                       peer(1, "n2", address="198.18.0.12", interface="eth1")])
+    c = stage(live=live)
+    assert c["status"] == "fail" and "n1 198.19.0.11 on eth0, n2 198.18.0.12 on eth1" in c["message"]
+    assert "cluster.network.interface" in c["remedy"]

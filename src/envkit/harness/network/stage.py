@@ -228,6 +228,12 @@ def explain(live: LiveResult, expected: dict[str, Any]) -> tuple[str, str | None
         told = [p.get("remedy") for p in live["peers"] if p.get("rank") in live["blamed"] and p.get("remedy")]
         if told:
             return error, str(told[0])[:500]
+    if cause in ("gloo", "peer") and live["peers"]:
+        # The store met, the group did not: what each node advertised is where to look (an interface that
+        # exists but reaches no other node passes every static check).
+        error += "; the nodes advertised: " + ", ".join(
+            f"{p['host']} {p.get('address') or '?'}" + (f" on {p['interface']}" if p.get("interface") else "")
+            for p in live["peers"])
     return error, fixes.get(cause or "", _fix(live["phase"]))
 
 
