@@ -39,7 +39,10 @@ RENDER_ONLY = """
 import json, statistics, sys, time
 from pathlib import Path
 from envkit.generation import render_plan
-from envkit.plan.envplan import build_plan
+try:  # the planner's module since the plan's layering; a revision before it has it in the plan
+    from envkit.planner import build_plan
+except ImportError:
+    from envkit.plan.envplan import build_plan
 from envkit.profile import load_profile
 plan = build_plan(load_profile(Path(sys.argv[1])), Path("o"))
 targets, n = tuple(sys.argv[2].split(",")), int(sys.argv[3])
