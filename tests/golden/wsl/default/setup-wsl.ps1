@@ -22,10 +22,11 @@
     Run with: powershell -ExecutionPolicy Bypass -File .\setup-wsl.ps1
 
     On a bare machine it takes three runs, as the same Windows user each time:
-      run 1, elevated (Run as administrator): installs WSL2 and the distribution; restart Windows;
+      run 1, elevated (Run as administrator): installs WSL2 and the distribution (and, with envkit on
+             Windows, merges .wslconfig already); restart Windows;
       run 2: the distribution is installed but has no Linux user yet: launch it once from the Start
              menu (or `wsl -d <Distro>`) and create your user;
-      run 3: merges the profile's keys, restarts WSL and verifies.
+      run 3: merges wsl.conf (and .wslconfig if run 1 could not), restarts WSL if either changed, verifies.
     WSL distributions and .wslconfig are per user: elevated with another (administrator) account,
     the script stops before it installs or configures anything for the wrong profile.
 
