@@ -74,7 +74,8 @@ def explain(base: str, text: str) -> tuple[str, str]:
     kind, registry = classify(text), registry_of(base)
     what = f"the base image {base} could not be pulled: " + WHAT[kind].format(registry=registry)
     reachable = (f"or set image.base to the same image on a registry this engine reaches (your mirror's "
-                 f"copy, e.g. registry.example.com/{base.split('/')[-1]})")
+                 f"copy, e.g. registry.example.com/{base.split('/')[-1]}) or to an image already on this machine "
+                 "(`docker load -i base.tar`: the README's 'Offline or behind a proxy')")
     through = (f"pull it through your registry mirror or proxy (dockerd's \"registry-mirrors\" or its "
                f"HTTPS_PROXY setting), `docker pull {base}` to check, then build again")
     if kind == "auth":
