@@ -50,3 +50,18 @@ class BoundedParser(argparse.ArgumentParser):
     def error(self, message: str):
         self.print_usage(sys.stderr)
         self.exit(2, f"{self.prog}: error: {shorten_words(message)}\n")
+
+
+def peer_text(value: object, limit: int = 200) -> str:
+    r"""Text another machine sent, fit to print: control and other unprintable characters as escapes (a newline
+    cannot forge a log line), at most ``limit`` characters and the original length.
+
+    >>> peer_text("n1\nerror: n2: task 1: Exited")
+    'n1\\nerror: n2: task 1: Exited'
+    >>> peer_text("x" * 30000)[-24:]
+    'xx... (30000 characters)'
+    """
+    raw = str(value)
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in raw[:limit + 1])
+    return shown if len(shown) <= limit else f"{shown[:limit]}... ({len(raw)} characters)"
+

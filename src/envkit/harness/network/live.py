@@ -40,6 +40,7 @@ from typing import Any, TypedDict
 
 from ..checks.loader import _PACKAGE, kill_and_reap
 from ..checks.loader_child import BOOTSTRAP, die_with_parent
+from ..text import peer_text
 from .compare import Peer, compare_peers
 from .nccllog import Transport, classify_lines, read_log
 
@@ -47,8 +48,9 @@ PREFIX = "envkit-network/"
 ALLREDUCE_BYTES = 4 << 20  # large enough to time, small enough for any link in well under a second
 ITERATIONS = 5
 PAYLOAD_MAX = 16 * 1024  # bytes of one node's facts in the store: anything larger is not envkit's
-EVENT_MAX = 64 * 1024  # one event line; the pipe as a whole is read up to EVENTS_MAX
-EVENTS_MAX = 1 << 20
+EVENT_MAX = 1 << 20  # one event line (the peers of a large job); the pipe as a whole is read up to EVENTS_MAX
+EVENTS_MAX = 8 << 20
+MESSAGE_MAX = 4000  # a failure's message, cut in the child before it is sent
 PROBE_TRY_S = 2.0  # one connection attempt: a DROP shows as a timeout, a REJECT at once
 GLOO_RESERVE_S = 6.0  # of the bound, kept for the group and its all_reduce once every node has arrived
 POLL_S = 0.1
@@ -117,6 +119,9 @@ def run_live(config: dict[str, Any], *, deadline_s: float, nccl: bool) -> LiveRe
             proc.wait(timeout=max(0.05, min(2.0, start + deadline_s - time.monotonic())))
         except subprocess.TimeoutExpired:
             out["killed"] = True
+        if proc.returncode not in (0, None) and out["error"] is None:  # a failure whose event never arrived
+            out["cause"] = "error"
+            out["error"] = f"the network child failed (exit {proc.returncode}) without saying why"
     finally:
         os.close(rfd)
         kill_and_reap(proc, proc.pid, grace=2.0)
@@ -216,11 +221,11 @@ def child_main(config: dict[str, Any]) -> None:
     code = 0
     try:
         _Node(config, emit, deadline).run()
-    except Failed as exc:
-        emit("fail", cause=exc.cause, message=str(exc), blamed=exc.blamed)
+    except Failed as exc:  # cut before it is serialised: a cut JSON line would be no event at all
+        emit("fail", cause=exc.cause, message=str(exc)[:MESSAGE_MAX], blamed=exc.blamed[:64])
         code = 1
     except Exception as exc:  # torch's own errors: the message is the finding
-        emit("fail", cause="error", message=f"{type(exc).__name__}: {_first_line(str(exc))}",
+        emit("fail", cause="error", message=f"{type(exc).__name__}: {_first_line(str(exc))}"[:MESSAGE_MAX],
              blamed=[])
         traceback.print_exc()
         code = 1
@@ -328,11 +333,14 @@ class _Node:
         """Wait for every node's facts; name the ranks (and hosts) that never came."""
         self.emit("phase", phase="arrive")
         keys = [f"{PREFIX}node/{r}" for r in range(self.nodes)]
+        said: list[int] = []
         while True:
             missing = [r for r, k in enumerate(keys) if not self.store.check([k])]
             if not missing:
                 break
-            self.emit("missing", value=missing)
+            if missing != said:  # each change once: a thousand-node list every tick would fill the pipe
+                self.emit("missing", value=missing[:1024])
+                said = missing
             self._peer_failure()
             if self.left() <= GLOO_RESERVE_S:
                 raise Failed("missing", _missing_message(missing, self.nodes, self.c.get("hosts") or [], self._peers(
@@ -351,10 +359,12 @@ class _Node:
             except ValueError:
                 raise Failed("garbage", f"node index {r} published facts that are not envkit's ({raw[:60]!r}): "
                                         "another program uses this rendezvous", [r]) from None
+            except RecursionError:
+                raise Failed("garbage", f"node index {r} published facts nested too deep to be envkit's", [r]) from None
             if not isinstance(peer, dict) or not isinstance(peer.get("host"), str):
                 raise Failed("garbage", f"node index {r} published facts that are not envkit's", [r])
-            out.append(peer)
-        return out  # type: ignore[return-value]
+            out.append(_clean_peer(peer, r))
+        return out
 
     def _compare(self, peers: list[Peer]) -> None:
         """One job, one build of torch/CUDA/NCCL, and no node that failed its own checks."""
@@ -404,17 +414,22 @@ class _Node:
         return dist.TCPStore(self.addr, self.port, self.nodes, False, timeout=timeout)
 
     def _peer_failure(self) -> None:
-        """Stop waiting when another node has left its reason in the store."""
+        """Stop waiting when another node has left its reason in the store (by its index, or, a node that could
+        not take one, under the job's abort key)."""
+        if self.store.check([f"{PREFIX}abort"]):
+            why = peer_text(self.store.get(f"{PREFIX}abort")[:2000].decode("utf-8", "replace"), 2000)
+            raise Failed("peer", f"a node without an index failed: {why}", [])
         for r in range(self.nodes):
             if r != self.rank and self.store.check([f"{PREFIX}error/{r}"]):
-                why = self.store.get(f"{PREFIX}error/{r}")[:2000].decode("utf-8", "replace")
+                why = peer_text(self.store.get(f"{PREFIX}error/{r}")[:2000].decode("utf-8", "replace"), 2000)
                 raise Failed("peer", f"node index {r} failed: {why}", [r])
 
     def _tell(self, why: str) -> None:
-        if self.store is not None and self.rank is not None:
+        if self.store is not None:
             host = self.c["payload"]["host"]
+            key = f"{PREFIX}error/{self.rank}" if self.rank is not None else f"{PREFIX}abort"
             try:
-                self.store.set(f"{PREFIX}error/{self.rank}", f"({host}) {why}"[:2000])
+                self.store.set(key, f"({host}) {why}"[:2000])
             except Exception:
                 pass
 
@@ -475,3 +490,20 @@ def _gloo_message(text: str) -> str:
         return (f"{text}: a node advertised a loopback address (its host name resolves to 127.x), so the others "
                 "cannot connect to it")
     return text
+
+
+_PEER_TEXT = ("host", "address", "interface", "job", "verdict", "problem", "remedy")
+
+
+def _clean_peer(peer: dict, rank: int) -> Peer:
+    """A peer's facts as this node prints and compares them: each text cut and its unprintable characters escaped
+    (a newline in a host name cannot forge a log line), the numbers numbers, the versions a flat text map."""
+    given = peer.get("versions")
+    versions: dict = given if isinstance(given, dict) else {}
+    gpus = peer.get("gpus")
+    out: dict[str, Any] = {k: peer_text(peer[k], 500 if k in ("problem", "remedy") else 200)
+                           if peer.get(k) is not None else None for k in _PEER_TEXT}
+    out.update(rank=rank, gpus=gpus if isinstance(gpus, int) and not isinstance(gpus, bool) and 0 <= gpus < 4096 else 0,
+               versions={peer_text(k, 40): peer_text(v, 80) for k, v in list(versions.items())[:16] if v is not None})
+    out["verdict"] = out["verdict"] or "pass"
+    return out  # type: ignore[return-value]
