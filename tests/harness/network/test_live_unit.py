@@ -58,3 +58,15 @@ def test_a_node_that_could_not_take_an_index_stops_the_others_at_once():
         node(store, rank=0)._peer_failure()
     assert ei.value.cause == "peer" and "another node already took index 0" in str(ei.value)
     assert json.dumps(str(ei.value))  # printable
+
+
+def test_a_temporary_folder_that_cannot_be_made_is_a_finding(monkeypatch):
+    import tempfile
+
+    from envkit.harness.network import live
+
+    def full(*a, **k):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(tempfile, "mkdtemp", full)
+    out = live.run_live({"master_addr": "n1", "master_port": 29500, "nodes": 2}, deadline_s=5, nccl=False)
+    assert out["cause"] == "error" and "No space left on device" in out["error"]

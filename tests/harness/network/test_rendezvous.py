@@ -52,3 +52,11 @@ def test_nodes_by_name_give_the_index_and_outweigh_a_leaked_slurm_nodeid():
         assert r["node_rank"] == rank and r["problem"] is None, (hostname, r)
     # Without names the environment's index stands.
     assert read_rendezvous(env, planned_nodes=None, hostname="n2")["node_rank"] == 0
+
+
+def test_digits_python_would_not_read_as_a_number_are_no_index():
+    # "²".isdigit() is True and int("²") raises; a 5000-digit string exceeds int()'s limit: both were tracebacks.
+    for text in ("²", "9" * 5000):
+        r = read_rendezvous({"MASTER_ADDR": "n1", "MASTER_PORT": "29500", "NODE_RANK": text, "NNODES": "2"},
+                            planned_nodes=None, hostname="n1")
+        assert r["node_rank"] is None and "is not a node index" in r["problem"]

@@ -84,3 +84,10 @@ def test_a_port_a_previous_job_left_in_time_wait_is_free_and_a_listener_is_not()
     client.close()
     server.close()
     assert Facts().bind_error(port) is None
+
+
+def test_a_name_with_an_empty_label_is_not_a_host_name_and_no_traceback():
+    from envkit.harness.network.static import Facts
+
+    said = Facts().resolve("n1..cluster")
+    assert isinstance(said, str) and "not a host name" in said

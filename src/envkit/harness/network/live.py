@@ -94,8 +94,12 @@ def run_live(config: dict[str, Any], *, deadline_s: float, nccl: bool) -> LiveRe
     ``is_master``, ``payload``) and return its :class:`LiveResult` within ``deadline_s`` seconds."""
     start = time.monotonic()
     out = _new_result()
+    try:
+        logdir = tempfile.mkdtemp(prefix="envkit-nccl-")
+    except OSError as exc:  # a full or read-only TMPDIR: a finding, not a traceback
+        out["cause"], out["error"] = "error", f"could not make the network child's folder in {tempfile.gettempdir()}: {exc}"
+        return out
     rfd, wfd = os.pipe()
-    logdir = tempfile.mkdtemp(prefix="envkit-nccl-")
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     if nccl:  # NCCL names its transport only in its INFO lines; a file per process keeps them apart from stderr
         env.update(NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT,NET",

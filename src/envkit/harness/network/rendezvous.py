@@ -71,7 +71,7 @@ def _place(hosts: Sequence[str], hostname: str) -> tuple[str | None, str]:
 
 
 def _int(text: str | None, low: int, high: int) -> int | None:
-    return int(text) if text is not None and text.isdigit() and low <= int(text) <= high else None
+    return int(text) if text is not None and text.isdecimal() and len(text) <= 9 and low <= int(text) <= high else None
 
 
 def read_rendezvous(env: Mapping[str, str], *, planned_nodes: int | None, hostname: str,

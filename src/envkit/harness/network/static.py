@@ -145,6 +145,8 @@ def _bounded(fn: Callable[[], list[str]], seconds: float, late: str) -> list[str
             box.append(fn())
         except OSError as exc:
             box.append(exc.strerror or str(exc))
+        except (UnicodeError, ValueError) as exc:  # an empty or over-long label: the IDNA codec refuses the name
+            box.append(f"not a host name ({exc})")
     t = threading.Thread(target=work, daemon=True)
     t.start()
     t.join(seconds)
