@@ -70,3 +70,19 @@ def test_a_temporary_folder_that_cannot_be_made_is_a_finding(monkeypatch):
     monkeypatch.setattr(tempfile, "mkdtemp", full)
     out = live.run_live({"master_addr": "n1", "master_port": 29500, "nodes": 2}, deadline_s=5, nccl=False)
     assert out["cause"] == "error" and "No space left on device" in out["error"]
+
+
+def test_a_long_failure_still_reaches_the_parent_as_a_failure():
+    # 70 nodes failing their own checks make a message over the event line's bound. Before, the child cut the
+    # serialised line, the parent dropped it as no JSON, and the stage read the child's end as a pass.
+    from envkit.harness.network.live import _apply, _Events, _new_result, fail_event
+    import os
+
+    rfd, wfd = os.pipe()
+    _Events(wfd)("fail", **fail_event(Failed("node-checks", "n7 (index 7) failed its own checks: " + "x" * 2_000_000,
+                                               list(range(70)))))
+    os.close(wfd)
+    out = _new_result()
+    _apply(out, os.read(rfd, 1 << 21).rstrip(b"\n"))
+    os.close(rfd)
+    assert out["cause"] == "node-checks" and out["error"].startswith("n7 (index 7) failed")

@@ -216,6 +216,18 @@ class _Events:
             pass
 
 
+def fail_event(exc: Exception) -> dict[str, Any]:
+    """The ``fail`` event's fields for ``exc``, its message cut before it is serialised: a line cut after would be no
+    JSON, the parent would drop it, and the stage would read the child's end as a pass.
+
+    >>> len(fail_event(Failed("peer", "x" * 100000, [1]))["message"]) == MESSAGE_MAX
+    True
+    """
+    if isinstance(exc, Failed):
+        return {"cause": exc.cause, "message": str(exc)[:MESSAGE_MAX], "blamed": exc.blamed[:64]}
+    return {"cause": "error", "message": f"{type(exc).__name__}: {_first_line(str(exc))}"[:MESSAGE_MAX], "blamed": []}
+
+
 def child_main(config: dict[str, Any]) -> None:
     """The child's whole run (started by :func:`run_live`); exits with os._exit so a stuck gloo thread cannot hold it."""
     die_with_parent(config.get("parent_pid"))
@@ -225,13 +237,10 @@ def child_main(config: dict[str, Any]) -> None:
     code = 0
     try:
         _Node(config, emit, deadline).run()
-    except Failed as exc:  # cut before it is serialised: a cut JSON line would be no event at all
-        emit("fail", cause=exc.cause, message=str(exc)[:MESSAGE_MAX], blamed=exc.blamed[:64])
-        code = 1
-    except Exception as exc:  # torch's own errors: the message is the finding
-        emit("fail", cause="error", message=f"{type(exc).__name__}: {_first_line(str(exc))}"[:MESSAGE_MAX],
-             blamed=[])
-        traceback.print_exc()
+    except Exception as exc:  # Failed, or torch's own errors: the message is the finding
+        emit("fail", **fail_event(exc))
+        if not isinstance(exc, Failed):
+            traceback.print_exc()
         code = 1
     emit("phase", phase="done")
     sys.stdout.flush()
