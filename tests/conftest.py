@@ -84,22 +84,6 @@ def pytest_configure(config):
 
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    _cache_bytecode_for_children(config)
-
-
-def _cache_bytecode_for_children(config) -> None:
-    """Under PYTHONDONTWRITEBYTECODE=1 every `python -m envkit` a test starts compiles each module of the
-    editable checkout again (hundreds of starts a run). Its children write their bytecode instead into a
-    folder of this session's own (0700, removed at the end), outside the checkout; Python checks each
-    entry against its source's mtime and size, as it does any __pycache__."""
-    import tempfile
-
-    if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
-        return
-    prefix = tempfile.mkdtemp(prefix="envkit-test-pycache-")
-    os.environ.pop("PYTHONDONTWRITEBYTECODE")
-    os.environ["PYTHONPYCACHEPREFIX"] = prefix
-    config.add_cleanup(lambda: shutil.rmtree(prefix, ignore_errors=True))
 
 
 def tier_of(item) -> str:

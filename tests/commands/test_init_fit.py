@@ -43,6 +43,7 @@ def _warnings(text: str) -> list[str]:
     return list(plan.warnings)
 
 
+@pytest.mark.slow  # real processes for seconds: CI's slow tier keeps the unit tier under 90 s
 def test_init_on_this_machine_then_doctor_passes_cpus_and_memory(tmp_path):
     res = run_envkit("init", cwd=tmp_path)
     assert res.returncode == 0, res.stderr

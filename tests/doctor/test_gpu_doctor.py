@@ -212,6 +212,7 @@ def test_envkit_doctor_cli_json_names_cu128(tmp_path):
     assert checks["gpu_arch"]["status"] == "fail" and "variant: cu128" in checks["gpu_arch"]["remedy"]
 
 
+@pytest.mark.slow  # real processes for seconds: CI's slow tier keeps the unit tier under 90 s
 def test_envkit_harness_json_on_this_cpu_host_skips_gpu_arch(capsys):
     from envkit.cli import main
     rc = main(["harness", "--json", "--quick", "--num-workers", "0", "--batch-size", "4"])

@@ -78,6 +78,7 @@ def test_expectation_that_is_a_fifo_or_dev_zero_is_refused_without_hanging(tmp_p
         assert res.returncode == 2 and "not a regular file" in res.stderr
 
 
+@pytest.mark.slow  # real processes for seconds: CI's slow tier keeps the unit tier under 90 s
 def test_batch_larger_than_memory_is_exit_2_before_allocating(tmp_path):
     res = _harness("--batch-size", "100000000", "--quick", cwd=tmp_path, timeout=60)
     assert res.returncode == 2, res.stderr[-2000:]

@@ -28,6 +28,7 @@ def test_the_profile_and_the_harness_share_the_bound():
         Profile.model_validate({**base, "loader": {"num_workers": MAX_WORKERS + 1}})
 
 
+@pytest.mark.slow  # real processes for seconds: CI's slow tier keeps the unit tier under 90 s
 def test_envkit_harness_exits_2_on_too_many_workers(tmp_path):
     from tests.conftest import run_envkit
 

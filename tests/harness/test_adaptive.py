@@ -22,6 +22,7 @@ def _epoch(loader) -> None:
 
 
 # The items sleep rather than compute, so more workers than CPUs is the point here.
+@pytest.mark.slow  # real processes for seconds: CI's slow tier keeps the unit tier under 90 s
 @pytest.mark.filterwarnings("ignore:This DataLoader will create")
 def test_workers_converge_after_the_cost_rises_and_never_exceed_the_budget(golden):
     delay = multiprocessing.Value("d", 0.0)

@@ -73,6 +73,7 @@ def test_windows_explain_is_documented(golden):
     check_block(golden, "explain-windows", f">>> dict(kw)\n{dict(kw)}\n>>> print(kw.explain())\n{kw.explain()}")
 
 
+@pytest.mark.slow  # real processes for seconds: CI's slow tier keeps the unit tier under 90 s
 def test_windows_settings_run_under_spawn_here():
     """What Windows gets (spawn, bounded workers) works with a real DataLoader (spawn exists on Linux too)."""
     ds = Tensors(n=12, shape=(4,))

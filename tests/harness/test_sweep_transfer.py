@@ -40,6 +40,7 @@ def test_sweep_and_plot_through_run_checks(tmp_path):
     assert any(line.startswith("workers_sweep: batch") for line in lines)
 
 
+@pytest.mark.slow  # real processes for seconds: CI's slow tier keeps the unit tier under 90 s
 def test_plot_without_matplotlib_gives_clear_message(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
     s = resolve_loader({"envkit_expect": 1, "loader": {"batch_size": 4, "sample_shape": [4]}}, usable=1)
